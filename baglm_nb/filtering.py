@@ -1,0 +1,254 @@
+"""The BaGLM Bayesian filter and its ablation variants (pure numpy + a numba kernel).
+
+Axis conventions, used everywhere in this module:
+
+- ``vsg``: (T, K+1) observation scores, columns = K steps in list order then ``none`` last;
+- ``progress``: (T, K, 10) probabilities of the digits 0..9 per step;
+- ``dependency``: (K, K), ``D[i, j] = P(step j is a prerequisite of step i)`` (row = target);
+- beliefs: (T, K+1) float64, none last.
+
+The published implementation (reference-protocol §5.2-5.3) steps once per *second row*,
+applying each 2-s segment's observation twice; the paper's equations step once per segment.
+Both are available through ``stepping``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numba
+import numpy as np
+
+__all__ = [
+    "PRIORS",
+    "STEPPINGS",
+    "TRANSITIONS",
+    "column_weights",
+    "expected_progress",
+    "normalize",
+    "readiness",
+    "run_filter",
+    "static_transition",
+    "validity",
+]
+
+Transition = Literal["static", "readiness", "validity", "both"]
+Prior = Literal["uniform", "propagated", "next_step"]
+Stepping = Literal["second", "segment"]
+
+TRANSITIONS: tuple[str, ...] = ("static", "readiness", "validity", "both")
+PRIORS: tuple[str, ...] = ("uniform", "propagated", "next_step")
+STEPPINGS: tuple[str, ...] = ("second", "segment")
+
+
+def normalize(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Divide by the sum along ``axis``; slices that sum to zero are left at zero."""
+    x = np.asarray(x, dtype=np.float64)
+    total = x.sum(axis=axis, keepdims=True)
+    return np.divide(x, total, out=np.zeros_like(x), where=total != 0)
+
+
+def static_transition(dependency: np.ndarray) -> np.ndarray:
+    """The static (K+1, K+1) transition matrix built from D, none last (reference §5.2).
+
+    ``M = D.T`` (from prerequisite j to target i); a step whose row of D is all exactly zero gets
+    a column of ones (every state may move to it), checked *before* the diagonal is set to 1;
+    an all-ones none row and column are appended; rows are normalised.
+    """
+    d = np.asarray(dependency, dtype=np.float64)
+    k = d.shape[0]
+    m = np.ones((k + 1, k + 1))
+    m[:k, :k] = d.T
+    no_prereq = d.sum(axis=1) == 0
+    m[:k, :k][:, no_prereq] = 1.0
+    m[np.arange(k), np.arange(k)] = 1.0
+    return normalize(m, axis=1)
+
+
+def expected_progress(progress: np.ndarray) -> np.ndarray:
+    """Expected progress in [0, 1]: ``sum_j j * p[..., j] / 9``; shape (T, K)."""
+    return np.asarray(progress, dtype=np.float64) @ (np.arange(10) / 9.0)
+
+
+def readiness(dependency: np.ndarray, done: np.ndarray) -> np.ndarray:
+    """Readiness ``r[t, i] = sum_j D[i, j] done[t, j] / sum_j D[i, j]`` (1 where the sum is 0).
+
+    ``done`` is (T, K) running-max progress; the raw D with its diagonal is used.
+    """
+    d = np.asarray(dependency, dtype=np.float64)
+    den = d.sum(axis=1)
+    num = done @ d.T
+    return np.divide(num, den, out=np.ones_like(num), where=den != 0)
+
+
+def validity(dependency: np.ndarray, done: np.ndarray) -> np.ndarray:
+    """Validity ``v[t, i] = sum_j D[j, i] (1 - done[t, j]) / sum_j D[j, i]`` (1 where 0)."""
+    d = np.asarray(dependency, dtype=np.float64)
+    den = d.sum(axis=0)
+    num = (1.0 - done) @ d
+    return np.divide(num, den, out=np.ones_like(num), where=den != 0)
+
+
+def column_weights(
+    dependency: np.ndarray, progress: np.ndarray, transition: Transition = "both"
+) -> np.ndarray:
+    """Per-row weights of the transition matrix's destination columns, shape (T, K+1).
+
+    Step columns get ``r * v`` (or one of them, or 1 for ``static``), computed from the running
+    maximum of the expected progress over rows ``tau <= t``; the none column keeps weight 1.
+    """
+    if transition not in TRANSITIONS:
+        raise ValueError(f"transition must be one of {TRANSITIONS}, got {transition!r}")
+    t, k = np.shape(progress)[:2]
+    w = np.ones((t, k + 1))
+    if transition == "static":
+        return w
+    done = np.maximum.accumulate(expected_progress(progress), axis=0)
+    if transition in ("readiness", "both"):
+        w[:, :k] *= readiness(dependency, done)
+    if transition in ("validity", "both"):
+        w[:, :k] *= validity(dependency, done)
+    return w
+
+
+@numba.njit(cache=True, nogil=True)
+def _forward(static, weights, obs, divisor, propagate):  # pragma: no cover - compiled
+    """Filter recursion over rows; see :func:`run_filter` for the semantics."""
+    t_len, n = obs.shape
+    out = np.empty((t_len, n))
+    belief = np.full(n, 1.0 / n)
+    state_prior = np.full(n, 1.0 / n)
+    pred = np.empty(n)
+    nxt = np.empty(n)
+    scale = np.empty(n)
+    for t in range(t_len):
+        for j in range(n):  # row normaliser of the weighted transition matrix
+            s = 0.0
+            for i in range(n):
+                s += static[j, i] * weights[t, i]
+            scale[j] = 0.0 if s == 0.0 else 1.0 / s
+        for i in range(n):
+            pred[i] = 0.0
+            nxt[i] = 0.0
+        for j in range(n):
+            bj = belief[j] * scale[j]
+            pj = state_prior[j] * scale[j]
+            for i in range(n):
+                tji = static[j, i] * weights[t, i]
+                pred[i] += bj * tji
+                nxt[i] += pj * tji
+        total = 0.0
+        for i in range(n):
+            v = pred[i] * obs[t, i]
+            if propagate:
+                state_prior[i] = nxt[i]
+                v = 0.0 if nxt[i] == 0.0 else v / nxt[i]
+            elif divisor.shape[0] > 0:
+                v = v / divisor[t, i]
+            pred[i] = v
+            total += v
+        if total != 0.0:
+            for i in range(n):
+                pred[i] /= total
+        for i in range(n):
+            belief[i] = pred[i]
+            out[t, i] = pred[i]
+    return out
+
+
+def _check_array(name: str, x, ndim: int) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    if (a < 0).any():
+        raise ValueError(f"{name} contains negative values")
+    return a
+
+
+def _validate(vsg, progress, dependency, next_step):
+    v = _check_array("vsg", vsg, 2)
+    p = _check_array("progress", progress, 3)
+    d = _check_array("dependency", dependency, 2)
+    t, k1 = v.shape
+    k = k1 - 1
+    if k < 1:
+        raise ValueError(f"vsg must have K+1 >= 2 columns (steps then none), got shape {v.shape}")
+    if d.shape != (k, k):
+        raise ValueError(f"dependency must be (K, K) = ({k}, {k}) for vsg {v.shape}, got {d.shape}")
+    if p.shape != (t, k, 10):
+        raise ValueError(f"progress must be (T, K, 10) = ({t}, {k}, 10), got {p.shape}")
+    n = None
+    if next_step is not None:
+        n = _check_array("next_step", next_step, 2)
+        if n.shape != v.shape:
+            raise ValueError(f"next_step must have the shape of vsg {v.shape}, got {n.shape}")
+        if (n == 0).any():
+            raise ValueError("next_step contains zeros; the prior it defines is divided out")
+    return v, p, d, n
+
+
+def run_filter(
+    vsg: np.ndarray,
+    progress: np.ndarray,
+    dependency: np.ndarray,
+    *,
+    transition: Transition = "both",
+    prior: Prior = "uniform",
+    next_step: np.ndarray | None = None,
+    stepping: Stepping = "second",
+    segment_duration: int = 2,
+) -> np.ndarray:
+    """Run BaGLM's Bayesian filter over one video and return beliefs (T, K+1), float64.
+
+    Parameters
+    ----------
+    vsg : (T, K+1) array
+        Step-grounding scores per row, none last (raw LMM probabilities need no renormalising:
+        the posterior is normalised at every row).
+    progress : (T, K, 10) array
+        Digit probabilities 0..9 per step; expected progress is ``sum_j j p_j / 9``.
+    dependency : (K, K) array
+        ``D[i, j] = P(step j is a prerequisite of step i)``.
+    transition : {"static", "readiness", "validity", "both"}
+        Which of readiness and validity modulate the static transition matrix.
+    prior : {"uniform", "propagated", "next_step"}
+        The state prior divided out in the update: uniform (published), the uniform prior
+        pushed through the transition model at every row, or the LMM's next-step scores
+        (``next_step``, shaped like ``vsg``).
+    stepping : {"second", "segment"}
+        ``"second"`` steps once per row as the published code does; ``"segment"`` takes the
+        first row of each ``segment_duration``-row segment, steps once per segment as the
+        paper's equations do, and repeats each segment's belief over its rows.
+    segment_duration : int
+        Rows per segment, used with ``stepping="segment"``.
+
+    Returns
+    -------
+    (T, K+1) float64 array of posterior beliefs; each row sums to 1 (or is zero if every
+    state had zero likelihood).
+    """
+    if prior not in PRIORS:
+        raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
+    if stepping not in STEPPINGS:
+        raise ValueError(f"stepping must be one of {STEPPINGS}, got {stepping!r}")
+    if (prior == "next_step") != (next_step is not None):
+        raise ValueError("next_step scores are required with prior='next_step', and only then")
+    v, p, d, n = _validate(vsg, progress, dependency, next_step)
+    t_len = v.shape[0]
+    if stepping == "segment":
+        if segment_duration < 1 or t_len % segment_duration:
+            raise ValueError(
+                f"stepping='segment' needs T ({t_len}) to be a multiple of segment_duration "
+                f"({segment_duration})"
+            )
+        rows = slice(0, t_len, segment_duration)
+        v, p = v[rows], p[rows]
+        n = None if n is None else n[rows]
+    weights = column_weights(d, p, transition)
+    divisor = n if n is not None else np.empty((0, v.shape[1]))
+    out = _forward(static_transition(d), weights, v, divisor, prior == "propagated")
+    if stepping == "segment":
+        out = np.repeat(out, segment_duration, axis=0)
+    return out
