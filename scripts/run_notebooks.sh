@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Execute the analysis notebooks headlessly with papermill and render HTML copies.
+#
+#   scripts/run_notebooks.sh                          # every notebooks/[0-9]*.ipynb, in name order
+#   scripts/run_notebooks.sh notebooks/02_x.ipynb     # only these (a bare name or stem also works)
+#   PAPERMILL_ARGS="-p limit 5" scripts/run_notebooks.sh
+#
+# notebooks/<stem>.ipynb  ->  figures/<stem>/<stem>.ipynb  and  figures/<stem>/<stem>.html,
+# executed with kernel "python3" (the .venv's, see `make setup`) and cwd figures/<stem>,
+# so whatever a notebook saves with a relative path lands next to its executed copy.
+# Stops at the first failing notebook; the outputs of those that succeeded are kept.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+VENV="$ROOT/.venv"
+if [[ ! -x "$VENV/bin/python" || ! -x "$VENV/bin/papermill" ]]; then
+    echo "error: $VENV (with papermill) not found; run 'make setup' first" >&2
+    exit 1
+fi
+
+# Use the venv's tools, and make its kernelspec (installed with --sys-prefix) win over any
+# user-level or system-level "python3" kernel: JUPYTER_PATH is searched first.
+export PATH="$VENV/bin:$PATH"
+export VIRTUAL_ENV="$VENV"
+export JUPYTER_PATH="$VENV/share/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}"
+export MPLBACKEND="${MPLBACKEND:-Agg}"
+export PYDEVD_DISABLE_FILE_VALIDATION=1
+if [[ ! -f "$VENV/share/jupyter/kernels/python3/kernel.json" ]]; then
+    echo "error: kernelspec 'python3' missing from $VENV; run 'make setup' (or" >&2
+    echo "  .venv/bin/python -m ipykernel install --sys-prefix --name python3)" >&2
+    exit 1
+fi
+
+# Notebooks to run: arguments (paths, bare names or stems) or all numbered ones.
+notebooks=()
+if (($# > 0)); then
+    for arg in "$@"; do
+        for cand in "$arg" "notebooks/$arg" "notebooks/$arg.ipynb"; do
+            if [[ -f "$cand" && "$cand" == *.ipynb ]]; then
+                notebooks+=("$cand")
+                continue 2
+            fi
+        done
+        echo "error: notebook not found: $arg" >&2
+        exit 1
+    done
+else
+    shopt -s nullglob
+    notebooks=(notebooks/[0-9]*.ipynb) # glob expansion is sorted by name
+    shopt -u nullglob
+fi
+if ((${#notebooks[@]} == 0)); then
+    echo "No notebooks match notebooks/[0-9]*.ipynb; nothing to do."
+    exit 0
+fi
+
+# Extra papermill arguments, split like a shell would (quotes respected, no eval).
+extra=()
+if [[ -n "${PAPERMILL_ARGS:-}" ]]; then
+    while IFS= read -r -d '' a; do
+        extra+=("$a")
+    done < <(python -c 'import os, shlex, sys
+for a in shlex.split(os.environ["PAPERMILL_ARGS"]):
+    sys.stdout.write(a + "\0")')
+fi
+
+n=${#notebooks[@]}
+i=0
+t_all=$SECONDS
+for nb in "${notebooks[@]}"; do
+    i=$((i + 1))
+    name="$(basename "$nb")"
+    stem="${name%.ipynb}"
+    if [[ -z "$stem" || "$stem" == .* ]]; then
+        echo "error: bad notebook name: $nb" >&2
+        exit 1
+    fi
+    outdir="figures/$stem"
+    out="$outdir/$stem.ipynb"
+    log="$outdir/.run.log"
+    # Start from an empty folder so no stale figure survives a re-run.
+    rm -rf "$outdir"
+    mkdir -p "$outdir"
+
+    printf '[%d/%d] %s ... ' "$i" "$n" "$name"
+    t0=$SECONDS
+    if ! papermill "$nb" "$out" -k python3 --cwd "$outdir" --no-progress-bar \
+        --log-level WARNING "${extra[@]}" >"$log" 2>&1; then
+        echo "FAILED after $((SECONDS - t0))s"
+        echo "---- papermill output ----" >&2
+        if grep -q 'PapermillExecutionError' "$log"; then
+            # Skip papermill's own Python traceback; show the failing cell and its error.
+            sed -n '/PapermillExecutionError/,$p' "$log" | tail -n 80 >&2
+        else
+            tail -n 60 "$log" >&2
+        fi
+        echo "------------------------------------------" >&2
+        echo "error: notebook $nb failed; partial output in $out (full log: $log)" >&2
+        if ((i > 1)); then
+            echo "       outputs of the $((i - 1)) notebook(s) before it are kept in figures/" >&2
+        fi
+        exit 1
+    fi
+    if ! jupyter nbconvert --to html "$out" >>"$log" 2>&1; then
+        echo "FAILED (HTML export) after $((SECONDS - t0))s"
+        tail -n 30 "$log" >&2
+        echo "error: jupyter nbconvert --to html failed for $out (log: $log)" >&2
+        exit 1
+    fi
+    echo "ok ($((SECONDS - t0))s) -> $outdir/"
+    rm -f "$log"
+done
+echo "All $n notebook(s) executed in $((SECONDS - t_all))s; outputs in figures/."

@@ -1,0 +1,163 @@
+"""The set-up files agree with each other: pyproject.toml, environment.yml, Makefile, .ci/run."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+
+ROOT = Path(__file__).resolve().parent.parent
+PINS = {"torch": "2.13.0", "torchcodec": "0.13.0"}
+
+
+def _pyproject() -> dict:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+def _pyproject_requirements() -> list[str]:
+    project = _pyproject()["project"]
+    return list(project["dependencies"]) + list(project["optional-dependencies"]["dev"])
+
+
+def _parse_environment_yml(text: str) -> tuple[list[str], list[str]]:
+    """Tiny parser for the flat layout of environment.yml.
+
+    Returns (conda dependencies, pip requirements). Only handles what the file uses: a
+    top-level `dependencies:` list whose items are plain strings or one `- pip:` sub-list.
+    """
+    conda: list[str] = []
+    pip: list[str] = []
+    section = None  # None | "deps" | "pip"
+    pip_indent = -1
+    for raw in text.splitlines():
+        line = raw.split(" #", 1)[0].rstrip() if not raw.lstrip().startswith("#") else ""
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        stripped = line.strip()
+        if indent == 0:
+            section = "deps" if stripped == "dependencies:" else None
+            continue
+        if section is None:
+            continue
+        if section == "pip" and indent <= pip_indent:
+            section = "deps"
+        if not stripped.startswith("- "):
+            continue
+        item = stripped[2:].strip().strip("'\"")
+        if section == "deps" and item == "pip:":
+            section, pip_indent = "pip", indent
+        elif section == "pip":
+            pip.append(item)
+        else:
+            conda.append(item)
+    return conda, pip
+
+
+def _environment() -> tuple[list[str], list[str]]:
+    return _parse_environment_yml((ROOT / "environment.yml").read_text())
+
+
+def _norm(req: str) -> str:
+    return str(Requirement(req))
+
+
+def test_tiny_parser_agrees_with_pyyaml():
+    yaml = pytest.importorskip("yaml")
+    data = yaml.safe_load((ROOT / "environment.yml").read_text())
+    conda = [d for d in data["dependencies"] if isinstance(d, str)]
+    (pip_block,) = [d["pip"] for d in data["dependencies"] if isinstance(d, dict)]
+    assert data["name"] == "baglm-workbench"
+    assert data["channels"] == ["conda-forge"]
+    assert _environment() == (conda, pip_block)
+
+
+def test_environment_pip_list_matches_pyproject():
+    _, pip = _environment()
+    assert pip[-1] == "-e .", "`-e .` must come last in the pip: list"
+    env_reqs = pip[:-1]
+    py_reqs = _pyproject_requirements()
+    assert len(env_reqs) == len(set(env_reqs)), "duplicate entries in environment.yml pip:"
+    # Same strings, order-insensitive.
+    assert sorted(env_reqs) == sorted(py_reqs)
+    assert sorted(map(_norm, env_reqs)) == sorted(map(_norm, py_reqs))
+
+
+def test_conda_dependencies():
+    conda, _ = _environment()
+    assert "ffmpeg" in conda
+    assert "pip" in conda
+    assert any(d.startswith("python=") for d in conda)
+
+
+@pytest.mark.parametrize("name,version", sorted(PINS.items()))
+def test_torch_pins_in_both(name, version):
+    _, pip = _environment()
+    for source, reqs in (("pyproject.toml", _pyproject_requirements()), ("environment.yml", pip)):
+        matching = [Requirement(r) for r in reqs if not r.startswith("-")]
+        matching = [r for r in matching if r.name == name]
+        assert len(matching) == 1, f"{name} listed {len(matching)} times in {source}"
+        assert str(matching[0].specifier) == f"=={version}", f"{name} not pinned in {source}"
+
+
+def test_numba_is_a_dependency():
+    names = {Requirement(r).name for r in _pyproject()["project"]["dependencies"]}
+    assert "numba" in names
+
+
+def test_python_version_agrees_with_requires_python():
+    conda, _ = _environment()
+    (python,) = [d for d in conda if d.startswith("python=")]
+    version = python.split("=", 1)[1]
+    requires = SpecifierSet(_pyproject()["project"]["requires-python"])
+    assert requires.contains(version), (
+        f"environment.yml {python} violates requires-python {requires}"
+    )
+    assert version == "3.11"
+
+
+def _make_targets() -> set[str]:
+    text = (ROOT / "Makefile").read_text()
+    return set(re.findall(r"^([A-Za-z0-9_.-]+)\s*:(?!=)", text, flags=re.M))
+
+
+def test_makefile_targets():
+    targets = _make_targets()
+    for t in ("setup", "test", "lint", "figures", "clean-figures", "help"):
+        assert t in targets, f"Makefile lacks target {t!r}"
+    text = (ROOT / "Makefile").read_text()
+    assert 'pip install -e ".[dev]"' in text
+    assert "ipykernel install --sys-prefix --name python3" in text
+    assert "scripts/run_notebooks.sh" in text
+
+
+def test_ci_run_calls_make_setup_and_test():
+    text = (ROOT / ".ci" / "run").read_text()
+    assert text.startswith("#!/usr/bin/env bash") or text.startswith("#!/bin/bash")
+    assert "set -euo pipefail" in text
+    setup = re.search(r"^[^#\n]*\bmake setup\b", text, flags=re.M)
+    test = re.search(r"^[^#\n]*\bmake test\b", text, flags=re.M)
+    assert setup and test, ".ci/run must call `make setup` and `make test`"
+    assert setup.start() < test.start()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash not available")
+@pytest.mark.parametrize("script", [".ci/run", "scripts/run_notebooks.sh"])
+def test_shell_scripts_parse(script):
+    subprocess.run(["bash", "-n", str(ROOT / script)], check=True)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not available")
+def test_make_help_is_default():
+    out = subprocess.run(
+        ["make", "-s", "-C", str(ROOT)], check=True, capture_output=True, text=True
+    ).stdout
+    for t in ("setup", "test", "lint", "figures", "clean-figures"):
+        assert f"make {t}" in out

@@ -1,0 +1,154 @@
+"""Tests of the simulated observation source (baglm_nb.simulate)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from baglm_nb.datasets import Segment, Video, load_dataset
+from baglm_nb.simulate import (
+    LABEL,
+    Calibration,
+    SimulatedScores,
+    SimulationParams,
+    calibrate,
+    offline_recall,
+    per_second,
+    segment_truth,
+    simulate_dataset,
+    simulate_video,
+)
+
+
+@pytest.fixture(scope="module")
+def htstep60() -> list[Video]:
+    return load_dataset("htstep")[:60]
+
+
+def toy_video() -> Video:
+    """fps 1, 20 frames: S = 10 segments of 2 s, T = 20 rows; steps a, b, c."""
+    segments = (
+        Segment(2.0, 7.0, "a", 0),  # rows 2..7 -> segments 1, 2, 3
+        Segment(11.0, 14.2, "b", 1),  # rows 11..15 -> segments 5 (tie with c), 6, 7
+        Segment(8.6, 9.2, "c", 2),  # rows 8..10 -> segment 4
+    )
+    return Video(
+        dataset="htstep",
+        uid="toy",
+        task="t",
+        group="g",
+        goal="goal",
+        llm_goal="goal",
+        steps=("a", "b", "c"),
+        segments=segments,
+        fps=1.0,
+        num_frames=20,
+        duration=20.0,
+    )
+
+
+def test_segment_truth_and_fraction() -> None:
+    truth, fraction = segment_truth(toy_video())
+    assert truth.tolist() == [3, 0, 0, 0, 2, 1, 1, 1, 3, 3]
+    expected = [np.nan, 0.2, 0.6, 1.0, 0.4 / 0.6, 0.0, 2.0 / 3.2, 1.0, np.nan, np.nan]
+    np.testing.assert_allclose(fraction, expected, equal_nan=True)
+
+
+def test_progress_digits_and_shapes() -> None:
+    video = toy_video()
+    params = SimulationParams(progress_noise=0.0, progress_width=0.0)
+    s = simulate_video(video, params)
+    assert s.vsg.shape == (10, 4) and s.progress.shape == (10, 3, 10) and s.truth.shape == (10,)
+    digits = s.progress.argmax(axis=-1)
+    expected = np.zeros((10, 3), dtype=int)
+    for seg, (step, frac) in enumerate(zip(s.truth, s.fraction, strict=True)):
+        if step < 3:
+            expected[seg, step] = int(np.rint(9 * frac))
+    np.testing.assert_array_equal(digits, expected)
+    np.testing.assert_allclose(s.progress.max(axis=-1), 1.0)
+    vsg, prog = per_second(s)
+    assert vsg.shape == (video.num_rows(), 4) and prog.shape == (video.num_rows(), 3, 10)
+    np.testing.assert_array_equal(vsg[::2], s.vsg)
+    np.testing.assert_array_equal(vsg[1::2], s.vsg)
+
+
+def test_confusion_bonus_on_ground_truth_neighbours() -> None:
+    params = SimulationParams(signal=4.0, noise=0.0, confusion=0.5)
+    s = simulate_video(toy_video(), params)
+    logp = np.log(s.vsg)
+    # Order of first occurrences: a (2.0), c (8.6), b (11.0). Segment 1 is a: c is adjacent.
+    np.testing.assert_allclose(logp[1, 2] - logp[1, 1], 2.0)
+    np.testing.assert_allclose(logp[1, 0] - logp[1, 1], 4.0)
+    # Segment 4 is c: a and b are both adjacent; none gets nothing.
+    np.testing.assert_allclose(logp[4, [0, 1, 2]] - logp[4, 3], [2.0, 2.0, 4.0])
+
+
+def test_shapes_sums_and_label(htstep60: list[Video]) -> None:
+    sims = simulate_dataset("htstep", videos=htstep60, show_progress=False)
+    assert list(sims) == [v.uid for v in htstep60]
+    for v in htstep60:
+        s = sims[v.uid]
+        assert isinstance(s, SimulatedScores)
+        assert s.label == LABEL == "simulated"
+        k, n = v.num_steps, v.num_rows() // 2
+        assert s.vsg.shape == (n, k + 1) and s.vsg.dtype == np.float64
+        assert s.progress.shape == (n, k, 10) and s.progress.dtype == np.float64
+        np.testing.assert_allclose(s.vsg.sum(axis=1), 1.0)
+        np.testing.assert_allclose(s.progress.sum(axis=2), 1.0)
+        assert ((s.truth >= 0) & (s.truth <= k)).all()
+        assert np.isnan(s.fraction[s.truth == k]).all()
+        assert ((s.fraction[s.truth < k] >= 0) & (s.fraction[s.truth < k] <= 1)).all()
+    with pytest.raises(TypeError):
+        SimulatedScores("x", s.vsg, s.progress, s.truth, s.fraction, s.params, label="real")
+
+
+def test_reproducible_per_video(htstep60: list[Video]) -> None:
+    params = SimulationParams(confusion=0.3)
+    full = simulate_dataset("htstep", params, htstep60, show_progress=False)
+    subset = simulate_dataset("htstep", params, htstep60[30:33], show_progress=False)
+    again = simulate_video(htstep60[31], params)
+    for s in (subset[htstep60[31].uid], again):
+        np.testing.assert_array_equal(s.vsg, full[htstep60[31].uid].vsg)
+        np.testing.assert_array_equal(s.progress, full[htstep60[31].uid].progress)
+    other = simulate_video(htstep60[31], dataclasses.replace(params, seed=1))
+    assert not np.array_equal(other.vsg, again.vsg)
+
+
+def test_signal_controls_argmax_agreement(htstep60: list[Video]) -> None:
+    chance = SimulationParams(signal=0.0, noise=1.0, seed=3)
+    agree, expected = [], []
+    for s, v in zip(
+        simulate_dataset("htstep", chance, htstep60, show_progress=False).values(),
+        htstep60,
+        strict=True,
+    ):
+        agree.append(s.vsg.argmax(axis=1) == s.truth)
+        expected.append(np.full(s.num_segments, 1.0 / (v.num_steps + 1)))
+    assert abs(np.concatenate(agree).mean() - np.concatenate(expected).mean()) < 0.02
+    strong = SimulationParams(signal=50.0, noise=1.0)
+    for s in simulate_dataset("htstep", strong, htstep60, show_progress=False).values():
+        np.testing.assert_array_equal(s.vsg.argmax(axis=1), s.truth)
+
+
+def test_params_validation() -> None:
+    with pytest.raises(ValueError):
+        SimulationParams(noise=-1.0)
+    with pytest.raises(ValueError):
+        SimulationParams(segment_duration=0)
+    assert SimulationParams(signal=2.0).effective_none_signal == 2.0
+    assert SimulationParams(signal=2.0, none_signal=0.5).effective_none_signal == 0.5
+
+
+def test_offline_recall_monotone_and_calibrate(htstep60: list[Video]) -> None:
+    values = [
+        offline_recall("htstep", SimulationParams(signal=s), htstep60) for s in (0.5, 1.5, 3.0)
+    ]
+    assert values[0] < values[1] < values[2]
+    cal = calibrate("htstep", target=40.0, tol=1.0, videos=htstep60)
+    assert isinstance(cal, Calibration)
+    assert abs(cal.achieved - 40.0) <= 1.0 and cal.converged
+    assert cal.params.signal == cal.signal and cal.iterations == len(cal.history)
+    assert offline_recall("htstep", cal.params, htstep60) == cal.achieved
+    assert "simulated" in cal.report()
