@@ -310,7 +310,8 @@ def dataset_stats(
 
     Keys: ``videos``, ``tasks``, ``groups``, ``mean_steps``, ``mean_duration_s`` (the
     annotation's ``video_duration``), ``mean_segment_s`` (mean annotated segment length;
-    CrossTask's times are already floor/ceil-rounded), ``segments_per_video``, ``evaluable_pairs`` and ``mean_rows``.
+    CrossTask's times are already floor/ceil-rounded), ``segments_per_video``,
+    ``evaluable_pairs`` and ``mean_rows``.
     """
     videos = load_dataset(name, root) if videos is None else videos
     seg_lengths = [s.end - s.start for v in videos for s in v.segments]
