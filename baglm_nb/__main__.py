@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import pkgutil
 import sys
 from pathlib import Path
 
+from baglm_nb import commands
 from baglm_nb.datasets import DATASETS
 
 PAPER_BAGLM = {"htstep": 57.4, "crosstask": 59.8, "ego4d_goalstep": 43.3, "coin": 51.0}
@@ -146,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", default="htstep", choices=datasets)
     p.add_argument("--target", type=float, default=52.0)
     p.set_defaults(func=_calibrate)
+
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        importlib.import_module(f"{commands.__name__}.{info.name}").register(verbs)
     return parser
 
 
