@@ -1,0 +1,93 @@
+"""Observations + D -> beliefs -> numbers, through the Python API and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from baglm_nb.cache import DependencyCache, DependencyKey
+from baglm_nb.datasets import load_dataset
+from baglm_nb.observations import from_cache, from_simulation
+from baglm_nb.oracles import oracle_dependency
+from baglm_nb.pipeline import compare, dependency_for, run_baglm
+from baglm_nb.reports import main_results_table, title_for, to_markdown, write_table
+from baglm_nb.simulate import write_simulated_cache
+
+
+@pytest.fixture(scope="module")
+def htstep_obs():
+    return from_simulation("htstep", limit=30)
+
+
+def test_zero_dependencies_reduce_to_the_off_the_shelf_model(htstep_obs):
+    # simulated VSG rows sum to 1, so with D = 0 the filter returns the scores themselves (up to
+    # rounding: duplicated rows may then differ in the last bit, which can move an argmax tie)
+    beliefs = run_baglm(htstep_obs, "none")
+    for uid, b in beliefs.items():
+        np.testing.assert_allclose(b, htstep_obs.vsg[uid], rtol=0, atol=1e-12)
+    result = compare(htstep_obs, "none")
+    assert result["baglm"] == pytest.approx(result["off_the_shelf"], abs=1.5)
+    assert result["videos"] == 30 and result["source"] == "simulated"
+
+
+def test_oracle_dependencies_help_on_simulated_scores(htstep_obs):
+    result = compare(htstep_obs, "oracle")
+    assert result["baglm"] > result["off_the_shelf"] + 3
+
+
+def test_dependency_sources_agree(htstep_obs):
+    videos = load_dataset("htstep")[:30]
+    by_uid = {v.uid: oracle_dependency(v) for v in videos}
+    a = run_baglm(htstep_obs, "oracle", videos=videos)
+    b = run_baglm(htstep_obs, by_uid, videos=videos)
+    for uid in a:
+        np.testing.assert_array_equal(a[uid], b[uid])
+    video = videos[0]
+    with pytest.raises(ValueError, match="K=10"):
+        dependency_for(video, {video.uid: np.zeros((3, 3))})
+    with pytest.raises(KeyError, match=video.uid):
+        dependency_for(video, {})
+
+
+def test_cli_evaluate_from_caches_matches_the_api(tmp_path):
+    videos = load_dataset("htstep")[:12]
+    scores = write_simulated_cache("htstep", tmp_path, videos=videos)
+    deps = DependencyCache(tmp_path, DependencyKey("htstep", "oracle", "chain"))
+    for v in videos:
+        deps.write(v.uid, v.steps, oracle_dependency(v))
+    cmd = [sys.executable, "-m", "baglm_nb", "evaluate", "--dataset", "htstep",
+           "--scores", str(scores), "--deps", str(deps.path), "--json"]  # fmt: skip
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    assert "simulated observations, not a real model" in out
+    assert "videos evaluated: 12" in out
+    result = json.loads(out.strip().splitlines()[-1])
+    expected = compare(from_cache(scores), "oracle")
+    assert result["baglm"] == pytest.approx(expected["baglm"])
+    assert result["off_the_shelf"] == pytest.approx(expected["off_the_shelf"])
+
+
+def test_cli_rejects_a_cache_of_another_dataset(tmp_path):
+    scores = write_simulated_cache("coin", tmp_path, limit=2)
+    cmd = [sys.executable, "-m", "baglm_nb", "evaluate", "--dataset", "htstep",
+           "--scores", str(scores)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode != 0 and "'coin' scores, not 'htstep'" in proc.stderr
+
+
+def test_tables_name_the_source_and_write_atomically(htstep_obs, tmp_path):
+    table = main_results_table([htstep_obs])
+    assert set(table["source"]) == {"simulated"}
+    assert table.loc[table["method"] == "BaGLM", "paper"].item() == 57.4
+    title = title_for("Main results", "simulated")
+    assert "simulated" in title
+    write_table(table, tmp_path / "main", title=title)
+    assert pd.read_csv(tmp_path / "main.csv").shape == table.shape
+    md = (tmp_path / "main.md").read_text()
+    assert md.startswith(f"**{title}**") and md.count("\n|") == len(table) + 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["main.csv", "main.md"]
+    assert "| a | b |" in to_markdown(pd.DataFrame({"a": [1], "b": [None]}))
