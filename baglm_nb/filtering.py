@@ -23,6 +23,7 @@ __all__ = [
     "PRIORS",
     "STEPPINGS",
     "TRANSITIONS",
+    "FilterState",
     "column_weights",
     "expected_progress",
     "normalize",
@@ -30,6 +31,7 @@ __all__ = [
     "run_filter",
     "static_transition",
     "validity",
+    "weights_from_done",
 ]
 
 Transition = Literal["static", "readiness", "validity", "both"]
@@ -89,26 +91,126 @@ def validity(dependency: np.ndarray, done: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.ones_like(num), where=den != 0)
 
 
-def column_weights(
-    dependency: np.ndarray, progress: np.ndarray, transition: Transition = "both"
+def weights_from_done(
+    dependency: np.ndarray, done: np.ndarray, transition: Transition = "both"
 ) -> np.ndarray:
-    """Per-row weights of the transition matrix's destination columns, shape (T, K+1).
+    """Destination-column weights (T, K+1) from the running-max progress ``done`` (T, K).
 
-    Step columns get ``r * v`` (or one of them, or 1 for ``static``), computed from the running
-    maximum of the expected progress over rows ``tau <= t``; the none column keeps weight 1.
+    Step columns get ``r * v`` (or one of them, or 1 for ``static``); the none column keeps
+    weight 1.
     """
     if transition not in TRANSITIONS:
         raise ValueError(f"transition must be one of {TRANSITIONS}, got {transition!r}")
-    t, k = np.shape(progress)[:2]
+    t, k = done.shape
     w = np.ones((t, k + 1))
-    if transition == "static":
-        return w
-    done = np.maximum.accumulate(expected_progress(progress), axis=0)
     if transition in ("readiness", "both"):
         w[:, :k] *= readiness(dependency, done)
     if transition in ("validity", "both"):
         w[:, :k] *= validity(dependency, done)
     return w
+
+
+def column_weights(
+    dependency: np.ndarray, progress: np.ndarray, transition: Transition = "both"
+) -> np.ndarray:
+    """Per-row weights of the transition matrix's destination columns, shape (T, K+1).
+
+    Computed from the running maximum of the expected progress over rows ``tau <= t``; see
+    :func:`weights_from_done`.
+    """
+    done = np.maximum.accumulate(expected_progress(progress), axis=0)
+    return weights_from_done(dependency, done, transition)
+
+
+class FilterState:
+    """The filter's O(K) state for online use: one :meth:`step` per observation row.
+
+    Stepping a sequence of rows one at a time gives :func:`run_filter`'s beliefs on the same
+    rows (same kernel, same arithmetic).
+    """
+
+    def __init__(
+        self,
+        dependency: np.ndarray,
+        *,
+        transition: Transition = "both",
+        prior: Prior = "uniform",
+    ) -> None:
+        d = _check_array("dependency", dependency, 2)
+        if d.shape[0] != d.shape[1]:
+            raise ValueError(f"dependency must be square (K, K), got {d.shape}")
+        if transition not in TRANSITIONS:
+            raise ValueError(f"transition must be one of {TRANSITIONS}, got {transition!r}")
+        if prior not in PRIORS:
+            raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
+        self.dependency, self.transition, self.prior = d, transition, prior
+        self.static = static_transition(d)
+        self.num_steps = d.shape[0]
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to the initial state: uniform belief, no progress seen."""
+        n = self.num_steps + 1
+        self.belief = np.full(n, 1.0 / n)
+        self.state_prior = np.full(n, 1.0 / n)
+        self.done = np.zeros(self.num_steps)
+        self.rows = 0
+
+    def step(
+        self, vsg: np.ndarray, progress: np.ndarray, next_step: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Apply one row: ``vsg`` (K+1,), ``progress`` (K, 10); returns the belief (K+1,)."""
+        k = self.num_steps
+        v = _check_array("vsg", vsg, 1)
+        p = _check_array("progress", progress, 2)
+        if v.shape != (k + 1,) or p.shape != (k, 10):
+            raise ValueError(
+                f"vsg must be ({k + 1},) and progress ({k}, 10); got {v.shape}, {p.shape}"
+            )
+        if (self.prior == "next_step") != (next_step is not None):
+            raise ValueError("next_step scores are required with prior='next_step', and only then")
+        np.maximum(self.done, expected_progress(p), out=self.done)
+        weights = weights_from_done(self.dependency, self.done[None], self.transition)[0]
+        div = v if next_step is None else _check_array("next_step", next_step, 1)
+        _step(self.static, weights, v, div, next_step is not None, self.prior == "propagated",
+              self.belief, self.state_prior)  # fmt: skip
+        self.rows += 1
+        return self.belief.copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def _step(
+    static, weights, obs, divisor, use_divisor, propagate, belief, state_prior
+):  # pragma: no cover
+    """One predict + update in place on ``belief`` (and ``state_prior`` when propagating)."""
+    n = obs.shape[0]
+    scale = np.empty(n)
+    pred = np.zeros(n)
+    nxt = np.zeros(n)
+    for j in range(n):  # row normaliser of the weighted transition matrix
+        s = 0.0
+        for i in range(n):
+            s += static[j, i] * weights[i]
+        scale[j] = 0.0 if s == 0.0 else 1.0 / s
+    for j in range(n):
+        bj = belief[j] * scale[j]
+        pj = state_prior[j] * scale[j]
+        for i in range(n):
+            tji = static[j, i] * weights[i]
+            pred[i] += bj * tji
+            nxt[i] += pj * tji
+    total = 0.0
+    for i in range(n):
+        v = pred[i] * obs[i]
+        if propagate:
+            state_prior[i] = nxt[i]
+            v = 0.0 if nxt[i] == 0.0 else v / nxt[i]
+        elif use_divisor:
+            v = v / divisor[i]
+        pred[i] = v
+        total += v
+    for i in range(n):
+        belief[i] = pred[i] / total if total != 0.0 else pred[i]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -118,41 +220,11 @@ def _forward(static, weights, obs, divisor, propagate):  # pragma: no cover - co
     out = np.empty((t_len, n))
     belief = np.full(n, 1.0 / n)
     state_prior = np.full(n, 1.0 / n)
-    pred = np.empty(n)
-    nxt = np.empty(n)
-    scale = np.empty(n)
+    use_divisor = divisor.shape[0] > 0
     for t in range(t_len):
-        for j in range(n):  # row normaliser of the weighted transition matrix
-            s = 0.0
-            for i in range(n):
-                s += static[j, i] * weights[t, i]
-            scale[j] = 0.0 if s == 0.0 else 1.0 / s
-        for i in range(n):
-            pred[i] = 0.0
-            nxt[i] = 0.0
-        for j in range(n):
-            bj = belief[j] * scale[j]
-            pj = state_prior[j] * scale[j]
-            for i in range(n):
-                tji = static[j, i] * weights[t, i]
-                pred[i] += bj * tji
-                nxt[i] += pj * tji
-        total = 0.0
-        for i in range(n):
-            v = pred[i] * obs[t, i]
-            if propagate:
-                state_prior[i] = nxt[i]
-                v = 0.0 if nxt[i] == 0.0 else v / nxt[i]
-            elif divisor.shape[0] > 0:
-                v = v / divisor[t, i]
-            pred[i] = v
-            total += v
-        if total != 0.0:
-            for i in range(n):
-                pred[i] /= total
-        for i in range(n):
-            belief[i] = pred[i]
-            out[t, i] = pred[i]
+        div = divisor[t] if use_divisor else obs[t]
+        _step(static, weights[t], obs[t], div, use_divisor, propagate, belief, state_prior)
+        out[t] = belief
     return out
 
 

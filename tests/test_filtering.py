@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from baglm_nb.filtering import (
+    FilterState,
     column_weights,
     expected_progress,
     normalize,
@@ -230,3 +231,18 @@ def test_bad_input_names_the_argument(kwargs, name):
     vsg, progress, dep = args.pop("vsg"), args.pop("progress"), args.pop("dependency")
     with pytest.raises(ValueError, match=name):
         run_filter(vsg, progress, dep, **args)
+
+
+@pytest.mark.parametrize("prior", ["uniform", "propagated"])
+@pytest.mark.parametrize("transition", ["static", "readiness", "validity", "both"])
+def test_online_state_step_by_step_equals_batch(transition, prior):
+    rng = np.random.default_rng(6)
+    vsg, progress, dep = random_inputs(rng, t_len=40, k=7, binary=True)
+    state = FilterState(dep, transition=transition, prior=prior)
+    online = np.array([state.step(vsg[t], progress[t]) for t in range(40)])
+    batch = run_filter(vsg, progress, dep, transition=transition, prior=prior)
+    np.testing.assert_allclose(online, batch, rtol=0, atol=1e-14)
+    state.reset()
+    np.testing.assert_allclose(state.step(vsg[0], progress[0]), batch[0], atol=1e-14)
+    with pytest.raises(ValueError, match="progress"):
+        state.step(vsg[0], progress[0, :3])
