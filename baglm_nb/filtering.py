@@ -146,36 +146,122 @@ class FilterState:
         self.dependency, self.transition, self.prior = d, transition, prior
         self.static = static_transition(d)
         self.num_steps = d.shape[0]
+        k = d.shape[0]
+        self._depx = np.zeros((k + 1, k + 1))
+        self._depx[:k, :k] = d
+        self._depx[:k, k] = d.sum(axis=1)
+        self._depx[k, :k] = d.sum(axis=0)
+        self._flags = 4 * _MODES[transition] + (prior == "propagated")
+        self._vshape, self._pshape = (k + 1,), (k, 10)
         self.reset()
 
     def reset(self) -> None:
         """Back to the initial state: uniform belief, no progress seen."""
         n = self.num_steps + 1
-        self.belief = np.full(n, 1.0 / n)
-        self.state_prior = np.full(n, 1.0 / n)
-        self.done = np.zeros(self.num_steps)
+        self._state = np.zeros((3, n))  # belief, state prior, running-max progress (+1 pad)
+        self._state[:2] = 1.0 / n
+        self.top = 0
         self.rows = 0
 
+    @property
+    def belief(self) -> np.ndarray:
+        """The current belief (K+1,), none last (a view: copy it to keep it)."""
+        return self._state[0]
+
+    @property
+    def done(self) -> np.ndarray:
+        """Running maximum of each step's expected progress (K,) (a view)."""
+        return self._state[2, :-1]
+
     def step(
-        self, vsg: np.ndarray, progress: np.ndarray, next_step: np.ndarray | None = None
+        self,
+        vsg: np.ndarray,
+        progress: np.ndarray,
+        next_step: np.ndarray | None = None,
+        *,
+        repeats: int = 1,
     ) -> np.ndarray:
-        """Apply one row: ``vsg`` (K+1,), ``progress`` (K, 10); returns the belief (K+1,)."""
-        k = self.num_steps
-        v = _check_array("vsg", vsg, 1)
-        p = _check_array("progress", progress, 2)
-        if v.shape != (k + 1,) or p.shape != (k, 10):
+        """Apply one observation row ``repeats`` times; returns the belief (K+1,).
+
+        ``vsg`` is (K+1,), ``progress`` (K, 10); ``repeats=segment_duration`` applies a
+        segment's observation once per second row, as the published code does.
+        """
+        v = np.asarray(vsg, dtype=np.float64)
+        p = np.asarray(progress, dtype=np.float64)
+        if v.shape != self._vshape or p.shape != self._pshape:
             raise ValueError(
-                f"vsg must be ({k + 1},) and progress ({k}, 10); got {v.shape}, {p.shape}"
+                f"vsg must be {self._vshape} and progress {self._pshape}; got {v.shape}, {p.shape}"
             )
+        flags = self._flags
+        div = v
+        if next_step is not None:
+            div = np.asarray(next_step, dtype=np.float64)
+            if div.shape != v.shape:
+                raise ValueError(f"next_step must have the shape of vsg {v.shape}, got {div.shape}")
+            flags += 2
         if (self.prior == "next_step") != (next_step is not None):
             raise ValueError("next_step scores are required with prior='next_step', and only then")
-        np.maximum(self.done, expected_progress(p), out=self.done)
-        weights = weights_from_done(self.dependency, self.done[None], self.transition)[0]
-        div = v if next_step is None else _check_array("next_step", next_step, 1)
-        _step(self.static, weights, v, div, next_step is not None, self.prior == "propagated",
-              self.belief, self.state_prior)  # fmt: skip
-        self.rows += 1
+        top = _online_rows(self.static, self._depx, flags, repeats, v, p, div, self._state)
+        if top < 0:
+            bad = "vsg" if not (np.isfinite(v).all() and (v >= 0).all()) else "progress"
+            if next_step is not None and not (np.isfinite(div).all() and (div > 0).all()):
+                bad = "next_step"
+            raise ValueError(f"{bad} contains NaN, infinite or negative values")
+        self.top = top
+        self.rows += repeats
         return self.belief.copy()
+
+
+_MODES = {"static": 0, "readiness": 1, "validity": 2, "both": 3}
+
+
+@numba.njit(cache=True, nogil=True)
+def _online_rows(static, depx, flags, repeats, obs, prog, div, state):  # pragma: no cover
+    """Running-max progress, readiness/validity weights and ``repeats`` filter steps.
+
+    ``depx`` packs D (K, K) with its row sums in column K and column sums in row K; ``state``
+    rows are belief, state prior and running-max progress; ``flags`` = 4 * mode + 2 * use_div
+    + propagate. Returns the most probable state, or -1 for invalid input.
+    """
+    k = state.shape[1] - 1
+    mode, use_div, propagate = flags // 4, (flags // 2) % 2 == 1, flags % 2 == 1
+    belief, state_prior, done = state[0], state[1], state[2]
+    for i in range(k + 1):
+        if not (obs[i] >= 0.0 and obs[i] < np.inf):
+            return -1
+        if use_div and not (div[i] > 0.0 and div[i] < np.inf):
+            return -1
+    for i in range(k):
+        e = 0.0
+        for j in range(10):
+            x = prog[i, j]
+            if not (x >= 0.0 and x < np.inf):
+                return -1
+            e += x * (j / 9.0)
+        if e > done[i]:
+            done[i] = e
+    weights = np.ones(k + 1)
+    if mode == 1 or mode == 3:
+        for i in range(k):
+            if depx[i, k] != 0.0:
+                acc = 0.0
+                for j in range(k):
+                    acc += depx[i, j] * done[j]
+                weights[i] *= acc / depx[i, k]
+    if mode == 2 or mode == 3:
+        for i in range(k):
+            if depx[k, i] != 0.0:
+                acc = 0.0
+                for j in range(k):
+                    acc += depx[j, i] * (1.0 - done[j])
+                weights[i] *= acc / depx[k, i]
+    for _ in range(repeats):
+        _step(static, weights, obs, div, use_div, propagate, belief, state_prior)
+    top = 0
+    for i in range(k + 1):
+        if belief[i] > belief[top]:
+            top = i
+    return top
 
 
 @numba.njit(cache=True, nogil=True)

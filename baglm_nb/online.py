@@ -141,7 +141,7 @@ def load_task(path: str | os.PathLike) -> Task:
 # Estimates and hysteresis
 
 
-@dataclass
+@dataclass(slots=True)
 class Estimate:
     """What the grounder says after one segment.
 
@@ -274,6 +274,8 @@ class OnlineGrounder:
             )
         self.segment_duration = int(segment_duration)
         self.stepping = stepping
+        self._repeats = self.segment_duration if stepping == "second" else 1
+        self._names = (*self.steps, NONE_LABEL)
         self.hysteresis = Hysteresis(threshold, patience)
         self.source = source
         self.segment = 0
@@ -308,34 +310,31 @@ class OnlineGrounder:
     ) -> Estimate:
         """Update with one segment's scores: ``vsg`` (K+1,), ``progress`` (K, 10)."""
         start = time.perf_counter()
-        repeats = self.segment_duration if self.stepping == "second" else 1
-        for _ in range(repeats):
-            belief = self.state.step(vsg, progress)
+        state = self.state
+        belief = state.step(vsg, progress, repeats=self._repeats)
         filter_s = time.perf_counter() - start
-        top = int(np.argmax(belief))
-        new = self.hysteresis.update(top, float(belief[top]))
+        top = state.top
+        confidence = float(belief[top])
+        new = self.hysteresis.update(top, confidence)
+        current = self.hysteresis.current
+        names = self._names
         d = self.segment_duration
-        estimate = Estimate(
-            segment=self.segment,
-            t_start=float(self.segment * d),
-            t_end=float((self.segment + 1) * d),
+        s = self.segment
+        self.segment = s + 1
+        return Estimate(
+            segment=s,
+            t_start=float(s * d),
+            t_end=float((s + 1) * d),
             belief=belief,
             step=top,
-            step_name=self._name(top),
-            confidence=float(belief[top]),
-            progress=self.state.done.copy(),
-            announced=None if new is None else self._name(new),
-            current=None
-            if self.hysteresis.current is None
-            else self._name(self.hysteresis.current),
+            step_name=names[top],
+            confidence=confidence,
+            progress=state.done.copy(),
+            announced=None if new is None else names[new],
+            current=None if current is None else names[current],
             latency={"decode": decode_s, "score": score_s, "filter": filter_s},
             source=self.source,
         )
-        self.segment += 1
-        return estimate
-
-    def _name(self, state: int) -> str:
-        return NONE_LABEL if state == len(self.steps) else self.steps[state]
 
 
 # --------------------------------------------------------------------------------------------
