@@ -176,7 +176,9 @@ PROMPTS: dict[str, Prompt] = {
     p.key: p
     for p in (
         Prompt("vsg", "vsg-v1", VSG_TEXT, _PUBLISHED.format("prompts/vsg/question.txt", "§2.1")),
-        Prompt("prog", "prog-v1", PROG_TEXT, _PUBLISHED.format("prompts/prog/question.txt", "§3.1")),
+        Prompt(
+            "prog", "prog-v1", PROG_TEXT, _PUBLISHED.format("prompts/prog/question.txt", "§3.1")
+        ),
         Prompt(
             "prereq_sys",
             "prereq-sys-v1",
@@ -295,7 +297,9 @@ def format_choices(steps: Sequence[str], labels: Sequence[str]) -> str:
     """
     steps = list(steps)
     if len(labels) != len(steps) + 1:
-        raise ValueError(f"need {len(steps) + 1} labels for {len(steps)} steps + none, got {len(labels)}")
+        raise ValueError(
+            f"need {len(steps) + 1} labels for {len(steps)} steps + none, got {len(labels)}"
+        )
     options = [*steps, NONE_OPTION]
     return "\n".join(f"{lab}. {text}" for lab, text in zip(labels, options, strict=True))
 

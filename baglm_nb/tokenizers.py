@@ -3,9 +3,10 @@
 Model weights and tokenizer files cannot be downloaded here, but the PyPI package ``dashscope``
 ships Qwen's byte-level BPE ranks (``dashscope/resources/qwen.tiktoken``, the 151,643 regular
 tokens that Qwen, Qwen2, Qwen2.5, Qwen2.5-VL, InternVL3 and LLaVA-OneVision-Qwen2 share).
-:func:`build_tokenizer` turns them into a transformers :class:`~transformers.Qwen2Tokenizer`
-(the Qwen2 pre-tokenisation regex, NFC normalisation, byte-level decoding) and appends each model
-family's special tokens at their usual ids:
+:func:`build_tokenizer` converts them with transformers' ``Qwen2Tokenizer`` pipeline (the Qwen2
+pre-tokenisation regex, NFC normalisation, byte-level BPE and decoding) into a fast tokenizer
+(:class:`~transformers.PreTrainedTokenizerFast`) and appends each model family's special tokens
+at their usual ids:
 
 ================= ==============================================================================
 family            special tokens (ids from 151643)
@@ -22,16 +23,15 @@ Each family tokenizer also gets a minimal ChatML chat template (:data:`CHAT_TEMP
 renders system/user turns and the ``video`` content item the way this project's scorers need;
 real checkpoints ship their own templates, which the scorers use instead.
 
-The conversion (merges from BPE ranks) takes a few seconds, so the base tokenizer is saved once
-under :func:`tokenizer_cache_dir` (``$BAGLM_TOKENIZER_CACHE``, else ``$XDG_CACHE_HOME/baglm_nb``
-or ``~/.cache/baglm_nb``, else the temp dir) and reloaded from there. Within one process the
-built tokenizers are memoised; :func:`build_tokenizer` returns a fresh copy each call.
+The conversion (merges from BPE ranks) takes a few seconds, so each family's tokenizer is saved
+once as a ``tokenizers`` JSON file under :func:`tokenizer_cache_dir` (``$BAGLM_TOKENIZER_CACHE``,
+else ``$XDG_CACHE_HOME/baglm_nb/tokenizers`` or ``~/.cache/baglm_nb/tokenizers``, else the temp
+dir), keyed by a digest of ``qwen.tiktoken``, and reloaded from there (about 1 s); files are
+written atomically. :func:`build_tokenizer` returns a new tokenizer object on each call.
 """
 
 from __future__ import annotations
 
-import copy
-import functools
 import hashlib
 import os
 import tempfile
@@ -93,28 +93,28 @@ FAMILY_SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
 """Special tokens appended after the 151,643 BPE tokens, in id order, per family."""
 
 _CHATML = (
-    "{%- for message in messages -%}"
-    "{%- if loop.first and message['role'] != 'system' and default_system -%}"
+    "{% for message in messages %}"
+    "{% if loop.first and message['role'] != 'system' and default_system %}"
     "<|im_start|>system\n{{ default_system }}<|im_end|>\n"
-    "{%- endif -%}"
+    "{% endif %}"
     "<|im_start|>{{ message['role'] }}\n"
-    "{%- if message['content'] is string -%}{{ message['content'] }}"
-    "{%- else -%}{%- for item in message['content'] -%}"
-    "{%- if item['type'] == 'video' -%}{{ video_placeholder }}"
-    "{%- elif item['type'] == 'image' -%}{{ image_placeholder }}"
-    "{%- elif item['type'] == 'text' -%}{{ item['text'] }}"
-    "{%- endif -%}{%- endfor -%}{%- endif -%}"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for item in message['content'] %}"
+    "{% if item['type'] == 'video' %}{{ video_placeholder }}"
+    "{% elif item['type'] == 'image' %}{{ image_placeholder }}"
+    "{% elif item['type'] == 'text' %}{{ item['text'] }}"
+    "{% endif %}{% endfor %}{% endif %}"
     "<|im_end|>\n"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}<|im_start|>assistant\n{%- endif -%}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 
 
 def _chatml(default_system: str, video: str, image: str) -> str:
     head = (
-        "{%- set default_system = " + repr(default_system) + " -%}"
-        "{%- set video_placeholder = " + repr(video) + " -%}"
-        "{%- set image_placeholder = " + repr(image) + " -%}"
+        "{% set default_system = " + repr(default_system) + " %}"
+        "{% set video_placeholder = " + repr(video) + " %}"
+        "{% set image_placeholder = " + repr(image) + " %}"
     )
     return head + _CHATML
 
@@ -183,63 +183,72 @@ def _file_digest(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def _convert_base(bpe_file: Path) -> Any:
-    """Qwen2Tokenizer (BPE ranks -> vocab + merges), without special tokens."""
-    from transformers.convert_slow_tokenizer import TikTokenConverter
-    from transformers.models.qwen2.tokenization_qwen2 import Qwen2Tokenizer
-
-    vocab, merges = TikTokenConverter(vocab_file=str(bpe_file)).extract_vocab_merges_from_model(
-        str(bpe_file)
-    )
-    return Qwen2Tokenizer(vocab=vocab, merges=merges)
-
-
-@functools.lru_cache(maxsize=2)
-def _base_tokenizer(cache_dir: str | None) -> Any:
-    from transformers.models.qwen2.tokenization_qwen2 import Qwen2Tokenizer
-
-    bpe = qwen_bpe_file()
-    root = Path(cache_dir) if cache_dir is not None else tokenizer_cache_dir()
-    folder = root / f"{_FORMAT}-{_file_digest(bpe)}"
-    if (folder / "tokenizer.json").is_file():
-        try:
-            return Qwen2Tokenizer.from_pretrained(str(folder))
-        except Exception:  # noqa: BLE001 - a corrupt cache is rebuilt below
-            pass
-    tok = _convert_base(bpe)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
-    tok.save_pretrained(str(tmp))
+def _save_atomic(backend: Any, target: Path) -> None:
+    """Write a ``tokenizers.Tokenizer`` to ``target`` via a temp file and :func:`os.replace`."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=target.parent)
+    os.close(fd)
     try:
-        os.replace(tmp, folder)
-    except OSError:  # another process won the race, or folder exists: keep theirs
-        import shutil
+        backend.save(tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
-        shutil.rmtree(tmp, ignore_errors=True)
-    return tok
+
+def _base_file(bpe_file: Path, root: Path) -> Path:
+    """The converted base tokenizer (BPE ranks -> vocab + merges, Qwen2 pipeline), cached."""
+    target = root / f"{_FORMAT}-{_file_digest(bpe_file)}-base.json"
+    if not target.is_file():
+        from transformers.convert_slow_tokenizer import TikTokenConverter
+        from transformers.models.qwen2.tokenization_qwen2 import Qwen2Tokenizer
+
+        conv = TikTokenConverter(vocab_file=str(bpe_file))
+        vocab, merges = conv.extract_vocab_merges_from_model(str(bpe_file))
+        _save_atomic(Qwen2Tokenizer(vocab=vocab, merges=merges).backend_tokenizer, target)
+    return target
 
 
-@functools.lru_cache(maxsize=8)
-def _family_tokenizer(family: str, cache_dir: str | None) -> Any:
-    from tokenizers import AddedToken
+def _family_file(family: str, bpe_file: Path, root: Path) -> Path:
+    """The base with ``family``'s special tokens appended at their ids, cached."""
+    target = root / f"{_FORMAT}-{_file_digest(bpe_file)}-{family}.json"
+    if target.is_file():
+        return target
+    from tokenizers import AddedToken, Tokenizer
 
-    tok = copy.deepcopy(_base_tokenizer(cache_dir))
+    raw = Tokenizer.from_file(str(_base_file(bpe_file, root)))
+    start = raw.get_vocab_size(with_added_tokens=False)
     specials = FAMILY_SPECIAL_TOKENS[family]
-    start = len(tok)
-    tok.add_special_tokens(
-        {"additional_special_tokens": [AddedToken(t, special=True, normalized=False) for t in specials]}
-    )
+    raw.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
     for i, t in enumerate(specials):
-        got = tok.convert_tokens_to_ids(t)
+        got = raw.token_to_id(t)
         if got != start + i:  # pragma: no cover - guards the id layout
             raise RuntimeError(f"special token {t!r} got id {got}, expected {start + i}")
-    tok.eos_token = "<|im_end|>" if family != "qwen2" else "<|endoftext|>"
-    tok.pad_token = "<|endoftext|>"
+    _save_atomic(raw, target)
+    return target
+
+
+def _load(tokenizer_json: Path, family: str) -> Any:
+    from transformers import PreTrainedTokenizerFast
+
+    tok = PreTrainedTokenizerFast(
+        tokenizer_file=str(tokenizer_json),
+        eos_token="<|im_end|>" if family != "qwen2" else "<|endoftext|>",
+        pad_token="<|endoftext|>",
+        unk_token=None,
+        bos_token=None,
+        additional_special_tokens=list(FAMILY_SPECIAL_TOKENS[family]),
+        model_max_length=32768,
+        clean_up_tokenization_spaces=False,
+    )
     tok.chat_template = CHAT_TEMPLATES[family]
     tok.name_or_path = f"offline-qwen-bpe/{family}"
     return tok
 
 
-def build_tokenizer(family: str = "qwen2.5-vl", *, cache_dir: str | os.PathLike | None = None) -> Any:
+def build_tokenizer(
+    family: str = "qwen2.5-vl", *, cache_dir: str | os.PathLike | None = None
+) -> Any:
     """A Qwen-BPE tokenizer with ``family``'s special tokens and a chat template.
 
     Parameters
@@ -248,14 +257,25 @@ def build_tokenizer(family: str = "qwen2.5-vl", *, cache_dir: str | os.PathLike 
         One of :data:`FAMILY_SPECIAL_TOKENS` (``"qwen2.5-vl"``, ``"internvl"``,
         ``"llava-onevision"``, ``"qwen2"``).
     cache_dir
-        Where the converted base tokenizer is kept; default :func:`tokenizer_cache_dir`.
+        Where the converted tokenizers are kept; default :func:`tokenizer_cache_dir`.
 
     Returns
     -------
-    transformers.Qwen2Tokenizer
-        A fresh copy (safe to modify). ``len(tokenizer)`` is 151,643 + the family's specials.
+    transformers.PreTrainedTokenizerFast
+        A new object on each call (about 1 s from the disk cache; the first build of a
+        family converts the BPE ranks, a few seconds). ``len(tokenizer)`` is 151,643 plus the
+        family's special tokens.
     """
     if family not in FAMILY_SPECIAL_TOKENS:
-        raise ValueError(f"unknown tokenizer family {family!r}; use one of {sorted(FAMILY_SPECIAL_TOKENS)}")
-    key = None if cache_dir is None else str(Path(cache_dir))
-    return copy.deepcopy(_family_tokenizer(family, key))
+        raise ValueError(
+            f"unknown tokenizer family {family!r}; use one of {sorted(FAMILY_SPECIAL_TOKENS)}"
+        )
+    bpe = qwen_bpe_file()
+    root = Path(cache_dir) if cache_dir is not None else tokenizer_cache_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    target = _family_file(family, bpe, root)
+    try:
+        return _load(target, family)
+    except Exception:  # noqa: BLE001 - a corrupt cache file: rebuild it once
+        target.unlink(missing_ok=True)
+        return _load(_family_file(family, bpe, root), family)
