@@ -279,6 +279,9 @@ class OnlineGrounder:
         self.hysteresis = Hysteresis(threshold, patience)
         self.source = source
         self.segment = 0
+        k = len(self.steps)  # warm the compiled kernel now, not on the first live segment
+        self.state.step(np.full(k + 1, 1.0), np.full((k, 10), 0.1))
+        self.state.reset()
 
     def reset(self) -> None:
         """Start over: uniform belief, no progress, nothing announced."""

@@ -1,0 +1,110 @@
+"""Batch scoring from real clips into the Parquet cache, with failures, resume and a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from baglm_nb.cache import ScoreCache
+from baglm_nb.datasets import load_dataset, num_segments
+from baglm_nb.scoring import find_video_file, make_scorer, score_dataset
+from baglm_nb.video import probe
+
+CLIPS = Path(__file__).parent / "data" / "videos"
+STEPS = ["pick up the object", "turn it", "put it down"]
+
+
+def write_annotations(folder: Path, uids: list[str]) -> Path:
+    """A COIN-format annotation file for the test clips (a custom task)."""
+    records = []
+    for uid in uids:
+        path = next(CLIPS.glob(f"{uid}.*"), None)
+        info = probe(path) if path else None
+        records.append({
+            "video_uid": uid, "video_num_frames": info.num_frames if info else 100,
+            "video_fps": info.fps if info else 25.0, "activity": "HandleObject",
+            "step_headline": STEPS, "clips": [{"annotations": [{"language_queries": [
+                {"clip_start_sec": 0.5, "clip_end_sec": 3.0, "query": STEPS[0]}]}]}],
+        })  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "coin_video_annots.json").write_text(json.dumps(records))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    return make_scorer("random-init:internvl")
+
+
+def test_full_run_from_real_clips_to_the_cache(tmp_path, scorer):
+    ann = write_annotations(tmp_path / "ann", ["cup", "no_such_clip"])
+    summary = score_dataset("coin", CLIPS, scorer, root=tmp_path / "cache", annotations=ann,
+                            show_progress=False)  # fmt: skip
+    assert summary["scored"] == ["cup"] and summary["label"] == "random-init"
+    assert "no_such_clip" in summary["failed"] and "no file" in summary["failed"]["no_such_clip"]
+    assert "random-init" in summary["cache"]
+    cache = ScoreCache.open(summary["cache"])
+    video = load_dataset("coin", ann)[0]
+    scores = cache.read_video("cup")
+    s = num_segments(video.num_frames, video.fps)
+    assert scores.vsg.shape == (s, 4) and scores.progress.shape == (s, 3, 10)
+    assert ((scores.vsg >= 0) & (scores.vsg <= 1)).all() and (scores.vsg.sum(1) <= 1 + 1e-9).all()
+    assert set(scores.timings) == {"decode_s", "vsg_s", "progress_s"}
+    assert (scores.timings["vsg_s"] > 0).all() and scores.steps == tuple(STEPS)
+    # the same segments scored directly give the same numbers (batch invariance)
+    from baglm_nb.video import iter_segments
+
+    frames = next(iter(iter_segments(CLIPS / "cup.mp4", batch_segments=2))).frames
+    direct = scorer.score_segments(frames, video.goal, video.steps)
+    np.testing.assert_allclose(scores.vsg[:2], direct.vsg, rtol=1e-5, atol=1e-9)
+    failures = json.loads((Path(summary["cache"]) / "failures.json").read_text())
+    assert set(failures) == {"no_such_clip"}
+    again = score_dataset("coin", CLIPS, scorer, root=tmp_path / "cache", annotations=ann,
+                          show_progress=False)  # fmt: skip
+    assert again["scored"] == [] and again["already_cached"] == ["cup"]
+
+
+def test_find_video_file(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a[1].mp4").write_bytes(b"x")
+    video = load_dataset("coin")[0]
+    assert find_video_file(tmp_path, video) is None
+    fake = type("V", (), {"uid": "a[1]"})()
+    assert find_video_file(tmp_path, fake) == tmp_path / "sub" / "a[1].mp4"
+
+
+def test_killed_run_resumes_without_redoing_videos(tmp_path):
+    uids = ["cup", "Megamind_bugy", "box"]
+    ann = write_annotations(tmp_path / "ann", uids)
+    cmd = [sys.executable, "-m", "baglm_nb", "score", "--dataset", "coin", "--video-dir",
+           str(CLIPS), "--model", "random-init:internvl", "--annotations", str(ann),
+           "--cache-root", str(tmp_path / "cache"), "--batch-segments", "1"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    files: list[Path] = []
+    while time.monotonic() < deadline and not files:
+        files = list((tmp_path / "cache").rglob("videos/*.parquet"))
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert len(files) >= 1
+    cache = ScoreCache.open(files[0].parent.parent)
+    first = cache.uids()
+    assert 1 <= len(first) < 3, "the run finished before it could be killed"
+    stamps = {u: os.stat(cache.file(u)).st_mtime_ns for u in first}
+    for u in first:
+        cache.read_video(u)  # every file present is complete
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    summary = json.loads(out)
+    assert summary["already_cached"] == len(first) and summary["scored"] == 3 - len(first)
+    assert sorted(cache.uids()) == sorted(uids)
+    assert {u: os.stat(cache.file(u)).st_mtime_ns for u in first} == stamps
+    assert not [p for p in cache.path.rglob("*") if p.name.endswith(".tmp")]
