@@ -359,7 +359,7 @@ class _Reader:
         """Frames ``(N, 3, H, W)`` and pts ``(N,)`` at ``indices``."""
         try:
             batch = self.decoder.get_frames_at(indices=indices)
-            return batch.data, batch.pts_seconds.to(torch.float64)
+            return batch.data, batch.pts_seconds.to("cpu", torch.float64)
         except (RuntimeError, ValueError):
             pass  # find the bad frame, or recover when a fresh seek decodes it
         frames, pts = [], []
@@ -393,7 +393,8 @@ def iter_segments(
     Only the sampled frames of the current batch are decoded (torchcodec
     ``get_frames_at``); the decoder keeps its position between batches, so a video is read
     once front to back and memory is bounded by one batch
-    (``batch_segments * frames_per_segment`` frames), whatever the video's length.
+    (``batch_segments * frames_per_segment`` frames; two while the caller still holds the
+    previous batch), whatever the video's length.
 
     Parameters
     ----------
@@ -409,7 +410,8 @@ def iter_segments(
         ``"cpu"`` or ``"cuda[:N]"`` (NVDEC; only when ``torch.cuda.is_available()``). Codecs
         NVDEC cannot decode (:data:`CPU_ONLY_CODECS`) fall back to CPU with a warning.
     start_segment : int, default 0
-        First segment to decode (resume); ``S`` yields nothing.
+        First segment to decode (resume). At or past the last segment the iterator is empty
+        (not an error), so a caller following a growing file can re-probe and resume.
     num_threads : int, default 1
         FFmpeg decoding threads (0: FFmpeg's choice).
     allow_truncated : bool, default False
@@ -442,11 +444,6 @@ def iter_segments(
     cpu_decoder = _open(path, "cpu", num_threads)
     info = _info(cpu_decoder, path, allow_truncated)
     segments = segment_frame_indices(info.num_frames, info.fps, segment_duration, sampling_fps)
-    if start_segment > segments.shape[0]:
-        raise ValueError(
-            f"{path}: start_segment={start_segment} is past the video's "
-            f"{segments.shape[0]} segments"
-        )
     if dev.type == "cuda":
         if info.codec in CPU_ONLY_CODECS:
             warnings.warn(
