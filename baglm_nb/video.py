@@ -30,6 +30,7 @@ returned ``times`` are the file's own (non-monotonic) timestamps.
 from __future__ import annotations
 
 import os
+import re
 import time
 import warnings
 from collections.abc import Iterator
@@ -79,7 +80,7 @@ class VideoError(RuntimeError):
     """
 
     def __init__(self, path: str | os.PathLike, message: str, time_s: float | None = None):
-        self.path = Path(path)
+        self.path = _source(path)
         self.time_s = time_s
         super().__init__(f"{self.path}: {message}")
 
@@ -233,12 +234,28 @@ def _first_line(exc: BaseException) -> str:
     return text[0].strip() if text else type(exc).__name__
 
 
-def _open(path: Path, device: str = "cpu", num_threads: int = 1) -> VideoDecoder:
-    """A VideoDecoder (exact seek mode), every failure turned into a VideoError."""
-    if not path.exists():
-        raise VideoError(path, "video file not found")
-    if not path.is_file():
-        raise VideoError(path, "not a regular file")
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _source(path: str | os.PathLike) -> Path | str:
+    """A local path as a Path; a URL (``scheme://...``, read by FFmpeg) stays a string."""
+    if isinstance(path, str) and _URL.match(path):
+        return path
+    return Path(path)
+
+
+def _open(path: Path | str, device: str = "cpu", num_threads: int = 1) -> VideoDecoder:
+    """A VideoDecoder (exact seek mode), every failure turned into a VideoError.
+
+    ``path`` may be a URL that FFmpeg reads (http, https, rtsp, ...): exact mode scans the
+    whole stream first, so it suits finite streams (a file served over HTTP), not endless live
+    ones.
+    """
+    if isinstance(path, Path):
+        if not path.exists():
+            raise VideoError(path, "video file not found")
+        if not path.is_file():
+            raise VideoError(path, "not a regular file")
     try:
         return VideoDecoder(
             str(path), device=device, seek_mode="exact", num_ffmpeg_threads=num_threads
@@ -302,7 +319,7 @@ def probe(path: str | os.PathLike, *, allow_truncated: bool = False) -> VideoInf
         If the file is missing, is not a video (no video stream, unreadable container), holds
         no frames, or is truncated (unless ``allow_truncated``). The message names the file.
     """
-    path = Path(path)
+    path = _source(path)
     return _info(_open(path), path, allow_truncated)
 
 
@@ -434,7 +451,7 @@ def iter_segments(
     ValueError
         For an invalid argument.
     """
-    path = Path(path)
+    path = _source(path)
     dev = _check_device(device)
     if int(batch_segments) != batch_segments or batch_segments < 1:
         raise ValueError(f"batch_segments must be a positive integer, got {batch_segments!r}")
