@@ -63,10 +63,10 @@ def batch_all(videos, data):
 def clip_latency(path: str) -> None:
     """End-to-end per-segment latency with the tiny random-init scorer on a real clip."""
     from baglm_nb.online import follow
-    from baglm_nb.scorers import tiny_scorer
+    from baglm_nb.scoring import make_scorer
 
     steps = ["pick up the cup", "turn the cup", "put the cup down"]
-    scorer = tiny_scorer("internvl")
+    scorer = make_scorer("random-init:internvl")
     d = np.zeros((3, 3))
     g = OnlineGrounder(scorer, "handle a cup", steps, d, source="random-init tiny model")
     ests = list(follow(path, g))
