@@ -19,11 +19,19 @@ from baglm_nb.observations import Observations
 from baglm_nb.pipeline import compare
 
 __all__ = [
+    "DATASET_NAMES",
+    "METHOD_NAMES",
     "PAPER",
+    "PAPER_POSITION",
+    "PAPER_PROMPT_QUERIES",
     "PAPER_STATS",
+    "PAPER_TIMING",
+    "SLOT",
     "dataset_table",
     "main_results_table",
     "oracle_table",
+    "paper_value",
+    "slot_row",
     "title_for",
     "transition_table",
     "write_table",
@@ -60,6 +68,61 @@ PAPER_STATS: dict[str, dict[str, str]] = {
     "coin": {"videos": "2354 (of 2797 test)", "tasks": "180", "mean_steps": "",
              "mean_duration_s": "", "mean_segment_s": ""},
 }  # fmt: skip
+
+
+#: R@1 (%) per temporal-position bin on HT-Step (Tab. htstep_step_position), bins 0..4 from
+#: early to late steps (position = first annotated start / video duration, five equal bins).
+PAPER_POSITION: dict[str, dict[str, tuple[float, ...]]] = {
+    "htstep": {
+        "off_the_shelf": (53.6, 52.7, 54.6, 49.7, 49.3),
+        "baglm": (56.1, 57.2, 60.2, 56.8, 56.6),
+    },
+}
+
+#: LMM queries per segment of the two VSG prompts (Tab. prompt): one multiple-choice query, or
+#: one yes/no query per candidate step.
+PAPER_PROMPT_QUERIES: dict[str, str] = {"multiple_choice": "1", "binary": "K"}
+
+#: Per-segment inference times stated in the paper (App. inference speed, one H100), for the
+#: HT-Step video ``-25-1nbOki0`` (283 segments of 2 s, K = 10 steps), in seconds.
+PAPER_TIMING: dict[str, float | str] = {
+    "example_uid": "-25-1nbOki0",
+    "example_num_steps": 10,
+    "decode_s": 1.201,
+    "vsg_s": 0.088,
+    "progress_s": 0.814,
+    "total_s": 2.1,
+    "vsg_binary_s": 0.756,
+}
+
+#: Display names of the two methods every table compares.
+METHOD_NAMES: dict[str, str] = {"baglm": "BaGLM", "off_the_shelf": "off-the-shelf LMM"}
+
+#: Prefix of the ``note`` of a slot row: a row the workbench cannot fill from its inputs yet.
+SLOT = "slot"
+
+
+def paper_value(key: str, dataset: str) -> float:
+    """The paper's reported value ``PAPER[key][dataset]``, NaN where it reports none."""
+    return float(PAPER.get(key, {}).get(dataset, float("nan")))
+
+
+def slot_row(dataset: str, method: str, paper: float, reason: str, **extra) -> dict:
+    """A clearly labelled empty row: the paper's value, no workbench number, and why.
+
+    ``dataset`` is a dataset name (converted to its display name when known); ``reason`` says
+    what input would fill the row. Extra keyword arguments become extra columns.
+    """
+    return {
+        "dataset": DATASET_NAMES.get(dataset, dataset),
+        "method": method,
+        "workbench": float("nan"),
+        "paper": paper,
+        "videos": 0,
+        "source": "none",
+        "note": f"{SLOT}: {reason}",
+        **extra,
+    }
 
 
 def title_for(what: str, source: str) -> str:
@@ -139,6 +202,7 @@ def _atomic_write(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
