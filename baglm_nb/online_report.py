@@ -9,12 +9,12 @@ import base64
 import html
 import io
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from baglm_nb.atomic import atomic_write_text
 from baglm_nb.online import Estimate, median_p99
 
 __all__ = ["render_html", "write_html_report"]
@@ -132,16 +132,4 @@ def write_html_report(
     note: str = "",
 ) -> Path:
     """Write :func:`render_html` to ``path`` atomically; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = render_html(estimates, steps, title=title, note=note)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write_text(path, render_html(estimates, steps, title=title, note=note))

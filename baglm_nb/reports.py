@@ -8,12 +8,12 @@ title.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
 
+from baglm_nb.atomic import atomic_write_text
 from baglm_nb.datasets import DATASETS, dataset_stats
 from baglm_nb.observations import Observations
 from baglm_nb.pipeline import compare
@@ -196,19 +196,6 @@ def oracle_table(observations: Iterable[Observations], deps="none") -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def to_markdown(df: pd.DataFrame, title: str | None = None) -> str:
     """A GitHub-style Markdown table (no extra dependency)."""
     cells = [[("" if pd.isna(v) else str(v)) for v in row] for row in df.itertuples(index=False)]
@@ -223,5 +210,5 @@ def to_markdown(df: pd.DataFrame, title: str | None = None) -> str:
 def write_table(df: pd.DataFrame, stem: str | os.PathLike, title: str | None = None) -> None:
     """Save ``df`` as ``<stem>.csv`` and ``<stem>.md`` (with ``title``), each atomically."""
     stem = Path(stem)
-    _atomic_write(stem.with_suffix(".csv"), df.to_csv(index=False))
-    _atomic_write(stem.with_suffix(".md"), to_markdown(df, title))
+    atomic_write_text(stem.with_suffix(".csv"), df.to_csv(index=False))
+    atomic_write_text(stem.with_suffix(".md"), to_markdown(df, title))

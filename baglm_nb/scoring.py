@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from baglm_nb.atomic import atomic_write_text
 from baglm_nb.cache import ScoreCache, ScoreKey
 from baglm_nb.datasets import Video, load_dataset, num_segments
 
@@ -102,15 +102,7 @@ def score_video(
 
 
 def _write_json(path: Path, data: dict) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, sort_keys=True)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True))
 
 
 def score_dataset(
@@ -129,9 +121,10 @@ def score_dataset(
 ) -> dict[str, Any]:
     """Score the videos of ``dataset`` found in ``video_dir`` into a score cache.
 
-    ``root`` defaults to the project's ``data/cache``. Returns a summary: the cache folder, videos scored now, already cached, failed (with
-    their errors, also kept in ``failures.json`` in the cache folder) and the label of the
-    scorer (``random-init`` for tiny test models).
+    ``root`` defaults to the project's ``data/cache``. Returns a summary: the cache folder,
+    videos scored now, already cached, failed (with their errors, also kept in
+    ``failures.json`` in the cache folder) and the label of the scorer (``random-init`` for
+    tiny test models).
     """
     from baglm_nb.datasets import data_dir
     from baglm_nb.prompts import PROMPTS

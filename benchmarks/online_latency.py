@@ -7,7 +7,7 @@ dependency matrix is the oracle chain. With ``--clip`` it also runs the tiny ran
 on a real clip end to end and prints the per-segment latency broken down (decode, score,
 filter).
 
-    .venv/bin/python benchmarks/online_latency.py [--scores CACHE] [--clip tests/data/videos/cup.mp4]
+    .venv/bin/python benchmarks/online_latency.py [--scores CACHE] [--clip CLIP]
 """
 
 from __future__ import annotations
