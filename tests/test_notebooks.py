@@ -21,6 +21,11 @@ SMALL = {
          "model": "random-init:internvl", "limit": 1, "cache_root": "cache"},
         ["score_summary.json", "timings_per_video.csv"],
     ),
+    "02_dependencies": (
+        {"limit": 5, "thresholds": [0.0, 0.5, 1.0]},
+        ["dependency_violations.csv", "dependency_violations.md",
+         "dependency_violations_long.csv"],
+    ),
     "03_main_results": (
         {"datasets": ["htstep", "crosstask"], "limit": 6},
         ["main_results.csv", "main_results.md", "main_results.png", "transition_ablation.csv",

