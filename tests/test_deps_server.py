@@ -28,15 +28,13 @@ from baglm_nb import dependencies as dep
 from baglm_nb.cache import DependencyCache, DependencyKey
 from baglm_nb.datasets import Video
 
-pytestmark = [
-    pytest.mark.server,
-    pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None
-        or importlib.util.find_spec("uvicorn") is None
-        or importlib.util.find_spec("sse_starlette") is None,
-        reason="llama-cpp-python[server] is not installed: pip install -e '.[server-tests]'",
-    ),
-]
+pytestmark = pytest.mark.server
+
+SERVER_MISSING = (
+    "llama-cpp-python[server] is not installed: pip install -e '.[server-tests]'"
+    if any(importlib.util.find_spec(m) is None for m in ("llama_cpp", "uvicorn", "sse_starlette"))
+    else None
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY_ENV = "BAGLM_TEST_SERVER_KEY"
@@ -104,6 +102,8 @@ class Server:
 @pytest.fixture
 def servers(tmp_path):
     """Factory: ``servers(api_key=None)`` starts a ready server; all are killed afterwards."""
+    if SERVER_MISSING:
+        pytest.skip(SERVER_MISSING)
     started: list[Server] = []
 
     def start(api_key: str | None = None) -> Server:
