@@ -65,7 +65,7 @@ def _check_frames(frames: torch.Tensor) -> torch.Tensor:
 def _normalize(x: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ...]) -> torch.Tensor:
     m = torch.tensor(mean, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
     s = torch.tensor(std, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
-    return (x - m) / s
+    return x.sub(m).div_(s)  # one temporary: same values as (x - m) / s
 
 
 def resize_uint8(
@@ -96,7 +96,7 @@ def preprocess_internvl(frames: torch.Tensor, size: int = 448) -> torch.Tensor:
         float32 ``(N, 3, size, size)``.
     """
     x = resize_uint8(frames, (size, size))
-    return _normalize(x.float() / 255.0, IMAGENET_MEAN, IMAGENET_STD)
+    return _normalize(x.float().div_(255.0), IMAGENET_MEAN, IMAGENET_STD)
 
 
 def smart_resize(
