@@ -71,7 +71,7 @@ from .cache import (
     _write_parquet_atomic,
 )
 from .datasets import Video, load_dataset
-from .prompts import get_prompt
+from .prompts import common_prefix_length, get_prompt
 
 if TYPE_CHECKING:
     import torch
@@ -510,7 +510,7 @@ class TransformersBackend:
         with torch.inference_mode():
             plen0 = 0
             if self.shared_prefix and len(ids) > 1:
-                plen0 = min(_lcp(ids), min(len(s) for s in ids) - 1)
+                plen0 = min(common_prefix_length(ids), min(len(s) for s in ids) - 1)
             if plen0 <= 0:
                 full = lambda rows: self._full_batch([ids[r] for r in rows])  # noqa: E731
                 self._batches(list(range(len(ids))), ids, out, full)
@@ -526,7 +526,7 @@ class TransformersBackend:
                 if len(rows) < 2:
                     continue
                 group = [ids[r] for r in rows]
-                plen = min(_lcp(group), min(len(s) for s in group) - 1)
+                plen = min(common_prefix_length(group), min(len(s) for s in group) - 1)
                 if plen > plen0:
                     layers = self._extend(root, plen0, ids[rows[0]][plen0:plen])
                     for r in rows:
@@ -540,17 +540,6 @@ class TransformersBackend:
                 items = [(*prefix_of[r], list(suffix[r])) for r in rows]
                 out[rows] = self._suffix_batch(items).double().cpu().numpy()
         return out
-
-
-def _lcp(seqs: Sequence[Sequence[int]]) -> int:
-    """Length of the longest common prefix of token sequences."""
-    first = seqs[0]
-    n = min(len(s) for s in seqs)
-    for i in range(n):
-        t = first[i]
-        if any(s[i] != t for s in seqs):
-            return i
-    return n
 
 
 def model_cache_dir() -> Path:

@@ -37,6 +37,7 @@ __all__ = [
     "DIGITS",
     "NONE_OPTION",
     "PROMPTS",
+    "common_prefix_length",
     "Prompt",
     "check_single_tokens",
     "excel_label",
@@ -370,3 +371,14 @@ def check_single_tokens(
             owner[tid] = s
             out[s] = tid
     return out
+
+
+def common_prefix_length(seqs: Sequence[Sequence[int]]) -> int:
+    """Length of the longest common prefix of token sequences (shared-prefix scoring)."""
+    first = seqs[0]
+    n = min(len(s) for s in seqs)
+    for i in range(n):
+        t = first[i]
+        if any(s[i] != t for s in seqs):
+            return i
+    return n

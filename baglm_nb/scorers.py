@@ -56,7 +56,14 @@ import numpy as np
 import torch
 
 from .preprocess import preprocess_internvl, preprocess_llava_onevision, preprocess_qwen25vl
-from .prompts import DIGITS, check_single_tokens, format_choices, get_prompt, option_labels
+from .prompts import (
+    DIGITS,
+    check_single_tokens,
+    common_prefix_length,
+    format_choices,
+    get_prompt,
+    option_labels,
+)
 
 __all__ = [
     "FAMILIES",
@@ -530,16 +537,6 @@ _DEFAULT = object()
 # the scorer
 
 
-def _lcp(seqs: Sequence[Sequence[int]]) -> int:
-    first = seqs[0]
-    n = min(len(s) for s in seqs)
-    for i in range(n):
-        t = first[i]
-        if any(s[i] != t for s in seqs):
-            return i
-    return n
-
-
 def _as_frames(frames_batch: Any) -> torch.Tensor:
     x = (
         torch.from_numpy(np.asarray(frames_batch))
@@ -896,7 +893,7 @@ class TransformersScorer:
         from transformers import DynamicCache
 
         fam = self._fam
-        plen = min(_lcp(ids), min(len(s) for s in ids) - 1)
+        plen = min(common_prefix_length(ids), min(len(s) for s in ids) - 1)
         vid = fam.vision_id
         if plen <= 0 or any(vid in s[plen:] for s in ids):
             warnings.warn(
