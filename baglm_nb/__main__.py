@@ -107,6 +107,18 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_observation_arguments(p: argparse.ArgumentParser) -> None:
+    """The options shared by verbs that run the filter: sources, variants and ``--limit``."""
+    p.add_argument("--scores", required=True, help="score cache folder, or 'simulated'")
+    p.add_argument("--deps", default="oracle", help="dependency cache folder, 'oracle' or 'none'")
+    p.add_argument("--transition", default="both",
+                   choices=["static", "readiness", "validity", "both"])  # fmt: skip
+    p.add_argument("--prior", default="uniform", choices=["uniform", "propagated"])
+    p.add_argument("--stepping", default="second", choices=["second", "segment"])
+    p.add_argument("--progress", default="scores", choices=["scores", "oracle"])
+    p.add_argument("--limit", type=int, default=None, help="use the first N videos only")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m baglm_nb``."""
     parser = argparse.ArgumentParser(prog="python -m baglm_nb", description=__doc__)
@@ -119,14 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verbs.add_parser("evaluate", help="BaGLM and the off-the-shelf baseline on a dataset")
     p.add_argument("--dataset", required=True, choices=datasets)
-    p.add_argument("--scores", required=True, help="score cache folder, or 'simulated'")
-    p.add_argument("--deps", default="oracle", help="dependency cache folder, 'oracle' or 'none'")
-    p.add_argument("--transition", default="both",
-                   choices=["static", "readiness", "validity", "both"])  # fmt: skip
-    p.add_argument("--prior", default="uniform", choices=["uniform", "propagated"])
-    p.add_argument("--stepping", default="second", choices=["second", "segment"])
-    p.add_argument("--progress", default="scores", choices=["scores", "oracle"])
-    p.add_argument("--limit", type=int, default=None, help="evaluate the first N videos only")
+    add_observation_arguments(p)
     p.add_argument("--json", action="store_true", help="also print the result as JSON")
     p.set_defaults(func=_evaluate)
 

@@ -71,6 +71,7 @@ def _localize(args: argparse.Namespace) -> int:
 
 def register(verbs) -> None:
     """Add the ``localize`` verb."""
+    from baglm_nb.__main__ import add_observation_arguments
     from baglm_nb.datasets import DATASETS
 
     p = verbs.add_parser(
@@ -79,14 +80,7 @@ def register(verbs) -> None:
         description=__doc__,
     )
     p.add_argument("--dataset", required=True, choices=sorted(DATASETS))
-    p.add_argument("--scores", required=True, help="score cache folder, or 'simulated'")
-    p.add_argument("--deps", default="oracle", help="dependency cache folder, 'oracle' or 'none'")
-    p.add_argument("--transition", default="both",
-                   choices=["static", "readiness", "validity", "both"])  # fmt: skip
-    p.add_argument("--prior", default="uniform", choices=["uniform", "propagated"])
-    p.add_argument("--stepping", default="second", choices=["second", "segment"])
-    p.add_argument("--progress", default="scores", choices=["scores", "oracle"])
-    p.add_argument("--limit", type=int, default=None, help="the first N videos only")
+    add_observation_arguments(p)
     p.add_argument("--threshold", type=float, default=None,
                    help="LoG response threshold (default 0.05)")  # fmt: skip
     p.add_argument("--overlap", type=float, default=None,
