@@ -16,11 +16,12 @@ How it stays faithful:
 * **Same order.** Horizontal pass first, then vertical, each a float32 sum over the taps from
   the first input pixel on, as torch's separable kernel does; then round half to even, clamp,
   ``/255``, ``- mean``, ``/ std`` in float32.
-* **Measured difference.** The result equals the torch path except at about 5 pixels per
-  million, which differ by one uint8 level (float32 rounding of the sums; torch's compiled
-  loop contracts some products into FMAs). The published code resized on a GPU, whose kernel
-  also differs from torch's CPU kernel by such roundings, so neither CPU path is bit-exact to
-  it. ``tests/test_resample.py`` checks the bound on real clips.
+* **Measured difference.** The result equals the torch path except at about 12 values per
+  million on the test clips (``benchmarks/decode_speed.py`` prints it), which differ by one
+  uint8 level: float32 rounding, as the compiled loop of torch is not reproduced operation
+  for operation (some of its sums match only with fused multiply-adds). The published code
+  resized on a GPU, whose kernel also differs from torch's CPU kernel by such roundings, so
+  neither CPU path is bit-exact to it. ``tests/test_resample.py`` checks the bound on real clips.
 
 The kernel reads frames channels-last (torchcodec's native layout, so no copy), converts each
 row to float32 once, and runs its two passes frame by frame so that the float32 intermediate
