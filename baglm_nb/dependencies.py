@@ -258,8 +258,9 @@ class TransformersBackend:
     shared_prefix
         Compute shared prompt prefixes once, at two levels, from KV caches: the prefix common
         to all prompts of one :meth:`score` call (system turn, goal, start of the question) is
-        run once; the prompts with the same prerequisite candidate, which is written before
-        the target step, share the text up to the target step, run once per candidate; each
+        run once (its goal-independent start is reused from the previous call); the prompts
+        with the same prerequisite candidate, which is written before the target step, share
+        the text up to the target step, run once per candidate (the candidates batched); each
         prompt then runs only its remaining tokens (target step, end of the question, chat
         suffix), right-padded in batches, and P("Yes") is read at its last real token.
         ``False`` runs every full prompt, left-padded with ``position_ids`` from the attention
@@ -313,6 +314,7 @@ class TransformersBackend:
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token  # published: pad id = eos id
         self.device = next(model.parameters()).device
+        self._last_root: tuple[list[int], list] | None = None  # see _root
         if self.shared_prefix and not callable(getattr(model, "get_decoder", None)):
             self.shared_prefix = False  # no separable decoder: score full prompts
 
@@ -445,6 +447,65 @@ class TransformersBackend:
         )
         return [(k, v) for k, v, *_ in cache]
 
+    def _root(self, tokens: Sequence[int]) -> list:
+        """The KV cache of ``tokens``, reusing the previous call's root where they agree.
+
+        Successive calls (task groups) share the system turn and the start of the question;
+        the cache of a causal LM at positions below the first differing token depends only on
+        the tokens before it, so that part of the previous root is reused as is.
+        """
+        tokens = list(tokens)
+        n = 0
+        if self._last_root is not None:
+            n = common_prefix_length([self._last_root[0], tokens])
+        if n == 0:
+            layers = self._extend(None, 0, tokens)
+        else:
+            base = [(k[:, :, :n], v[:, :, :n]) for k, v in self._last_root[1]]
+            layers = self._extend(base, n, tokens[n:]) if n < len(tokens) else base
+        self._last_root = (tokens, layers)
+        return layers
+
+    def _extend_many(
+        self, root: list, start: int, token_lists: Sequence[Sequence[int]]
+    ) -> list[list]:
+        """:meth:`_extend` of one cached prefix by several token lists, in batched passes.
+
+        The lists are right-padded in batches of ``batch_size`` after the shared ``root`` (no
+        real token attends to the pads after it), and each row's cache is cut at its own
+        length. A pass reads every weight once, so K short batch-1 passes would cost K times
+        that; returns one per-layer (key, value) list per token list.
+        """
+        import torch
+        from transformers import DynamicCache
+
+        out: list[list] = []
+        pad = int(self.tokenizer.pad_token_id)
+        for first in range(0, len(token_lists), self.batch_size):
+            chunk = [list(t) for t in token_lists[first : first + self.batch_size]]
+            b, width = len(chunk), max(len(t) for t in chunk)
+            input_ids = torch.full((b, width), pad, dtype=torch.long)
+            mask = torch.zeros((b, start + width), dtype=torch.long)
+            mask[:, :start] = 1
+            for r, tokens in enumerate(chunk):
+                input_ids[r, : len(tokens)] = torch.tensor(tokens)
+                mask[r, start : start + len(tokens)] = 1
+            pos = torch.arange(start, start + width, dtype=torch.long).expand(b, -1)
+            stacked = [(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in root]
+            cache = DynamicCache(stacked, config=self.model.config)
+            self.model.get_decoder()(
+                input_ids=input_ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                position_ids=pos.to(self.device),
+                past_key_values=cache,
+                use_cache=True,
+            )
+            layers = [(k, v) for k, v, *_ in cache]
+            for r, tokens in enumerate(chunk):
+                end = start + len(tokens)
+                out.append([(k[r : r + 1, :, :end], v[r : r + 1, :, :end]) for k, v in layers])
+        return out
+
     def _suffix_batch(self, items: list[tuple[list, int, list[int]]]) -> torch.Tensor:
         """P(Yes) of prompt suffixes, each after its own cached prefix.
 
@@ -517,20 +578,25 @@ class TransformersBackend:
                 return out
             # Level 1: the prefix of every prompt. Level 2: the prompts of one prerequisite
             # candidate share the text up to the target step.
-            root = self._extend(None, 0, ids[0][:plen0])
+            root = self._root(ids[0][:plen0])
             prefix_of: list[tuple[list, int]] = [(root, plen0)] * len(ids)
             by_prereq: dict[str, list[int]] = {}
             for r, (_, b) in enumerate(pairs):
                 by_prereq.setdefault(b, []).append(r)
+            shared: list[tuple[list[int], int]] = []  # (rows, prefix length) per candidate
             for rows in by_prereq.values():
                 if len(rows) < 2:
                     continue
                 group = [ids[r] for r in rows]
                 plen = min(common_prefix_length(group), min(len(s) for s in group) - 1)
                 if plen > plen0:
-                    layers = self._extend(root, plen0, ids[rows[0]][plen0:plen])
-                    for r in rows:
-                        prefix_of[r] = (layers, plen)
+                    shared.append((rows, plen))
+            extended = self._extend_many(
+                root, plen0, [ids[rows[0]][plen0:plen] for rows, plen in shared]
+            )
+            for (rows, plen), layers in zip(shared, extended, strict=True):
+                for r in rows:
+                    prefix_of[r] = (layers, plen)
             # Rows with the same target step have the same suffix tokens: sorting by the
             # suffix puts them in one batch, with no padding.
             suffix = [tuple(ids[r][prefix_of[r][1] :]) for r in range(len(ids))]

@@ -198,6 +198,26 @@ def test_smollm2_matrix_batched_equals_one_by_one(smollm2):
     np.testing.assert_allclose(dep.dependency_matrix(GOAL, STEPS, full), d, atol=1e-5)
 
 
+def test_smollm2_candidate_batches_and_root_reuse_equal_full_prompts(smollm2):
+    """Candidates of unequal length in batches of 2 (right-padded passes), then a second goal
+    that reuses the first call's root cache up to where the prompts differ."""
+    steps = ["Crack two eggs into a bowl", "Whisk", "Pour the beaten eggs into the hot pan"]
+    pairs = [(steps[i], steps[j]) for i, j in dep.pair_order(3)]
+    fast = dep.TransformersBackend(smollm2.model, smollm2.tokenizer, name="x", batch_size=2)
+    one = dep.TransformersBackend(
+        smollm2.model, smollm2.tokenizer, name="x", batch_size=1, shared_prefix=False
+    )
+    for goal in ("make an omelette", "make scrambled eggs"):
+        got = fast.score(goal, pairs)
+        want = np.array([one.score(goal, [p])[0] for p in pairs])
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+    reused, tokens = fast._last_root[1], fast._last_root[0]
+    first = fast._token_ids([fast.render("make an omelette", *pairs[0])])[0]
+    shared = dep.common_prefix_length([first, tokens])
+    assert 0 < shared < len(tokens)  # the system turn and "You are performing the task: "
+    assert reused[0][0].shape[2] == len(tokens)
+
+
 def test_published_sampling_processing_on_known_logits(smollm2):
     pub = dep.TransformersBackend(
         smollm2.model, smollm2.tokenizer, name="x", published_sampling=True
