@@ -141,7 +141,16 @@ def test_cli_ctrl_c_keeps_a_complete_log(tmp_path):
     cmd = _follow_cmd(cache, video.uid, "--pace", "realtime", "--jsonl", str(log),
                       "--html", str(tmp_path / "r.html"))  # fmt: skip
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # A test runner started in the background (``cmd &`` in a script) ignores SIGINT, and an
+    # ignored signal is inherited: give the child Ctrl-C back, as a terminal would.
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not log.exists() or len(log.read_text()) < 10):
         time.sleep(0.2)
