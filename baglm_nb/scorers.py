@@ -214,6 +214,8 @@ class _Family:
 
     name = ""
     placeholder = ""  # the video placeholder the chat template renders
+    vision_token = ""  # the token the visual features replace ...
+    vision_id_field = ""  # ... and the config field that names its id
 
     def __init__(self, scorer: TransformersScorer) -> None:
         self.s = scorer
@@ -224,7 +226,16 @@ class _Family:
     # -- tokens -------------------------------------------------------------------------
     @property
     def vision_id(self) -> int:
-        raise NotImplementedError
+        return int(getattr(self.config, self.vision_id_field))
+
+    def check_tokens(self) -> None:
+        """The tokenizer's vision token must be the id the model scatters features into."""
+        tid = self.token_id(self.vision_token)
+        if tid != self.vision_id:
+            raise ValueError(
+                f"{self.vision_token} is token {tid} but the model expects {self.vision_id} "
+                f"(config.{self.vision_id_field})"
+            )
 
     def token_id(self, token: str) -> int:
         tid = self.tok.convert_tokens_to_ids(token)
@@ -299,16 +310,12 @@ class _Family:
 class _InternVL(_Family):
     name = "internvl"
     placeholder = "<video>"
-
-    @property
-    def vision_id(self) -> int:
-        return int(self.config.image_token_id)
+    vision_token, vision_id_field = "<IMG_CONTEXT>", "image_token_id"
 
     def tokens_per_frame(self) -> int:
         vc = self.config.vision_config
-        size = vc.image_size[0] if isinstance(vc.image_size, (list, tuple)) else vc.image_size
         patch = vc.patch_size[0] if isinstance(vc.patch_size, (list, tuple)) else vc.patch_size
-        return int((size // patch) ** 2 * self.config.downsample_ratio**2)
+        return int((self.image_size() // patch) ** 2 * self.config.downsample_ratio**2)
 
     def image_size(self) -> int:
         vc = self.config.vision_config
@@ -329,11 +336,6 @@ class _InternVL(_Family):
             f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{frames}{question}"
             "<|im_end|>\n<|im_start|>assistant\n"
         )
-
-    def check_tokens(self) -> None:
-        ctx = self.token_id("<IMG_CONTEXT>")
-        if ctx != self.vision_id:
-            raise ValueError(f"<IMG_CONTEXT> is token {ctx} but the model expects {self.vision_id}")
 
     def pixel_inputs(self, frames: torch.Tensor) -> tuple[dict, dict]:
         s, f = frames.shape[:2]
@@ -399,14 +401,7 @@ class _InternVLRemote(_InternVL):
 class _Qwen25VL(_Family):
     name = "qwen2_5_vl"
     placeholder = "<|video_pad|>"
-
-    @property
-    def vision_id(self) -> int:
-        return int(self.config.video_token_id)
-
-    def check_tokens(self) -> None:
-        if self.token_id("<|video_pad|>") != self.vision_id:
-            raise ValueError("<|video_pad|> does not match the model's video_token_id")
+    vision_token, vision_id_field = "<|video_pad|>", "video_token_id"
 
     def expansion(self, info: dict) -> str:
         return "<|video_pad|>" * info["n_tokens"]
@@ -470,14 +465,7 @@ class _Qwen25VL(_Family):
 class _LlavaOneVision(_Family):
     name = "llava_onevision"
     placeholder = "<video>"
-
-    @property
-    def vision_id(self) -> int:
-        return int(self.config.video_token_index)
-
-    def check_tokens(self) -> None:
-        if self.token_id("<video>") != self.vision_id:
-            raise ValueError("<video> does not match the model's video_token_index")
+    vision_token, vision_id_field = "<video>", "video_token_index"
 
     def tokens_for(self, frames: int) -> int:
         vc = self.config.vision_config

@@ -233,6 +233,24 @@ def test_random_model_cannot_be_labelled_pretrained(scorers):
     assert again.label == RANDOM_INIT
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_vision_token_must_match_the_model(family, scorers):
+    """A tokenizer whose vision token is not the model's vision id is refused at load time."""
+    sc = scorers[family]
+    field = sc._fam.vision_id_field
+    right = getattr(sc.model.config, field)
+    setattr(sc.model.config, field, right + 1)
+    try:
+        with pytest.raises(ValueError, match=rf"is token {right} but .*config\.{field}"):
+            TransformersScorer(sc.model, sc.tokenizer, family=family, model_id="x")
+    finally:
+        setattr(sc.model.config, field, right)
+    assert (
+        TransformersScorer(sc.model, sc.tokenizer, family=family, model_id="x")._fam.vision_id
+        == right
+    )
+
+
 def test_registry():
     assert MODELS["internvl3-8b"].hf_id == "OpenGVLab/InternVL3-8B-hf"
     assert MODELS["internvl2.5-8b"].remote_code
