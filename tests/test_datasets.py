@@ -8,12 +8,11 @@ import sys
 
 import numpy as np
 import pytest
+from toys import toy_video
 
 from baglm_nb.datasets import (
     DATASETS,
     AnnotationError,
-    Segment,
-    Video,
     annotation_path,
     dataset_stats,
     ground_truth,
@@ -95,20 +94,8 @@ def test_duplicate_step_text_goes_to_last_column():
 
 
 def _video(segments, frames=300, fps=30.0, k=3):
-    steps = tuple(f"s{i}" for i in range(k))
-    return Video(
-        "x",
-        "v",
-        "t",
-        "g",
-        "goal",
-        "goal",
-        steps,
-        tuple(Segment(a, b, steps[i], i) for a, b, i in segments),
-        fps,
-        frames,
-        10.0,
-    )
+    steps = [f"s{i}" for i in range(k)]
+    return toy_video(segments, steps, fps=fps, num_frames=frames)
 
 
 def test_ground_truth_clipping_and_inclusive_rows():

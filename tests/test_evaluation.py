@@ -6,8 +6,9 @@ import random
 
 import numpy as np
 import pytest
+from toys import toy_video
 
-from baglm_nb.datasets import Segment, Video, load_dataset
+from baglm_nb.datasets import load_dataset
 from baglm_nb.evaluation import evaluate, pair_hits, video_hits
 
 
@@ -68,20 +69,7 @@ def test_crosstask_average_over_twenty_subsets():
 
 
 def test_ties_go_to_the_earliest_row():
-    steps = ("a", "b")
-    video = Video(
-        "x",
-        "v",
-        "t",
-        "g",
-        "goal",
-        "goal",
-        steps,
-        (Segment(2.0, 3.0, "a", 0), Segment(6.0, 7.0, "b", 1)),
-        10.0,
-        100,
-        10.0,
-    )
+    video = toy_video([(2.0, 3.0, 0), (6.0, 7.0, 1)])
     beliefs = np.zeros((10, 3))
     beliefs[[2, 8], 0] = 1.0  # tie: the earlier row (inside the interval) wins
     beliefs[[1, 6], 1] = 1.0  # tie: the earlier row (outside) wins

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from toys import toy_video
 
-from baglm_nb.datasets import Segment, Video, load_dataset
+from baglm_nb.datasets import load_dataset
 from baglm_nb.filtering import expected_progress
 from baglm_nb.oracles import digits_for, ground_truth_order, oracle_dependency, oracle_progress
 
@@ -40,20 +41,7 @@ def test_digits_have_the_fraction_as_expected_value(fraction):
 
 
 def test_oracle_progress_ramps_inside_the_interval():
-    steps = ("a", "b")
-    video = Video(
-        "x",
-        "v",
-        "t",
-        "g",
-        "goal",
-        "goal",
-        steps,
-        (Segment(2.0, 6.0, "a", 0), Segment(7.0, 8.0, "b", 1)),
-        10.0,
-        100,
-        10.0,
-    )
+    video = toy_video([(2.0, 6.0, 0), (7.0, 8.0, 1)])
     e = expected_progress(oracle_progress(video, 10))
     np.testing.assert_allclose(e[:, 0], [0, 0, 0.125, 0.375, 0.625, 0.875, 1.0, 0, 0, 0])
     np.testing.assert_allclose(e[:, 1], [0, 0, 0, 0, 0, 0, 0, 0.5, 1.0, 0])
