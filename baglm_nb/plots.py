@@ -30,7 +30,6 @@ from baglm_nb.datasets import Video, ground_truth  # noqa: E402
 
 __all__ = [
     "BeliefFigure",
-    "ablation_bars",
     "belief_figure",
     "duration_lines",
     "find_video_file",
@@ -48,38 +47,6 @@ MAX_LINE_STEPS = 12
 
 #: Video file extensions :func:`find_video_file` looks for, in order.
 VIDEO_EXTENSIONS = (".mp4", ".webm", ".mkv", ".avi", ".mov")
-
-
-def results_bars(df: pd.DataFrame, title: str, group: str = "dataset", bar: str = "method"):
-    """Grouped bars of the workbench's numbers, with the paper's values as black ticks.
-
-    ``df`` has the columns ``group``, ``bar``, ``workbench`` and ``paper`` (NaN where the paper
-    reports nothing).
-    """
-    groups = list(dict.fromkeys(df[group]))
-    bars = list(dict.fromkeys(df[bar]))
-    width = 0.8 / len(bars)
-    fig, ax = plt.subplots(figsize=(1.6 + 1.6 * len(groups), 3.6))
-    for b_i, name in enumerate(bars):
-        sub = df[df[bar] == name].set_index(group).reindex(groups)
-        x = np.arange(len(groups)) + (b_i - (len(bars) - 1) / 2) * width
-        ax.bar(x, sub["workbench"].astype(float), width, label=str(name))
-        paper = pd.to_numeric(sub["paper"], errors="coerce")
-        ax.scatter(
-            x,
-            paper,
-            marker="_",
-            s=300,
-            color="black",
-            zorder=3,
-            label="paper" if b_i == 0 else None,
-        )
-    ax.set_xticks(np.arange(len(groups)), groups)
-    ax.set_ylabel("R@1 (%)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    return fig
 
 
 def save_figure(fig, stem: str | os.PathLike) -> list[Path]:
@@ -100,12 +67,14 @@ def _wrapped(title: str, width_in: float) -> str:
     return textwrap.fill(title, width=max(40, int(width_in * 13)))
 
 
-def ablation_bars(df: pd.DataFrame, title: str, group: str = "dataset", bar: str = "method"):
-    """Grouped bars like :func:`results_bars`, for tables with slot rows.
+def results_bars(df: pd.DataFrame, title: str, group: str = "dataset", bar: str = "method"):
+    """Grouped bars of the workbench's numbers, with the paper's values as black ticks.
 
-    Rows without a workbench number (slot rows, ``note`` starting with ``slot:``) get an empty
-    dashed bar marked "slot"; the paper's values are black ticks; the legend sits below the
-    axes and the title wraps, so neither hides a value.
+    ``df`` has the columns ``group``, ``bar``, ``workbench`` and ``paper`` (NaN where the paper
+    reports nothing): the main results, the ablations and the binned analyses. Rows without a
+    workbench number (slot rows, ``note`` starting with ``slot:``) get an empty dashed bar
+    marked "slot"; the paper's values are black ticks; the legend sits below the axes and the
+    title wraps, so neither hides a value.
     """
     groups = list(dict.fromkeys(df[group]))
     bars = list(dict.fromkeys(df[bar]))

@@ -113,6 +113,26 @@ def test_stepping_table(obs):
     assert table.iloc[0]["workbench"] == round(compare(obs, "oracle")["baglm"], 1)
 
 
+def test_results_bars_draw_values_paper_ticks_and_slots():
+    df = pd.DataFrame(
+        {
+            "dataset": ["HT-Step", "HT-Step", "COIN", "COIN"],
+            "method": ["BaGLM", "LMM", "BaGLM", "LMM"],
+            "workbench": [62.8, 52.0, np.nan, 40.0],
+            "paper": [43.5, 37.9, 50.1, np.nan],
+        }
+    )
+    fig = plots.results_bars(df, "t")
+    ax = fig.axes[0]
+    heights = sorted(round(p.get_height(), 1) for p in ax.patches)
+    # 4 bars (the slot drawn as 0) + the dashed slot bar at the paper's height 50.1
+    assert heights == [0.0, 40.0, 50.1, 52.0, 62.8]
+    assert [t.get_text() for t in ax.texts] == ["slot"]
+    ticks = np.concatenate([c.get_offsets()[:, 1] for c in ax.collections])
+    np.testing.assert_allclose(np.sort(ticks[np.isfinite(ticks)]), [37.9, 43.5, 50.1])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["HT-Step", "COIN"]
+
+
 def test_segment_duration_table_rebuilds_the_simulation():
     table = A.segment_duration_table(["htstep"], (1, 2), limit=4)
     assert len(table) == 4 and set(table["segment_duration"]) == {1, 2}
