@@ -44,6 +44,11 @@ def _load_deps(spec: str):
     return DependencyCache.open(Path(spec))
 
 
+def filter_options(args: argparse.Namespace) -> dict[str, str]:
+    """The filter variant chosen with :func:`add_observation_arguments`, as keyword arguments."""
+    return {k: getattr(args, k) for k in ("transition", "prior", "stepping", "progress")}
+
+
 def format_table(result: dict, transition: str, prior: str, stepping: str) -> str:
     """A small text table: BaGLM and the off-the-shelf baseline beside the paper's values."""
     ds = result["dataset"]
@@ -67,14 +72,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from baglm_nb.pipeline import compare
 
     obs = _load_observations(args)
-    result = compare(
-        obs,
-        _load_deps(args.deps),
-        transition=args.transition,
-        prior=args.prior,
-        stepping=args.stepping,
-        progress=args.progress,
-    )
+    result = compare(obs, _load_deps(args.deps), **filter_options(args))
     print(format_table(result, args.transition, args.prior, args.stepping))
     if args.json:
         print(json.dumps(result))

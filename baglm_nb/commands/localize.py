@@ -14,7 +14,7 @@ import json
 
 
 def _localize(args: argparse.Namespace) -> int:
-    from baglm_nb.__main__ import _load_deps, _load_observations
+    from baglm_nb.__main__ import _load_deps, _load_observations, filter_options
     from baglm_nb.localization import (
         DEFAULT_OVERLAP,
         DEFAULT_THRESHOLD,
@@ -33,14 +33,7 @@ def _localize(args: argparse.Namespace) -> int:
         "top_n": args.top_n,
         "overlap": DEFAULT_OVERLAP if args.overlap is None else overlap,
     }
-    beliefs = run_baglm(
-        obs,
-        _load_deps(args.deps),
-        transition=args.transition,
-        prior=args.prior,
-        stepping=args.stepping,
-        progress=args.progress,
-    )
+    beliefs = run_baglm(obs, _load_deps(args.deps), **filter_options(args))
     if args.dataset == "ego4d_goalstep":
         table = windowed_recall_table(obs, beliefs=beliefs, unit=args.unit, **detect)
         title = title_for("Ego4D Goal-Step windowed R@1 (IoU > threshold, NLQ)", obs.label)
