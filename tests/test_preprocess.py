@@ -23,13 +23,7 @@ from baglm_nb.preprocess import (
 ONE_LEVEL_CLIP = 1.0 / 255.0 / min(CLIP_STD) + 1e-6
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Small tensors run faster on one thread, above all on a shared, busy machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _frames(n: int, h: int, w: int, seed: int = 0) -> torch.Tensor:
