@@ -4,9 +4,9 @@ The reference preprocessing (reference-protocol §1.4, §8.2) is torchvision's r
 tensor: ``F.interpolate`` in float32 (bicubic, ``antialias=True``, ``align_corners=False``),
 rounded and clamped back to uint8, then ``/255`` and ``(x - mean) / std``.
 :func:`baglm_nb.preprocess.resize_uint8` does exactly that with torch, and is kept as the
-reference. On 2 CPU cores torch's generic antialiased float kernel takes about 7 ms per
-640x480 frame, more than decoding it, so the CPU default uses this kernel instead
-(``benchmarks/decode_speed.py`` prints both).
+reference. On 2 CPU cores torch's generic antialiased float kernel keeps decode plus
+preprocessing of 640x480 clips near 42x real time, under the 50x goal, so the CPU default uses
+this kernel instead, about 3x faster (``benchmarks/decode_speed.py`` prints both).
 
 How it stays faithful:
 
