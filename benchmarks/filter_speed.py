@@ -1,7 +1,7 @@
 """Filter speed on inputs shaped like all 600 HT-Step videos (issue goal: >= 100x baseline).
 
 Builds per-second rows with each video's real K and T (random scores, fixed seed), runs the
-full filter (readiness + validity) over every video with :func:`baglm_nb.filtering.run_filter`,
+full filter (readiness + validity) over every video with :func:`baglm_nb.core.filtering.run_filter`,
 and times the baseline: a straightforward per-row loop over torch tensors, the way the
 published code runs. Prints both times and their ratio, and checks that they agree.
 
@@ -16,8 +16,8 @@ import time
 import numpy as np
 import torch
 
-from baglm_nb.datasets import load_dataset
-from baglm_nb.filtering import run_filter, static_transition
+from baglm_nb.core.filtering import run_filter, static_transition
+from baglm_nb.inputs.datasets import load_dataset
 
 
 def torch_row_loop(vsg: torch.Tensor, prog: torch.Tensor, dep: torch.Tensor) -> torch.Tensor:

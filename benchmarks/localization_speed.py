@@ -22,10 +22,15 @@ import time
 import numpy as np
 import pandas as pd
 
-from baglm_nb.datasets import load_dataset
-from baglm_nb.localization import article_grounding_map, column_step_ids, detect_segments, localize
-from baglm_nb.observations import from_simulation
-from baglm_nb.pipeline import run_baglm
+from baglm_nb.analyses.localization import (
+    article_grounding_map,
+    column_step_ids,
+    detect_segments,
+    localize,
+)
+from baglm_nb.core.observations import from_simulation
+from baglm_nb.core.pipeline import run_baglm
+from baglm_nb.inputs.datasets import load_dataset
 
 GOAL_S = 20.0
 

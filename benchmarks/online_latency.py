@@ -17,22 +17,22 @@ import time
 
 import numpy as np
 
-from baglm_nb.datasets import load_dataset
-from baglm_nb.filtering import run_filter
-from baglm_nb.online import OnlineGrounder, median_p99
-from baglm_nb.oracles import oracle_dependency
+from baglm_nb.apps.online import OnlineGrounder, median_p99
+from baglm_nb.core.filtering import run_filter
+from baglm_nb.core.oracles import oracle_dependency
+from baglm_nb.inputs.datasets import load_dataset
 
 
 def load_segments(scores: str | None):
     """Per-segment (vsg, progress) per video and the source label."""
     videos = load_dataset("htstep")
     if scores:
-        from baglm_nb.cache import ScoreCache
+        from baglm_nb.stores.cache import ScoreCache
 
         cache = ScoreCache.open(scores)
         data = {u: (s.vsg, s.progress) for u, s in cache.read_all().items()}
         return videos, data, f"{cache.key.source}:{cache.key.model}"
-    from baglm_nb.simulate import simulate_dataset
+    from baglm_nb.core.simulate import simulate_dataset
 
     sims = simulate_dataset("htstep", show_progress=False)
     return videos, {u: (s.vsg, s.progress) for u, s in sims.items()}, "simulated"
@@ -62,8 +62,8 @@ def batch_all(videos, data):
 
 def clip_latency(path: str) -> None:
     """End-to-end per-segment latency with the tiny random-init scorer on a real clip."""
-    from baglm_nb.online import follow
-    from baglm_nb.scoring import make_scorer
+    from baglm_nb.apps.online import follow
+    from baglm_nb.models.scoring import make_scorer
 
     steps = ["pick up the cup", "turn the cup", "put the cup down"]
     scorer = make_scorer("random-init:internvl")

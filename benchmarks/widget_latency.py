@@ -1,6 +1,6 @@
 """Time the widget explorer's recompute path (issue goal: one video's filter + plot < 0.3 s).
 
-For each dataset, builds :class:`baglm_nb.widgets.Explorer` (simulated observations, oracle D),
+For each dataset, builds :class:`baglm_nb.apps.widgets.Explorer` (simulated observations, oracle D),
 then times, in process and without a browser:
 
 * ``slider``: moving the observation-quality slider (simulate the video, run the numba filter,
@@ -18,7 +18,7 @@ import argparse
 import statistics
 import time
 
-from baglm_nb.widgets import Explorer
+from baglm_nb.apps.widgets import Explorer
 
 GOAL_S = 0.3
 SIGNALS = (0.5, 1.0, 1.5, 2.0, 2.5)

@@ -1,4 +1,4 @@
-"""Ablation tables, breakdowns, timing summaries and their figures (baglm_nb.analysis, plots)."""
+"""Ablation tables, breakdowns, timing summaries and their figures (analyses.analysis, plots)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from baglm_nb import analysis as A
-from baglm_nb import plots
-from baglm_nb.cache import ScoreCache, ScoreKey
-from baglm_nb.datasets import load_dataset
-from baglm_nb.observations import Observations, from_simulation
-from baglm_nb.oracles import oracle_dependency
-from baglm_nb.pipeline import compare
-from baglm_nb.reports import PAPER, PAPER_TIMING, slot_row
-from baglm_nb.simulate import SimulationParams, write_simulated_cache
+from baglm_nb.analyses import analysis as A
+from baglm_nb.analyses import plots
+from baglm_nb.analyses.paper import PAPER, PAPER_TIMING
+from baglm_nb.analyses.reports import slot_row
+from baglm_nb.core.observations import Observations, from_simulation
+from baglm_nb.core.oracles import oracle_dependency
+from baglm_nb.core.pipeline import compare
+from baglm_nb.core.simulate import SimulationParams, write_simulated_cache
+from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.inputs.video import find_video_file, frames_at
+from baglm_nb.stores.cache import ScoreCache, ScoreKey
 
 ROOT = Path(__file__).resolve().parent.parent
 N = 8
@@ -31,19 +33,6 @@ def obs() -> Observations:
 
 def _is_slot(row) -> bool:
     return str(row["note"]).startswith("slot:") and math.isnan(row["workbench"])
-
-
-# -- sources -----------------------------------------------------------------------------------
-
-
-def test_load_observations_simulated_and_cache(tmp_path):
-    folder = write_simulated_cache("coin", tmp_path, limit=5)
-    sim, cached = A.load_observations(["htstep", "coin"], {"coin": folder}, limit=3)
-    assert sim.label == "simulated" and len(sim.vsg) == 3
-    assert cached.dataset == "coin" and len(cached.vsg) == 3
-    assert A.source_of([sim, cached]) == "simulated"
-    assert A.deps_source("oracle", "htstep") == "oracle"
-    assert A.deps_source({"coin": {"x": 1}}, "htstep") is None
 
 
 # -- ablation tables ---------------------------------------------------------------------------
@@ -282,9 +271,9 @@ def test_keyframes_from_a_video_file(obs, tmp_path):
     ]
     clip = ROOT / "tests" / "data" / "videos" / "cup.mp4"
     (tmp_path / f"{video.uid}.mp4").symlink_to(clip)
-    path = plots.find_video_file(tmp_path, video.uid)
-    assert path is not None and plots.find_video_file(None, video.uid) is None
-    frames = plots.load_keyframes(path, [0.5, 1e6], width=64)
+    path = find_video_file(tmp_path, video.uid)
+    assert path is not None and find_video_file(None, video.uid) is None
+    frames = frames_at(path, [0.5, 1e6], width=64)
     assert len(frames) == 2 and frames[0][1].ndim == 3 and frames[0][1].dtype == np.uint8
     fig = plots.belief_figure(video, rows, rows, title="t", keyframes=frames)
     out = plots.save_figure(fig, tmp_path / "q")

@@ -1,4 +1,4 @@
-"""Tests for baglm_nb.cache: Parquet score/dependency caches and the published-file importer."""
+"""baglm_nb.stores.cache: Parquet score/dependency caches and the published-file importer."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from baglm_nb import cache as cache_mod
-from baglm_nb.cache import (
+from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.stores import cache as cache_mod
+from baglm_nb.stores.cache import (
     DependencyCache,
     DependencyKey,
     ScoreCache,
@@ -22,7 +23,6 @@ from baglm_nb.cache import (
     VideoScores,
     import_reference_results,
 )
-from baglm_nb.datasets import load_dataset
 
 MODEL = "internvl2.5-8b"
 LLM = "llama-3.3-70b-instruct"

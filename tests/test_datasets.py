@@ -10,15 +10,14 @@ import numpy as np
 import pytest
 from toys import toy_video
 
-from baglm_nb.datasets import (
+from baglm_nb.inputs.datasets import (
     DATASETS,
     AnnotationError,
     annotation_path,
     dataset_stats,
-    ground_truth,
     load_dataset,
-    num_rows,
 )
+from baglm_nb.inputs.grid import ground_truth, num_rows
 
 # reference-protocol §7.5 (these match the paper's text where the paper gives a number), written
 # with the precision the reference gives: each value is checked to half a unit of its last digit.

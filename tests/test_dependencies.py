@@ -16,11 +16,12 @@ import pandas as pd
 import pytest
 import torch
 
-from baglm_nb import dependencies as dep
-from baglm_nb.__main__ import main
-from baglm_nb.cache import DependencyCache, DependencyKey
-from baglm_nb.datasets import Segment, Video, load_dataset
-from baglm_nb.prompts import get_prompt
+from baglm_nb.apps.cli.main import main
+from baglm_nb.core import sources
+from baglm_nb.inputs.datasets import Segment, Video, load_dataset
+from baglm_nb.models import dependencies as dep
+from baglm_nb.models.prompts import get_prompt
+from baglm_nb.stores.cache import DependencyCache, DependencyKey
 
 GOAL = "Make a cup of tea"
 STEPS = ["Boil the water.", "Pour the water into the cup."]
@@ -280,10 +281,10 @@ def test_smollm2_cache_reuse(smollm2, tmp_path):
     second = dep.build_dependencies("toy", again, tmp_path, videos=videos, show_progress=False)
     assert second["reused"] == ["tea"] and Counting.calls == 0
     np.testing.assert_array_equal(DependencyCache.open(second["path"]).read("tea"), d)
-    from baglm_nb.pipeline import dependency_for
+    from baglm_nb.core import sources
 
     for v in videos:
-        np.testing.assert_array_equal(dependency_for(v, cache), d)
+        np.testing.assert_array_equal(sources.dependencies(cache, v.dataset).matrix(v), d)
 
 
 # --------------------------------------------------------------------------------------------
@@ -472,9 +473,9 @@ def test_violation_report_compares_sources_on_common_groups(tmp_path):
     k = first.num_steps
     cache.write(first.group, list(first.steps), np.ones((k, k)))
     with pytest.raises(FileNotFoundError, match="import the authors"):
-        dep.open_source("imported", "htstep", root=tmp_path)  # not under the default LLM key
-    label, src = dep.open_source("imported", "htstep", root=tmp_path, llm="llama-x")
-    assert label == "llama-x" and src.groups() == [first.group]
+        sources.dependencies("imported", "htstep", root=tmp_path)  # not the default LLM key
+    imported = sources.dependencies("imported", "htstep", root=tmp_path, llm="llama-x")
+    assert imported.label == "llama-x" and imported.source.groups() == [first.group]
     table, long = dep.violation_report(
         "htstep", ["oracle", str(cache.path)], root=tmp_path, thresholds=[0.0, 1.0]
     )
@@ -521,9 +522,11 @@ def test_cli_openai_without_key_is_a_clear_error(monkeypatch, capsys):
 
 def test_cli_stand_in_failure_exit_code(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(
-        "baglm_nb.commands.deps._backend", lambda args: FakeBackend(fail={("A", "B")})
+        "baglm_nb.apps.cli.deps._backend", lambda args: FakeBackend(fail={("A", "B")})
     )
-    monkeypatch.setattr("baglm_nb.datasets.load_dataset", lambda name, root=None: _toy_dataset()[0])
+    monkeypatch.setattr(
+        "baglm_nb.inputs.datasets.load_dataset", lambda name, root=None: _toy_dataset()[0]
+    )
     monkeypatch.setattr(dep, "load_dataset", lambda name, root=None: _toy_dataset()[0])
     rc = main(["deps", "--dataset", "htstep", "--backend", "smollm2", "--cache-root",
                str(tmp_path), "--no-progress"])  # fmt: skip

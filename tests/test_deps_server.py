@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baglm_nb import dependencies as dep
-from baglm_nb.cache import DependencyCache, DependencyKey
-from baglm_nb.datasets import Video
+from baglm_nb.inputs.datasets import Video
+from baglm_nb.models import dependencies as dep
+from baglm_nb.stores.cache import DependencyCache, DependencyKey
 
 pytestmark = pytest.mark.server
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from toys import toy_video
 
-from baglm_nb.datasets import load_dataset
-from baglm_nb.evaluation import evaluate, pair_hits, video_hits
+from baglm_nb.core.evaluation import evaluate, pair_hits, video_hits
+from baglm_nb.inputs.datasets import load_dataset
 
 
 def noisy_beliefs(videos, seed=0, truth_weight=0.5):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baglm_nb.filtering import (
+from baglm_nb.core.filtering import (
     FilterState,
     column_weights,
     expected_progress,

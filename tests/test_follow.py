@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from range_server import serve
 
-from baglm_nb.datasets import num_segments
-from baglm_nb.online import OnlineGrounder, follow
-from baglm_nb.online_report import write_html_report
-from baglm_nb.scoring import make_scorer
-from baglm_nb.video import probe
+from baglm_nb.apps.online import OnlineGrounder, follow
+from baglm_nb.apps.online_report import write_html_report
+from baglm_nb.inputs.grid import num_segments
+from baglm_nb.inputs.video import probe
+from baglm_nb.models.scoring import make_scorer
 
 CLIPS = Path(__file__).parent / "data" / "videos"
 STEPS = ["pick up the cup", "turn the cup", "put the cup down"]
@@ -48,7 +48,7 @@ def test_follow_a_file_scores_every_segment(scorer):
         assert e.belief.sum() == pytest.approx(1.0) and e.latency["score"] > 0
         assert e.latency["decode"] > 0 and e.latency["filter"] < 0.5
     # the same frames pushed by hand give the same beliefs
-    from baglm_nb.video import iter_segments
+    from baglm_nb.inputs.video import iter_segments
 
     g = grounder(scorer)
     frames = [f for b in iter_segments(CLIPS / "cup.mp4", batch_segments=1) for f in b.frames]

@@ -7,10 +7,8 @@ import pandas as pd
 import pytest
 from scipy import ndimage
 
-from baglm_nb.datasets import Segment, Video, load_dataset
-from baglm_nb.localization import (
+from baglm_nb.analyses.localization import (
     DEFAULT_SCALES,
-    PAPER_LOCALIZATION,
     SIGMA_TO_HALF_WIDTH,
     _dedupe,
     _local_max_3x3,
@@ -23,9 +21,10 @@ from baglm_nb.localization import (
     localize,
     log_response,
     log_scales,
-    paper_model,
     windowed_recall,
 )
+from baglm_nb.analyses.paper import PAPER_LOCALIZATION, paper_model
+from baglm_nb.inputs.datasets import Segment, Video, load_dataset
 
 # --------------------------------------------------------------------------------------------
 # LoG response
@@ -503,7 +502,7 @@ def test_windowed_recall_nlq_convention():
 
 
 def test_cli_localize_on_simulated_htstep(capsys, tmp_path):
-    from baglm_nb.__main__ import main
+    from baglm_nb.apps.cli.main import main
 
     out = tmp_path / "loc"
     assert main(["localize", "--dataset", "htstep", "--scores", "simulated", "--limit", "3",

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from toys import toy_video
 
-from baglm_nb.datasets import load_dataset
-from baglm_nb.filtering import expected_progress
-from baglm_nb.oracles import digits_for, ground_truth_order, oracle_dependency, oracle_progress
+from baglm_nb.core.filtering import expected_progress
+from baglm_nb.core.oracles import digits_for, ground_truth_order, oracle_dependency, oracle_progress
+from baglm_nb.inputs.datasets import load_dataset
 
 
 def test_chain_follows_first_occurrences_on_real_videos():

@@ -10,13 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from baglm_nb.cache import DependencyCache, DependencyKey
-from baglm_nb.datasets import load_dataset
-from baglm_nb.observations import from_cache, from_simulation
-from baglm_nb.oracles import oracle_dependency
-from baglm_nb.pipeline import compare, dependency_for, run_baglm
-from baglm_nb.reports import main_results_table, title_for, to_markdown, write_table
-from baglm_nb.simulate import write_simulated_cache
+from baglm_nb.analyses.reports import main_results_table, title_for, to_markdown, write_table
+from baglm_nb.core import sources
+from baglm_nb.core.observations import from_cache, from_simulation
+from baglm_nb.core.oracles import oracle_dependency
+from baglm_nb.core.pipeline import compare, run_baglm
+from baglm_nb.core.simulate import write_simulated_cache
+from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.stores.cache import DependencyCache, DependencyKey
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +50,10 @@ def test_dependency_sources_agree(htstep_obs):
         np.testing.assert_array_equal(a[uid], b[uid])
     video = videos[0]
     with pytest.raises(ValueError, match="K=10"):
-        dependency_for(video, {video.uid: np.zeros((3, 3))})
+        sources.dependencies({video.uid: np.zeros((3, 3))}, "htstep").matrix(video)
     with pytest.raises(KeyError, match=video.uid):
-        dependency_for(video, {})
+        sources.dependencies({"other": np.zeros((3, 3))}, "htstep").matrix(video)
+    assert sources.dependencies({}, "htstep") is None  # an empty per-dataset mapping
 
 
 def test_cli_evaluate_from_caches_matches_the_api(tmp_path):
@@ -76,7 +78,7 @@ def test_cli_rejects_a_cache_of_another_dataset(tmp_path):
     cmd = [sys.executable, "-m", "baglm_nb", "evaluate", "--dataset", "htstep",
            "--scores", str(scores)]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode != 0 and "'coin' scores, not 'htstep'" in proc.stderr
+    assert proc.returncode != 0 and "holds 'coin', not 'htstep'" in proc.stderr
 
 
 def test_tables_name_the_source_and_write_atomically(htstep_obs, tmp_path):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from baglm_nb import prompts
-from baglm_nb.prompts import (
+from baglm_nb.models import prompts
+from baglm_nb.models.prompts import (
     DIGITS,
     NONE_OPTION,
     PROMPTS,
@@ -184,7 +184,7 @@ def test_option_labels_exhausted():
 
 @pytest.fixture(scope="module")
 def qwen_tok():
-    from baglm_nb.tokenizers import build_tokenizer
+    from baglm_nb.models.tokenizers import build_tokenizer
 
     return build_tokenizer("qwen2.5-vl")
 
@@ -247,7 +247,7 @@ def test_offline_tokenizer_matches_tiktoken(qwen_tok):
     tiktoken = pytest.importorskip("tiktoken")
     from tiktoken.load import load_tiktoken_bpe
 
-    from baglm_nb.tokenizers import FAMILY_SPECIAL_TOKENS, qwen_bpe_file
+    from baglm_nb.models.tokenizers import FAMILY_SPECIAL_TOKENS, qwen_bpe_file
 
     pat = (
         r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"

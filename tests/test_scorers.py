@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from baglm_nb.prompts import PROMPTS, format_choices
-from baglm_nb.scorers import (
+from baglm_nb.models.prompts import PROMPTS, format_choices
+from baglm_nb.models.scorers import (
     FAMILIES,
     MODELS,
     RANDOM_INIT,
@@ -25,7 +25,7 @@ from baglm_nb.scorers import (
     load_scorer,
     make_random_scorer,
 )
-from baglm_nb.tokenizers import build_tokenizer
+from baglm_nb.models.tokenizers import build_tokenizer
 
 GOAL = "Make Omelette"
 STEPS = ["crack eggs", "whisk eggs", "pour into pan"]

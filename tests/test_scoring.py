@@ -13,10 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baglm_nb.cache import ScoreCache
-from baglm_nb.datasets import load_dataset, num_segments
-from baglm_nb.scoring import find_video_file, make_scorer, score_dataset
-from baglm_nb.video import probe
+from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.inputs.grid import num_segments
+from baglm_nb.inputs.video import find_video_file, probe
+from baglm_nb.models.scoring import make_scorer, score_dataset
+from baglm_nb.stores.cache import ScoreCache
 
 CLIPS = Path(__file__).parent / "data" / "videos"
 STEPS = ["pick up the object", "turn it", "put it down"]
@@ -60,7 +61,7 @@ def test_full_run_from_real_clips_to_the_cache(tmp_path, scorer):
     assert set(scores.timings) == {"decode_s", "vsg_s", "progress_s"}
     assert (scores.timings["vsg_s"] > 0).all() and scores.steps == tuple(STEPS)
     # the same segments scored directly give the same numbers (batch invariance)
-    from baglm_nb.video import iter_segments
+    from baglm_nb.inputs.video import iter_segments
 
     frames = next(iter(iter_segments(CLIPS / "cup.mp4", batch_segments=2))).frames
     direct = scorer.score_segments(frames, video.goal, video.steps)
@@ -76,9 +77,11 @@ def test_find_video_file(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a[1].mp4").write_bytes(b"x")
     video = load_dataset("coin")[0]
-    assert find_video_file(tmp_path, video) is None
-    fake = type("V", (), {"uid": "a[1]"})()
-    assert find_video_file(tmp_path, fake) == tmp_path / "sub" / "a[1].mp4"
+    assert find_video_file(tmp_path, video.uid) is None
+    assert find_video_file(tmp_path, "a[1]") == tmp_path / "sub" / "a[1].mp4"
+    (tmp_path / "a[1].webm").write_bytes(b"y")  # the top folder before sub-folders
+    assert find_video_file(tmp_path, "a[1]") == tmp_path / "a[1].webm"
+    assert find_video_file(None, "a[1]") is None and find_video_file(tmp_path / "no", "x") is None
 
 
 def test_killed_run_resumes_without_redoing_videos(tmp_path):

@@ -1,4 +1,4 @@
-"""Tests of the simulated observation source (baglm_nb.simulate)."""
+"""Tests of the simulated observation source (baglm_nb.core.simulate)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from baglm_nb.datasets import Segment, Video, load_dataset
-from baglm_nb.simulate import (
+from baglm_nb.core.simulate import (
     LABEL,
     Calibration,
     SimulatedScores,
@@ -20,6 +19,7 @@ from baglm_nb.simulate import (
     simulate_dataset,
     simulate_video,
 )
+from baglm_nb.inputs.datasets import Segment, Video, load_dataset
 
 
 @pytest.fixture(scope="module")

@@ -12,16 +12,15 @@ import pytest
 import torch
 from torchcodec.decoders import VideoDecoder
 
-import baglm_nb.video as video
-from baglm_nb.datasets import DATASETS, load_dataset, num_segments
-from baglm_nb.video import (
+import baglm_nb.inputs.video as video
+from baglm_nb.inputs.datasets import DATASETS, load_dataset
+from baglm_nb.inputs.grid import frame_indices, num_segments, segment_frame_indices
+from baglm_nb.inputs.video import (
     SegmentBatch,
     VideoError,
     VideoInfo,
-    frame_indices,
     iter_segments,
     probe,
-    segment_frame_indices,
 )
 
 VIDEOS = Path(__file__).parent / "data" / "videos"

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baglm_nb.datasets import load_dataset
-from baglm_nb.observations import from_simulation
-from baglm_nb.oracles import oracle_dependency
-from baglm_nb.simulate import SimulationParams, per_second, simulate_video
-from baglm_nb.widgets import Explorer, binarise, compute_video, video_recall
+from baglm_nb.apps.widgets import Explorer, binarise, compute_video, video_recall
+from baglm_nb.core.observations import from_simulation
+from baglm_nb.core.oracles import oracle_dependency
+from baglm_nb.core.simulate import SimulationParams, per_second, simulate_video
+from baglm_nb.inputs.datasets import load_dataset
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -117,7 +117,7 @@ def test_cached_source_disables_the_simulation_sliders():
     matrices = {v.uid: oracle_dependency(v) for v in load_dataset("coin")[:3]}
     ex = Explorer(["coin", "htstep"], scores={"coin": obs}, deps={"coin": matrices}, max_videos=3)
     assert ex.signal.disabled and ex.segment_duration.disabled
-    assert "D = cache" in ex.status.value
+    assert "D = matrices" in ex.status.value
     before = ex.result.beliefs
     ex.signal.value = 3.0  # no effect on cached scores
     np.testing.assert_array_equal(ex.result.beliefs, before)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from baglm_nb.datasets import Segment, Video
+from baglm_nb.inputs.datasets import Segment, Video
 
 
 def toy_video(

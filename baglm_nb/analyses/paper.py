@@ -1,0 +1,129 @@
+"""The paper's reported numbers, in one place: every table and figure reads them from here.
+
+Values are copied from the paper's LaTeX source (``../shared/paper/``) and its appendix; the
+setting is InternVL2.5-8B + LLaMA-3.3-70B with 2-s segments unless a table says otherwise.
+
+Exports :data:`PAPER` (R@1 per table row and dataset) with :func:`paper_value`,
+:data:`PAPER_STATS`, :data:`PAPER_POSITION`, :data:`PAPER_PROMPT_QUERIES`,
+:data:`PAPER_TIMING`, :data:`PAPER_LOCALIZATION` with :func:`paper_model`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PAPER",
+    "PAPER_LOCALIZATION",
+    "PAPER_POSITION",
+    "PAPER_PROMPT_QUERIES",
+    "PAPER_STATS",
+    "PAPER_TIMING",
+    "paper_model",
+    "paper_value",
+]
+
+#: Reported in the paper (InternVL2.5-8B + LLaMA-3.3-70B, 2-s segments), in percent.
+PAPER: dict[str, dict[str, float]] = {
+    "baglm": {"htstep": 57.4, "crosstask": 59.8, "ego4d_goalstep": 43.3, "coin": 51.0},
+    "off_the_shelf": {"htstep": 52.0, "crosstask": 54.3, "ego4d_goalstep": 45.2, "coin": 47.9},
+    "static": {"htstep": 55.9, "crosstask": 58.0, "ego4d_goalstep": 42.1},
+    "readiness": {"htstep": 57.0, "crosstask": 58.8, "ego4d_goalstep": 42.0},
+    "validity": {"htstep": 56.4, "crosstask": 58.8, "ego4d_goalstep": 43.1},
+    "both": {"htstep": 57.4, "crosstask": 59.8, "ego4d_goalstep": 43.3},
+    "gpt-4.1-mini": {"htstep": 57.1, "crosstask": 60.9, "ego4d_goalstep": 40.6},
+    "binary_prompt": {"htstep": 52.5, "crosstask": 56.0, "ego4d_goalstep": 41.8},
+    "prior_next_step": {"htstep": 50.5, "crosstask": 52.6, "ego4d_goalstep": 28.1},
+    "prior_propagated": {"htstep": 55.6, "crosstask": 57.3, "ego4d_goalstep": 39.9},
+    "oracle_progress": {"htstep": 44.9, "crosstask": 38.6, "ego4d_goalstep": 36.0},
+    "oracle_dependency": {"htstep": 54.6, "crosstask": 58.3, "ego4d_goalstep": 45.2},
+    "oracle_both": {"htstep": 62.6, "crosstask": 66.9, "ego4d_goalstep": 82.2},
+}
+
+#: Dataset figures as the paper states them (text; "" where it gives none for this split).
+PAPER_STATS: dict[str, dict[str, str]] = {
+    "htstep": {"videos": "600", "tasks": "120", "mean_steps": "about 10",
+               "mean_duration_s": "6 min", "mean_segment_s": "16 s"},
+    "crosstask": {"videos": "", "tasks": "18", "mean_steps": "7.5",
+                  "mean_duration_s": "< 5 min", "mean_segment_s": "10.7 s"},
+    "ego4d_goalstep": {"videos": "", "tasks": "", "mean_steps": "17",
+                       "mean_duration_s": "28 min", "mean_segment_s": "53 s"},
+    "coin": {"videos": "2354 (of 2797 test)", "tasks": "180", "mean_steps": "",
+             "mean_duration_s": "", "mean_segment_s": ""},
+}  # fmt: skip
+
+
+#: R@1 (%) per temporal-position bin on HT-Step (Tab. htstep_step_position), bins 0..4 from
+#: early to late steps (position = first annotated start / video duration, five equal bins).
+PAPER_POSITION: dict[str, dict[str, tuple[float, ...]]] = {
+    "htstep": {
+        "off_the_shelf": (53.6, 52.7, 54.6, 49.7, 49.3),
+        "baglm": (56.1, 57.2, 60.2, 56.8, 56.6),
+    },
+}
+
+#: LMM queries per segment of the two VSG prompts (Tab. prompt): one multiple-choice query, or
+#: one yes/no query per candidate step.
+PAPER_PROMPT_QUERIES: dict[str, str] = {"multiple_choice": "1", "binary": "K"}
+
+#: Per-segment inference times stated in the paper (App. inference speed, one H100), for the
+#: HT-Step video ``-25-1nbOki0`` (283 segments of 2 s, K = 10 steps), in seconds.
+PAPER_TIMING: dict[str, float | str] = {
+    "example_uid": "-25-1nbOki0",
+    "example_num_steps": 10,
+    "decode_s": 1.201,
+    "vsg_s": 0.088,
+    "progress_s": 0.814,
+    "total_s": 2.1,
+    "vsg_binary_s": 0.756,
+}
+
+
+def paper_value(key: str, dataset: str) -> float:
+    """The paper's reported value ``PAPER[key][dataset]``, NaN where it reports none."""
+    return float(PAPER.get(key, {}).get(dataset, float("nan")))
+
+
+#: The paper's localization results on HT-Step, mAP (%) at tIoU (Tab. htstep_localization and
+#: Tab. off_the_shelf_vs_baglm_localization). Keys: LMM short id (as in
+#: ``baglm_nb.models.scorers``), then ``off_the_shelf`` / ``baglm``; ``nasva`` is the offline
+#: competitor (softmax over steps).
+PAPER_LOCALIZATION: dict[str, dict[str, dict[str, float]]] = {
+    "llava-onevision-7b": {
+        "off_the_shelf": {"@0.3": 14.1, "@0.5": 5.5, "@0.7": 1.3, "@[0.3-0.7]": 6.6},
+        "baglm": {"@0.3": 14.7, "@0.5": 5.8, "@0.7": 1.5, "@[0.3-0.7]": 6.9},
+    },
+    "qwen2.5-vl-7b": {
+        "off_the_shelf": {"@0.3": 15.5, "@0.5": 6.1, "@0.7": 1.4, "@[0.3-0.7]": 7.3},
+        "baglm": {"@0.3": 15.8, "@0.5": 6.6, "@0.7": 1.7, "@[0.3-0.7]": 7.7},
+    },
+    "internvl3-8b": {
+        "off_the_shelf": {"@0.3": 15.6, "@0.5": 5.8, "@0.7": 1.4, "@[0.3-0.7]": 7.2},
+        "baglm": {"@0.3": 17.5, "@0.5": 6.5, "@0.7": 1.6, "@[0.3-0.7]": 8.1},
+    },
+    "internvl2.5-8b": {
+        "off_the_shelf": {"@0.3": 15.0, "@0.5": 6.0, "@0.7": 1.3, "@[0.3-0.7]": 7.0},
+        "baglm": {"@0.3": 15.9, "@0.5": 6.7, "@0.7": 1.5, "@[0.3-0.7]": 7.7},
+    },
+    "nasva": {"offline": {"@0.3": 13.7, "@0.5": 6.0, "@0.7": 1.4, "@[0.3-0.7]": 6.7}},
+}
+
+_MODEL_ALIASES = {
+    "llava-onevision-qwen2-7b-ov": "llava-onevision-7b",
+    "llava-hf/llava-onevision-qwen2-7b-ov-hf": "llava-onevision-7b",
+    "lmms-lab/llava-onevision-qwen2-7b-ov": "llava-onevision-7b",
+    "qwen/qwen2.5-vl-7b-instruct": "qwen2.5-vl-7b",
+    "opengvlab/internvl2_5-8b": "internvl2.5-8b",
+    "opengvlab/internvl3-8b": "internvl3-8b",
+    "opengvlab/internvl3-8b-hf": "internvl3-8b",
+}
+
+
+def paper_model(source: str) -> str:
+    """The LMM key of :data:`PAPER_LOCALIZATION` for an observation label.
+
+    ``"simulated"`` maps to InternVL2.5-8B (the simulation is calibrated to its R@1);
+    ``"<source>:<model>"`` to the model, through a few aliases; unknown models map to themselves.
+    """
+    if source == "simulated":
+        return "internvl2.5-8b"
+    model = source.split(":", 1)[1] if ":" in source else source
+    return _MODEL_ALIASES.get(model.lower(), model.lower())

@@ -1,0 +1,6 @@
+"""Stage 6, apps: what a person runs.
+
+- :mod:`.cli`: ``python -m baglm_nb <verb>``, one module per verb;
+- :mod:`.widgets`: the notebook explorer; :mod:`.online` and :mod:`.online_report`: online
+  grounding of a live video and its HTML report.
+"""

@@ -1,0 +1,7 @@
+"""The command line, ``python -m baglm_nb <verb>``: :mod:`.main` builds the parser.
+
+Every verb is one module here with ``register(verbs)``, which adds its sub-parser and sets
+``func``; :data:`.main.VERBS` lists them. Keep module-level imports light (argparse only):
+heavy imports (torch, transformers) belong inside the handler. Options shared by the verbs
+that run the filter are in :mod:`.options`.
+"""

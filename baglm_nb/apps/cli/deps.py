@@ -1,0 +1,205 @@
+"""``python -m baglm_nb deps``: dependency matrices per task group, and their violation table.
+
+Examples::
+
+    python -m baglm_nb deps --dataset htstep --backend smollm2 --limit 3
+    python -m baglm_nb deps --dataset htstep --backend transformers --model /models/Llama-3.3-70B \\
+        --published-sampling --device cuda
+    OPENAI_API_KEY=... python -m baglm_nb deps --dataset crosstask --backend openai \\
+        --model gpt-4.1-mini
+    python -m baglm_nb deps --dataset htstep --backend openai --model smollm2 \\
+        --base-url http://127.0.0.1:8000/v1 --api-key-env LOCAL_KEY
+    python -m baglm_nb deps --dataset htstep --backend oracle --out figures/deps/violations
+    python -m baglm_nb deps --dataset htstep --backend imported --src published_results/
+
+LLM back-ends write one matrix per group into ``<cache-root>/deps/<dataset>/<model>/<prompt>/``
+and resume a killed run per group (and per pair inside an unfinished group). Every back-end
+ends with the violation table (``--thresholds``), also written as CSV + Markdown with ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+BACKENDS = ("smollm2", "transformers", "openai", "oracle", "imported", "none")
+
+
+def register(verbs: argparse._SubParsersAction) -> None:
+    """Add the ``deps`` verb."""
+    from baglm_nb.inputs.datasets import DATASETS
+
+    p = verbs.add_parser(
+        "deps",
+        help="step dependency matrices (LLM, server, oracle, imported) and violation table",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--dataset", required=True, choices=sorted(DATASETS))
+    p.add_argument("--backend", required=True, choices=BACKENDS)
+    p.add_argument("--cache-root", default="data/cache", help="cache root (default data/cache)")
+    p.add_argument("--model", help="transformers: folder or HF id; openai: model name")
+    p.add_argument("--name", help="model name in the cache key (default from --model)")
+    p.add_argument("--gguf-file", help="transformers: GGUF file inside --model")
+    p.add_argument("--device", default="cpu", help="transformers: torch device (default cpu)")
+    p.add_argument("--batch-size", type=int, default=None, help="transformers: prompts per pass")
+    p.add_argument(
+        "--chunk-size", type=int, default=None, help="pairs per checkpoint of an unfinished group"
+    )
+    p.add_argument(
+        "--published-sampling",
+        action="store_true",
+        help="transformers: P(Yes) under T=0.6, top-k 50, top-p 0.9 (reference §4.3)",
+    )
+    p.add_argument(
+        "--system-prompt",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="send the §4.1 system message (default: yes for transformers, no for openai, "
+        "as published)",
+    )
+    p.add_argument("--base-url", help="openai: server URL, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        help="openai: NAME of the environment variable holding the key (never the key itself)",
+    )
+    p.add_argument("--top-logprobs", type=int, default=2, help="openai (published: 2)")
+    p.add_argument("--timeout", type=float, default=30.0, help="openai: seconds per request")
+    p.add_argument("--max-attempts", type=int, default=3, help="openai: attempts per pair")
+    p.add_argument("--concurrency", type=int, default=1, help="openai: requests in flight")
+    p.add_argument("--src", help="imported: folder with the authors' vsg/, prog/, prereq/")
+    p.add_argument("--llm", default="llama-3.3-70b-instruct", help="imported: LLM sub-folder")
+    p.add_argument("--lmm", default="internvl2.5-8b", help="imported: LMM sub-folder")
+    p.add_argument("--limit", type=int, default=None, help="only the first N groups")
+    p.add_argument("--group", action="append", help="only this group (repeatable)")
+    p.add_argument(
+        "--goal", choices=["llm", "name"], default="llm",
+        help="goal text: the published LLM goal (CrossTask: task id) or the task name",
+    )  # fmt: skip
+    p.add_argument(
+        "--on-error", choices=["raise", "continue"], default="raise",
+        help="stop at the first failed pair (default) or go on with the next group",
+    )  # fmt: skip
+    p.add_argument(
+        "--thresholds", type=float, nargs="+", default=None, help="default 0.0 0.1 ... 1.0"
+    )
+    p.add_argument(
+        "--scope", choices=["group", "task"], default="group", help="violations: unit of a task"
+    )
+    p.add_argument("--out", help="write the violation table to OUT.csv and OUT.md")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=_deps)
+
+
+def _backend(args: argparse.Namespace):
+    from baglm_nb.models import dependencies as dep
+
+    kw = {}
+    if args.chunk_size is not None:
+        kw["chunk_size"] = args.chunk_size
+    if args.system_prompt is not None:
+        kw["system_prompt"] = args.system_prompt
+    if args.batch_size is not None and args.backend != "openai":
+        kw["batch_size"] = args.batch_size
+    if args.backend == "smollm2":
+        if args.name:
+            kw["name"] = args.name
+        return dep.load_smollm2(
+            published_sampling=args.published_sampling, device=args.device, **kw
+        )
+    if args.backend == "transformers":
+        if not args.model:
+            raise SystemExit("error: --backend transformers needs --model FOLDER_OR_ID")
+        return dep.TransformersBackend.from_pretrained(
+            args.model, gguf_file=args.gguf_file, name=args.name, device=args.device,
+            published_sampling=args.published_sampling, **kw,
+        )  # fmt: skip
+    if not args.model:
+        raise SystemExit("error: --backend openai needs --model NAME")
+    return dep.OpenAIBackend(
+        args.model, base_url=args.base_url, api_key_env=args.api_key_env,
+        top_logprobs=args.top_logprobs, timeout=args.timeout, max_attempts=args.max_attempts,
+        concurrency=args.concurrency, **kw,
+    )  # fmt: skip
+
+
+def _deps(args: argparse.Namespace) -> int:
+    import json
+    import sys
+
+    from baglm_nb.core import sources
+    from baglm_nb.models import dependencies as dep
+    from baglm_nb.stores.cache import DependencyCache
+
+    progress = not args.no_progress
+    source: object
+    if args.backend in ("oracle", "none"):
+        source = args.backend
+    elif args.backend == "imported":
+        if args.src:
+            from baglm_nb.stores.cache import import_reference_results
+
+            summary = import_reference_results(
+                args.src, args.dataset, args.lmm, root=args.cache_root, llm=args.llm,
+                show_progress=progress,
+            )  # fmt: skip
+            print(json.dumps(summary, indent=2))
+        try:
+            source = sources.dependencies(
+                "imported", args.dataset, root=args.cache_root, llm=args.llm
+            ).source
+        except FileNotFoundError as exc:
+            raise SystemExit(f"error: {exc}") from None
+    else:
+        try:
+            backend = _backend(args)
+        except (ValueError, FileNotFoundError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        try:
+            summary = dep.build_dependencies(
+                args.dataset, backend, args.cache_root, groups=args.group, limit=args.limit,
+                goal=args.goal, on_error=args.on_error, show_progress=progress,
+            )  # fmt: skip
+        except dep.DependencyError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            print("finished groups and pairs are kept; run the same command again to resume",
+                  file=sys.stderr)  # fmt: skip
+            return 1
+        print(json.dumps({k: summary[k] for k in ("path", "groups")}, indent=2))
+        print(f"computed {len(summary['computed'])}, reused {len(summary['reused'])}, "
+              f"failed {len(summary['failed'])}")  # fmt: skip
+        for msg in summary["failed"].values():
+            print(f"error: {msg}", file=sys.stderr)
+        source = DependencyCache.open(summary["path"])
+        if summary["failed"]:
+            return 1
+
+    videos = _videos_with_matrices(args, source)
+    thresholds = args.thresholds if args.thresholds else dep.THRESHOLDS
+    table = dep.violations(source, videos, thresholds, scope=args.scope)
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
+    if args.out:
+        from baglm_nb.analyses.reports import write_table
+
+        label = table["source"].iloc[0]
+        write_table(table, args.out, title=f"Dependency violations, {args.dataset}, D = {label}")
+        print(f"written {args.out}.csv and {args.out}.md")
+    return 0
+
+
+def _videos_with_matrices(args: argparse.Namespace, source: object) -> list:
+    """The videos of the selected groups (``--group``, ``--limit``) that have a matrix."""
+    from baglm_nb.inputs.datasets import load_dataset
+
+    videos = load_dataset(args.dataset)
+    keys = list(dict.fromkeys(v.group for v in videos))
+    if args.group:
+        keys = [g for g in keys if g in args.group]
+    if args.limit is not None:
+        keys = keys[: args.limit]
+    if not isinstance(source, str):
+        stored = set(source.groups())
+        keys = [g for g in keys if g in stored]
+    selected = set(keys)
+    return [v for v in videos if v.group in selected]

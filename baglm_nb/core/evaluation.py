@@ -1,0 +1,119 @@
+"""R@1 protocols per dataset (reference-protocol §6).
+
+A (video, step) pair is evaluable when its ground-truth column has at least one row; it is a
+hit when the row with the highest belief for that step (earliest row on ties) lies inside the
+step's ground truth. HT-Step, Ego4D Goal-Step and COIN report the flat mean over pairs;
+CrossTask reports the per-task average over 20 random subsets of 1850 videos
+(``random.seed(0..19)``, uids in annotation-file order).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from baglm_nb.inputs.datasets import Video, load_dataset
+from baglm_nb.inputs.grid import first_starts, ground_truth
+
+__all__ = [
+    "CROSSTASK_SUBSET_SIZE",
+    "CROSSTASK_SUBSETS",
+    "evaluate",
+    "pair_hits",
+    "recall_from_hits",
+    "video_hits",
+]
+
+CROSSTASK_SUBSETS = 20
+CROSSTASK_SUBSET_SIZE = 1850
+
+
+def video_hits(video: Video, beliefs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Evaluable step columns and their hits for one video.
+
+    ``beliefs`` is (T, K+1) with none last (raw scores for the off-the-shelf baseline).
+    Returns ``(steps, hits)``: the indices of evaluable steps and a boolean hit per step.
+    """
+    b = np.asarray(beliefs)
+    if b.ndim != 2 or b.shape[1] != video.num_steps + 1:
+        raise ValueError(
+            f"beliefs for video {video.uid!r} must be (T, K+1) with K={video.num_steps}, "
+            f"got shape {b.shape}"
+        )
+    y = ground_truth(video, b.shape[0])[:, :-1]
+    steps = np.flatnonzero(y.any(axis=0))
+    best = b[:, steps].argmax(axis=0)
+    return steps, y[best, steps]
+
+
+def pair_hits(
+    dataset: str, beliefs: Mapping[str, np.ndarray], videos: Sequence[Video] | None = None
+) -> pd.DataFrame:
+    """One row per evaluable (video, step) pair of the videos present in ``beliefs``.
+
+    Columns: ``video_uid``, ``task``, ``step_index``, ``hit``, ``num_steps`` (K) and
+    ``position`` (the step's first annotated start over the video duration, in [0, 1]).
+    Videos keep annotation-file order.
+    """
+    videos = load_dataset(dataset) if videos is None else videos
+    known = {v.uid for v in videos}
+    unknown = [uid for uid in beliefs if uid not in known]
+    if unknown:
+        raise ValueError(f"beliefs name videos not in {dataset}: {unknown[:5]}")
+    cols: dict[str, list] = {k: [] for k in ("video_uid", "task", "step_index", "hit")}
+    cols["num_steps"], cols["position"] = [], []
+    for v in videos:
+        if v.uid not in beliefs:
+            continue
+        steps, hits = video_hits(v, beliefs[v.uid])
+        first = first_starts(v)
+        duration = v.num_frames / v.fps
+        n = len(steps)
+        cols["video_uid"] += [v.uid] * n
+        cols["task"] += [v.task] * n
+        cols["step_index"] += steps.tolist()
+        cols["hit"] += hits.tolist()
+        cols["num_steps"] += [v.num_steps] * n
+        cols["position"] += [min(first[s] / duration, 1.0) for s in steps.tolist()]
+    return pd.DataFrame(cols)
+
+
+def recall_from_hits(dataset: str, hits: pd.DataFrame, video_order: Sequence[str]) -> float:
+    """The dataset's R@1 in percent from :func:`pair_hits` rows.
+
+    ``video_order`` lists the evaluated uids in annotation-file order (it fixes CrossTask's
+    random subsets).
+    """
+    if hits.empty:
+        raise ValueError(f"no evaluable (video, step) pairs for {dataset}")
+    if dataset != "crosstask":
+        return float(hits["hit"].mean() * 100)
+    per_video = hits.groupby("video_uid", sort=False).agg(
+        hits=("hit", "sum"), pairs=("hit", "size"), task=("task", "first")
+    )
+    uids = list(video_order)  # videos without evaluable pairs still take part in the draw
+    values = []
+    for seed in range(CROSSTASK_SUBSETS):
+        random.seed(seed)
+        chosen = random.sample(uids, min(CROSSTASK_SUBSET_SIZE, len(uids)))
+        picked = per_video.reindex(chosen).dropna(subset=["task"])
+        per_task = picked.groupby("task")[["hits", "pairs"]].sum()
+        values.append((per_task["hits"] / per_task["pairs"]).mean())
+    return float(np.mean(values) * 100)
+
+
+def evaluate(
+    dataset: str, beliefs: Mapping[str, np.ndarray], videos: Sequence[Video] | None = None
+) -> float:
+    """The dataset's headline number in percent (R@1, or CrossTask's Avg. R@1).
+
+    ``beliefs`` maps video uid to a (T, K+1) array (none last): filter beliefs for BaGLM, raw
+    VSG scores for the off-the-shelf baseline. Only the videos present are evaluated.
+    """
+    videos = load_dataset(dataset) if videos is None else videos
+    hits = pair_hits(dataset, beliefs, videos)
+    order = [v.uid for v in videos if v.uid in beliefs]
+    return recall_from_hits(dataset, hits, order)

@@ -1,0 +1,121 @@
+"""Per-second observation rows of one dataset, from a score cache or the simulated default.
+
+An :class:`Observations` holds per-second rows (the published layout: each segment's row
+repeated ``segment_duration`` times) for every video it covers, the covered videos' annotations
+(annotation-file order) and a ``label`` that says where the numbers come from. Anything built
+from simulated scores carries the label ``simulated``. Settings such as ``"simulated"`` or a
+per-dataset mapping are resolved by :mod:`baglm_nb.core.sources`.
+
+Exports :class:`Observations`, :func:`from_cache` and :func:`from_simulation`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from baglm_nb.inputs.datasets import Video, load_dataset
+
+__all__ = ["Observations", "from_cache", "from_simulation"]
+
+
+@dataclass
+class Observations:
+    """Per-second observation rows of one dataset.
+
+    ``vsg[uid]`` is (T, K+1), none last; ``progress[uid]`` is (T, K, 10); ``next_step[uid]``
+    (optional) is shaped like ``vsg``. ``label`` names the source (``simulated``,
+    ``imported:<model>`` or ``lmm:<model>``). ``videos`` are the covered videos in
+    annotation-file order (looked up in the dataset when not given).
+    """
+
+    dataset: str
+    label: str
+    segment_duration: int
+    vsg: dict[str, np.ndarray]
+    progress: dict[str, np.ndarray]
+    next_step: dict[str, np.ndarray] = field(default_factory=dict)
+    videos: list[Video] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.videos:
+            self.videos = [v for v in load_dataset(self.dataset) if v.uid in self.vsg]
+        known = {v.uid for v in self.videos}
+        unknown = [u for u in self.vsg if u not in known]
+        if unknown:
+            raise ValueError(f"{self.dataset}: observations name videos not in the dataset: "
+                             f"{unknown[:5]}")  # fmt: skip
+
+    @property
+    def simulated(self) -> bool:
+        """Whether the rows come from the simulated observation model."""
+        return self.label == "simulated"
+
+    def uids(self) -> list[str]:
+        """The covered video uids, in annotation-file order."""
+        return [v.uid for v in self.videos]
+
+    def subset(self, uids: Iterable[str]) -> Observations:
+        """The same source restricted to ``uids`` (annotation order kept)."""
+        keep = set(uids)
+        videos = [v for v in self.videos if v.uid in keep]
+        return Observations(
+            self.dataset,
+            self.label,
+            self.segment_duration,
+            {v.uid: self.vsg[v.uid] for v in videos},
+            {v.uid: self.progress[v.uid] for v in videos},
+            {v.uid: self.next_step[v.uid] for v in videos if v.uid in self.next_step},
+            videos,
+        )
+
+
+def from_cache(path: str | os.PathLike, videos: Sequence[Video] | None = None) -> Observations:
+    """Load every video of the score cache at ``path`` (a folder with ``config.json``).
+
+    ``videos`` is the dataset's annotation list when the caller already has it.
+    """
+    from baglm_nb.stores.cache import ScoreCache
+
+    cache = ScoreCache.open(Path(path))
+    key = cache.key
+    stored = set(cache.uids())
+    if videos is None:
+        videos = load_dataset(key.dataset)
+        unknown = sorted(stored - {v.uid for v in videos})
+        if unknown:
+            raise ValueError(f"{path}: the cache holds videos that are not in {key.dataset}: "
+                             f"{unknown[:5]}")  # fmt: skip
+    covered = [v for v in videos if v.uid in stored]
+    vsg, progress = {}, {}
+    for uid, scores in cache.read_all([v.uid for v in covered]).items():
+        if scores.progress is None:
+            raise ValueError(f"{path}: video {uid!r} has no progress scores; the filter needs them")
+        vsg[uid], progress[uid] = scores.per_second()
+    return Observations(
+        key.dataset, key.source_label, key.segment_duration, vsg, progress, videos=covered
+    )
+
+
+def from_simulation(
+    dataset: str, params=None, videos: Sequence[Video] | None = None, limit: int | None = None
+) -> Observations:
+    """Simulated observations (the CPU default without model weights), labelled ``simulated``.
+
+    ``videos`` (default: the dataset's) are simulated in their order; ``limit`` keeps the first.
+    """
+    from baglm_nb.core.simulate import SimulationParams, per_second, simulate_dataset
+
+    params = SimulationParams() if params is None else params
+    videos = list(load_dataset(dataset) if videos is None else videos)
+    videos = videos[:limit] if limit else videos
+    sims = simulate_dataset(dataset, params, videos=videos)
+    vsg, progress = {}, {}
+    for uid, sim in sims.items():
+        vsg[uid], progress[uid] = per_second(sim)
+    d = params.segment_duration
+    return Observations(dataset, "simulated", d, vsg, progress, videos=videos)

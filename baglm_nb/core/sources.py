@@ -1,0 +1,239 @@
+"""Settings -> observations and dependency sources: the one place that resolves them.
+
+The CLI (``--scores`` / ``--deps``), the notebooks' ``scores`` / ``deps`` parameters, the
+widgets and the result tables all hand their settings to this module.
+
+A **scores setting** is ``"simulated"`` (the labelled CPU default), a score-cache folder, an
+already built :class:`~baglm_nb.core.observations.Observations`, or a mapping
+``{dataset: one of those}`` (a dataset missing from it is simulated).
+
+A **deps setting** is ``"oracle"`` (each video's ground-truth chain), ``"none"`` (D = 0: BaGLM
+reduces to the normalised scores), ``"imported"`` (the authors' matrices, imported earlier),
+``"smollm2"`` (built with the tiny local LLM: mechanics only), a dependency-cache folder, an
+opened :class:`~baglm_nb.stores.cache.DependencyCache`, a mapping ``{uid or group: (K, K)}``,
+or a mapping ``{dataset: one of those}`` (a dataset missing from it has no source: ``None``).
+
+``limit`` always means the first ``limit`` videos in annotation-file order (of those a cache
+holds).
+
+Exports :data:`SIMULATED`, :class:`Dependencies`, :func:`source_label`, :func:`select_videos`,
+:func:`observations`, :func:`observations_for`, :func:`dependencies` and :func:`label_of`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from baglm_nb.core.observations import Observations, from_cache, from_simulation
+from baglm_nb.core.oracles import oracle_dependency
+from baglm_nb.inputs.datasets import DATASETS, Video, data_dir, load_dataset
+
+__all__ = [
+    "DEFAULT_LLM",
+    "SIMULATED",
+    "Dependencies",
+    "dependencies",
+    "label_of",
+    "observations",
+    "observations_for",
+    "select_videos",
+    "source_label",
+]
+
+SIMULATED = "simulated"
+#: The LLM key of the authors' imported matrices (``deps="imported"``).
+DEFAULT_LLM = "llama-3.3-70b-instruct"
+
+
+def source_label(source: str, model: str) -> str:
+    """The label every output carries: ``simulated``, or ``<source>:<model>``."""
+    return SIMULATED if source == SIMULATED else f"{source}:{model}"
+
+
+def select_videos(
+    dataset: str,
+    limit: int | None = None,
+    *,
+    among: Iterable[str] | None = None,
+    videos: Sequence[Video] | None = None,
+) -> list[Video]:
+    """The first ``limit`` videos of ``dataset`` in annotation order (of ``among`` when given).
+
+    ``videos`` is the dataset's annotation list when the caller already has it.
+    """
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be a positive number of videos, got {limit}")
+    chosen = list(load_dataset(dataset) if videos is None else videos)
+    if among is not None:
+        keep = set(among)
+        chosen = [v for v in chosen if v.uid in keep]
+    return chosen[:limit] if limit else chosen
+
+
+def _per_dataset(setting: Any) -> bool:
+    return isinstance(setting, Mapping) and set(setting) <= set(DATASETS)
+
+
+def observations(
+    dataset: str,
+    scores: Any = SIMULATED,
+    *,
+    limit: int | None = None,
+    params: Any = None,
+    videos: Sequence[Video] | None = None,
+) -> Observations:
+    """The observations of ``dataset`` from a scores setting (module docstring).
+
+    Parameters
+    ----------
+    dataset : str
+        Dataset name.
+    scores : str, path, Observations or mapping
+        ``"simulated"``, a score-cache folder, observations, or ``{dataset: ...}``.
+    limit : int, optional
+        Keep the first ``limit`` videos in annotation order.
+    params : SimulationParams, optional
+        Parameters of the simulated source (default: the calibrated CPU default).
+    videos : list of Video, optional
+        The dataset's annotations, when the caller already loaded them.
+    """
+    if _per_dataset(scores):
+        scores = scores.get(dataset, SIMULATED)
+    if isinstance(scores, Observations):
+        obs = scores
+    elif isinstance(scores, str) and scores == SIMULATED:
+        return from_simulation(dataset, params, videos=select_videos(dataset, limit, videos=videos))
+    elif isinstance(scores, (str, os.PathLike)):
+        obs = from_cache(scores, videos=videos)
+    else:
+        raise TypeError(f"scores for {dataset}: expected 'simulated', a cache folder or "
+                        f"Observations, got {type(scores).__name__}")  # fmt: skip
+    if obs.dataset != dataset:
+        raise ValueError(f"{scores}: the score cache holds {obs.dataset!r}, not {dataset!r}")
+    if limit:
+        obs = obs.subset([v.uid for v in obs.videos[:limit]])
+    return obs
+
+
+def observations_for(
+    datasets: Iterable[str], scores: Any = None, *, limit: int | None = None, params: Any = None
+) -> list[Observations]:
+    """:func:`observations` of each dataset, in the order of ``datasets``."""
+    scores = {} if scores is None else scores
+    return [observations(name, scores, limit=limit, params=params) for name in datasets]
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """A resolved dependency source: where each video's D (K, K) comes from, and its label.
+
+    ``source`` is ``"oracle"``, ``"none"``, a :class:`~baglm_nb.stores.cache.DependencyCache`
+    (looked up by uid, then group) or a mapping ``{uid or group: (K, K)}``.
+    """
+
+    label: str
+    source: Any
+
+    def matrix(self, video: Video) -> np.ndarray:
+        """D (K, K) of ``video``; a missing or mis-shaped matrix raises naming the video."""
+        src = self.source
+        if isinstance(src, str):
+            if src == "oracle":
+                return oracle_dependency(video)
+            return np.zeros((video.num_steps, video.num_steps))
+        has = (lambda k: k in src) if isinstance(src, Mapping) else src.has
+        key = video.uid if has(video.uid) else video.group
+        if not has(key):
+            raise KeyError(f"no dependency matrix for video {video.uid!r} (group {video.group!r})")
+        d = np.asarray(src[key] if isinstance(src, Mapping) else src.read(key), dtype=np.float64)
+        if d.shape != (video.num_steps, video.num_steps):
+            raise ValueError(
+                f"dependency matrix for group {key!r} is {d.shape}, video {video.uid!r} has "
+                f"K={video.num_steps} steps"
+            )
+        return d
+
+
+def label_of(deps: Any) -> str:
+    """A short label for a dependency source: ``oracle``, ``none``, or the LLM's name."""
+    if isinstance(deps, Dependencies):
+        return deps.label
+    if isinstance(deps, str):
+        return deps
+    key = getattr(deps, "key", None)
+    return getattr(key, "model", None) or "LLM"
+
+
+def dependencies(
+    deps: Any,
+    dataset: str,
+    *,
+    root: str | os.PathLike | None = None,
+    llm: str = DEFAULT_LLM,
+    limit: int | None = None,
+    show_progress: bool = True,
+) -> Dependencies | None:
+    """Resolve a deps setting (module docstring) for ``dataset``; ``None`` when it has none.
+
+    Parameters
+    ----------
+    deps
+        The setting; an already resolved :class:`Dependencies` is returned as it is.
+    dataset : str
+        Dataset name (selects the entry of a per-dataset mapping).
+    root : path, optional
+        Cache root for ``"imported"`` and ``"smollm2"`` (default ``data/cache``).
+    llm : str
+        For ``"imported"``: the LLM key of the import.
+    limit : int, optional
+        For ``"smollm2"``: build only the first ``limit`` groups.
+    show_progress : bool
+        Progress bars while building (``"smollm2"``).
+    """
+    from baglm_nb.stores.cache import DependencyCache, DependencyKey
+
+    if _per_dataset(deps):
+        if dataset not in deps:
+            return None
+        deps = deps[dataset]
+    if isinstance(deps, Dependencies):
+        return deps
+    if isinstance(deps, DependencyCache):
+        return Dependencies(deps.key.model, deps)
+    if isinstance(deps, Mapping):
+        return Dependencies("matrices", deps)
+    if deps in ("oracle", "none"):
+        return Dependencies(deps, deps)
+    root = Path(root) if root is not None else data_dir() / "cache"
+    if deps == "smollm2":
+        from baglm_nb.models.dependencies import build_dependencies, load_smollm2
+
+        backend = load_smollm2()
+        summary = build_dependencies(
+            dataset, backend, root, limit=limit, show_progress=show_progress
+        )
+        label = f"{backend.name} (tiny model: mechanics only)"
+        return Dependencies(label, DependencyCache.open(summary["path"]))
+    if deps == "imported":
+        folder = root / DependencyKey(dataset, llm, "published").relpath()
+        if not (folder / "config.json").is_file():
+            raise FileNotFoundError(
+                f"no imported matrices in {folder}; import the authors' files first "
+                "(python -m baglm_nb deps --backend imported --src FOLDER)"
+            )
+        return Dependencies(llm, DependencyCache.open(folder))
+    if isinstance(deps, str) and not Path(deps).exists():
+        raise ValueError(
+            f"deps {deps!r} is not 'oracle', 'none', 'imported', 'smollm2' or an existing "
+            "dependency-cache folder"
+        )
+    if isinstance(deps, (str, os.PathLike)):
+        cache = DependencyCache.open(deps)
+        return Dependencies(cache.key.model, cache)
+    raise TypeError(f"deps for {dataset}: unsupported setting of type {type(deps).__name__}")

@@ -1,0 +1,9 @@
+"""Stage 1, inputs: what a video and its annotation are.
+
+- :mod:`.datasets`: the four annotation formats as one :class:`~.datasets.Video` record,
+  dataset statistics;
+- :mod:`.grid`: the published time grids (frame sampling, segments, per-second rows, ground
+  truth, first annotated starts);
+- :mod:`.video`: streaming decoding on that grid, probing, finding a video's file;
+- :mod:`.preprocess` / :mod:`.resample`: frame preprocessing per model family.
+"""

@@ -1,0 +1,133 @@
+"""The time grids of the published protocol: frame sampling, segments, per-second rows, truth.
+
+One place for each rule the rest of the package shares:
+
+- sampling: ``N = int(F * sampling_fps / fps)`` frames at ``np.linspace(0, F - 1, N)``, grouped
+  into segments of ``int(segment_duration * sampling_fps)`` frames, a partial group dropped
+  (reference-protocol §1.2-1.3);
+- per-second rows: each segment's scores repeated ``segment_duration`` times (§2.4);
+- ground truth: rows ``floor(start)`` to ``ceil(end)`` of a step's column (§6.1);
+- a step's first annotated start (step order, temporal position, oracle chains).
+
+Exports :func:`frame_indices`, :func:`segment_frame_indices`, :func:`num_segments`,
+:func:`num_rows`, :func:`per_second`, :func:`ground_truth` and :func:`first_starts`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from baglm_nb.inputs.datasets import Video
+
+__all__ = [
+    "first_starts",
+    "frame_indices",
+    "frames_per_segment",
+    "ground_truth",
+    "num_rows",
+    "num_segments",
+    "per_second",
+    "segment_frame_indices",
+]
+
+
+def frame_indices(num_frames: int, fps: float, sampling_fps: float = 2.0) -> np.ndarray:
+    """Indices of the sampled frames, the published rule (reference-protocol §1.2).
+
+    Parameters
+    ----------
+    num_frames : int
+        F, the video's frame count.
+    fps : float
+        The video's average frame rate.
+    sampling_fps : float, default 2.0
+        Samples per second of video.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape ``(N,)`` with ``N = int(F * (sampling_fps / fps))``:
+        ``np.linspace(0, F - 1, N).astype(int)``. The first sample is frame 0 and the last is
+        frame ``F - 1`` (when ``N >= 2``).
+
+    Raises
+    ------
+    ValueError
+        If ``num_frames`` is negative or ``fps`` / ``sampling_fps`` is not positive.
+    """
+    if int(num_frames) != num_frames or num_frames < 0:
+        raise ValueError(f"num_frames must be a non-negative integer, got {num_frames!r}")
+    if not fps > 0 or not sampling_fps > 0:
+        raise ValueError(f"fps and sampling_fps must be positive, got {fps!r}, {sampling_fps!r}")
+    n = int(num_frames * (sampling_fps / fps))
+    return np.linspace(0, int(num_frames) - 1, n).astype(np.int64)
+
+
+def frames_per_segment(segment_duration: float = 2, sampling_fps: float = 2.0) -> int:
+    """Sampled frames per segment, ``int(segment_duration * sampling_fps)`` (at least 1)."""
+    per_segment = int(segment_duration * sampling_fps)
+    if per_segment < 1:
+        raise ValueError(f"segment_duration * sampling_fps must be >= 1, got {per_segment}")
+    return per_segment
+
+
+def segment_frame_indices(
+    num_frames: int, fps: float, segment_duration: float = 2, sampling_fps: float = 2.0
+) -> np.ndarray:
+    """Sampled frame indices grouped into segments (reference-protocol §1.3).
+
+    Returns an int64 array of shape ``(S, frames_per_segment)``: row ``s`` holds the frame
+    indices of segment ``s``, consecutive non-overlapping groups of :func:`frame_indices`; a
+    trailing partial group is dropped, so ``S`` equals :func:`num_segments`.
+    """
+    per_segment = frames_per_segment(segment_duration, sampling_fps)
+    idx = frame_indices(num_frames, fps, sampling_fps)
+    s = len(idx) // per_segment
+    return idx[: s * per_segment].reshape(s, per_segment)
+
+
+def num_segments(
+    num_frames: int, fps: float, segment_duration: int = 2, sampling_fps: float = 2.0
+) -> int:
+    """S, the number of whole segments of ``segment_duration`` seconds (no decoding needed)."""
+    return len(segment_frame_indices(num_frames, fps, segment_duration, sampling_fps))
+
+
+def num_rows(
+    num_frames: int, fps: float, segment_duration: int = 2, sampling_fps: float = 2.0
+) -> int:
+    """T, the number of per-second rows: each segment repeated ``segment_duration`` times."""
+    if int(segment_duration) != segment_duration:
+        raise ValueError(
+            f"segment_duration must be a whole number of seconds, got {segment_duration}"
+        )
+    return int(segment_duration) * num_segments(num_frames, fps, segment_duration, sampling_fps)
+
+
+def per_second(rows: np.ndarray, segment_duration: int) -> np.ndarray:
+    """Per-segment rows (S, ...) as per-second rows (S * segment_duration, ...)."""
+    return np.repeat(np.asarray(rows), int(segment_duration), axis=0)
+
+
+def ground_truth(video: Video, num_rows_: int) -> np.ndarray:
+    """The published per-second ground truth, shape (T, K+1) bool, none last.
+
+    Rows ``floor(start)`` to ``ceil(end)`` inclusive are set in the step's column (the last
+    duplicate column for repeated step texts), clipped at T. The none column stays empty.
+    """
+    y = np.zeros((num_rows_, video.num_steps + 1), dtype=bool)
+    for seg in video.segments:
+        y[math.floor(seg.start) : math.ceil(seg.end) + 1, seg.step_index] = True
+    return y
+
+
+def first_starts(video: Video) -> dict[int, float]:
+    """Each annotated step column's first start (s), in order of first start, ties by column."""
+    first: dict[int, float] = {}
+    for seg in video.segments:
+        first[seg.step_index] = min(first.get(seg.step_index, math.inf), seg.start)
+    return dict(sorted(first.items(), key=lambda kv: (kv[1], kv[0])))

@@ -1,0 +1,156 @@
+"""Batch scoring: stream every video of a dataset through a scorer into the score cache.
+
+Videos are written to the cache one by one (atomically), so a killed run resumes without
+redoing finished videos and never leaves a half-written file. A video that cannot be read is
+recorded in ``failures.json`` next to the cache and the run goes on. Per-segment timings
+(``decode_s``, ``vsg_s``, ``progress_s``) are stored with the scores, for the timing figure.
+
+VSG and progress are scored in two calls per batch of segments, so that their times can be
+reported separately; within the progress call the K step prompts share the frames' prefix
+(see :mod:`baglm_nb.models.scorers`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from baglm_nb.inputs.datasets import Video, load_dataset
+from baglm_nb.inputs.grid import num_segments
+from baglm_nb.inputs.video import find_video_file
+from baglm_nb.stores.atomic import atomic_write_json
+from baglm_nb.stores.cache import ScoreCache, ScoreKey
+
+__all__ = ["make_scorer", "score_dataset", "score_video"]
+
+RANDOM_PREFIX = "random-init:"
+
+
+def make_scorer(model: str, *, trust_remote_code: bool = False, **kwargs: Any):
+    """A scorer from a model id: a registry id or local folder (real weights), or
+    ``random-init:<family>`` for a tiny randomly initialised model (labelled ``random-init``,
+    for tests and demos of the mechanics only)."""
+    from baglm_nb.models import scorers
+
+    if model.startswith(RANDOM_PREFIX):
+        return scorers.make_random_scorer(model[len(RANDOM_PREFIX) :], **kwargs)
+    return scorers.load_scorer(model, trust_remote_code=trust_remote_code, **kwargs)
+
+
+def score_video(
+    path: str | os.PathLike,
+    video: Video,
+    scorer: Any,
+    *,
+    segment_duration: int = 2,
+    sampling_fps: float = 2.0,
+    batch_segments: int = 16,
+    show_progress: bool = True,
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Score one video file: ``vsg`` (S, K+1), ``progress`` (S, K, 10), per-segment timings."""
+    from baglm_nb.inputs.video import iter_segments, probe
+
+    info = probe(path)
+    total = num_segments(info.num_frames, info.fps, segment_duration, sampling_fps)
+    vsg, prog = [], []
+    timings: dict[str, list[float]] = {"decode_s": [], "vsg_s": [], "progress_s": []}
+    bar = tqdm(total=total, desc=video.uid, unit="seg", leave=False, disable=not show_progress)
+    batches = iter_segments(
+        path,
+        segment_duration=segment_duration,
+        sampling_fps=sampling_fps,
+        batch_segments=batch_segments,
+    )
+    for batch in batches:
+        b = batch.num_segments
+        t0 = time.perf_counter()
+        r_vsg = scorer.score_segments(batch.frames, video.goal, video.steps, progress=False)
+        t1 = time.perf_counter()
+        r_prog = scorer.score_segments(batch.frames, video.goal, video.steps, prompt=None)
+        t2 = time.perf_counter()
+        vsg.append(r_vsg.vsg)
+        prog.append(r_prog.progress)
+        timings["decode_s"] += [batch.decode_s / b] * b
+        timings["vsg_s"] += [(t1 - t0) / b] * b
+        timings["progress_s"] += [(t2 - t1) / b] * b
+        bar.update(b)
+    bar.close()
+    k = video.num_steps
+    v = np.concatenate(vsg) if vsg else np.zeros((0, k + 1))
+    p = np.concatenate(prog) if prog else np.zeros((0, k, 10))
+    return v, p, {name: np.asarray(x, dtype=np.float64) for name, x in timings.items()}
+
+
+def score_dataset(
+    dataset: str,
+    video_dir: str | os.PathLike,
+    scorer: Any,
+    *,
+    root: str | os.PathLike | None = None,
+    segment_duration: int = 2,
+    sampling_fps: float = 2.0,
+    limit: int | None = None,
+    batch_segments: int = 16,
+    videos: Sequence[Video] | None = None,
+    annotations: str | os.PathLike | None = None,
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Score the videos of ``dataset`` found in ``video_dir`` into a score cache.
+
+    ``root`` defaults to the project's ``data/cache``. Returns a summary: the cache folder,
+    videos scored now, already cached, failed (with their errors, also kept in
+    ``failures.json`` in the cache folder) and the label of the scorer (``random-init`` for
+    tiny test models).
+    """
+    from baglm_nb.inputs.datasets import data_dir
+    from baglm_nb.inputs.video import VideoError
+    from baglm_nb.models.prompts import PROMPTS
+
+    root = data_dir() / "cache" if root is None else root
+    videos = list(load_dataset(dataset, annotations) if videos is None else videos)[:limit]
+    model_id = scorer.model_id
+    if getattr(scorer, "label", "") == "random-init" and "random-init" not in model_id:
+        model_id = RANDOM_PREFIX + model_id  # the cache folder says what made the scores
+    version = f"{PROMPTS['vsg'].version}+{PROMPTS['prog'].version}"
+    cache = ScoreCache(root, ScoreKey(dataset, model_id, version, segment_duration,
+                                      sampling_fps, source="lmm"))  # fmt: skip
+    failures_path = cache.path / "failures.json"
+    failures: dict[str, str] = {}
+    if failures_path.exists():
+        failures = json.loads(failures_path.read_text(encoding="utf-8"))
+    done_before = [v.uid for v in videos if cache.has(v.uid)]
+    todo = [v for v in videos if not cache.has(v.uid)]
+    scored = []
+    for video in tqdm(todo, desc=f"score {dataset}", unit="video", disable=not show_progress):
+        path = find_video_file(video_dir, video.uid)
+        try:
+            if path is None:
+                raise VideoError(Path(video_dir) / video.uid, "no file for this video uid")
+            vsg, prog, timings = score_video(
+                path, video, scorer, segment_duration=segment_duration,
+                sampling_fps=sampling_fps, batch_segments=batch_segments,
+                show_progress=show_progress,
+            )  # fmt: skip
+        except VideoError as exc:
+            failures[video.uid] = str(exc)
+            atomic_write_json(failures_path, failures)
+            continue
+        cache.write_video(video.uid, vsg, prog, steps=video.steps, timings=timings)
+        scored.append(video.uid)
+        if failures.pop(video.uid, None) is not None:
+            atomic_write_json(failures_path, failures)
+    return {
+        "cache": str(cache.path),
+        "model": model_id,
+        "label": getattr(scorer, "label", ""),
+        "scored": scored,
+        "already_cached": done_before,
+        "failed": {u: failures[u] for u in failures if u in {v.uid for v in videos}},
+    }

@@ -1,0 +1,91 @@
+"""The one resolver of scores / deps settings: labels, limits in annotation order, errors."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from baglm_nb.analyses.reports import main_results_table
+from baglm_nb.core import sources
+from baglm_nb.core.observations import from_cache
+from baglm_nb.core.oracles import oracle_dependency
+from baglm_nb.core.pipeline import compare, run_baglm
+from baglm_nb.core.simulate import write_simulated_cache
+from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.stores.cache import DependencyCache, DependencyKey
+
+
+@pytest.fixture(scope="module")
+def shuffled_cache(tmp_path_factory):
+    """A CrossTask cache of 8 videos whose sorted uid order differs from annotation order."""
+    videos = load_dataset("crosstask")[:8]
+    assert sorted(v.uid for v in videos) != [v.uid for v in videos]
+    root = tmp_path_factory.mktemp("scores")
+    return videos, write_simulated_cache("crosstask", root, videos=videos[::-1])
+
+
+def test_limit_means_the_first_videos_in_annotation_order(shuffled_cache):
+    videos, folder = shuffled_cache
+    expected = [v.uid for v in videos[:3]]
+    assert [v.uid for v in sources.select_videos("crosstask", 3)] == expected
+    assert sources.observations("crosstask", str(folder), limit=3).uids() == expected
+    assert sources.observations("crosstask", "simulated", limit=3).uids() == expected
+    assert sources.observations("crosstask", {"crosstask": folder}, limit=3).uids() == expected
+    with pytest.raises(ValueError, match="positive"):
+        sources.select_videos("crosstask", 0)
+
+
+def test_cli_notebook_and_table_evaluate_the_same_videos(shuffled_cache):
+    """``--limit 3`` in the CLI, ``limit=3`` in a notebook's sources and in a table agree."""
+    videos, folder = shuffled_cache
+    cmd = [sys.executable, "-m", "baglm_nb", "evaluate", "--dataset", "crosstask",
+           "--scores", str(folder), "--limit", "3", "--json"]  # fmt: skip
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    cli = json.loads(out.strip().splitlines()[-1])
+    # what notebook 03 does: sources.observations_for(datasets, scores, limit=limit)
+    [obs] = sources.observations_for(["crosstask"], {"crosstask": folder}, limit=3)
+    table = main_results_table([obs], "oracle")
+    first3 = from_cache(folder).subset([v.uid for v in videos[:3]])
+    direct = compare(first3, "oracle")
+    assert cli["videos"] == table["videos"].iloc[0] == 3
+    assert cli["baglm"] == pytest.approx(direct["baglm"])
+    assert table["workbench"].iloc[0] == round(direct["baglm"], 1)
+
+
+def test_observation_settings_and_labels(shuffled_cache, tmp_path):
+    _, folder = shuffled_cache
+    obs = sources.observations("crosstask", folder)
+    assert obs.label == "simulated" and obs.uids() == [v.uid for v in obs.videos]
+    assert sources.observations("crosstask", obs) is obs
+    with pytest.raises(ValueError, match="not 'coin'"):
+        sources.observations("coin", folder)
+    with pytest.raises(TypeError, match="scores for coin"):
+        sources.observations("coin", 3)
+    assert sources.observations("coin", {"crosstask": folder}, limit=2).label == "simulated"
+
+
+def test_dependency_settings(tmp_path):
+    video = load_dataset("htstep")[0]
+    k = video.num_steps
+    oracle = sources.dependencies("oracle", "htstep")
+    assert oracle.label == "oracle"
+    np.testing.assert_array_equal(oracle.matrix(video), oracle_dependency(video))
+    none = sources.dependencies("none", "htstep")
+    np.testing.assert_array_equal(none.matrix(video), np.zeros((k, k)))
+    cache = DependencyCache(tmp_path, DependencyKey("htstep", "llm-x", "p"))
+    cache.write(video.group, list(video.steps), np.full((k, k), 0.25))
+    for setting in (cache, str(cache.path), {"htstep": str(cache.path)}):
+        resolved = sources.dependencies(setting, "htstep")
+        assert resolved.label == "llm-x"
+        np.testing.assert_array_equal(resolved.matrix(video), np.full((k, k), 0.25))
+    assert sources.dependencies({"coin": "oracle"}, "htstep") is None
+    assert sources.dependencies(oracle, "htstep") is oracle
+    with pytest.raises(ValueError, match="'orcle'"):
+        sources.dependencies("orcle", "htstep")
+    # the per-dataset mapping reaches the filter: the same beliefs as the opened cache
+    obs = sources.observations("htstep", limit=2)
+    a = run_baglm(obs, {"htstep": str(cache.path)}, videos=[video])
+    b = run_baglm(obs, cache, videos=[video])
+    np.testing.assert_array_equal(a[video.uid], b[video.uid])
