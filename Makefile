@@ -3,7 +3,9 @@
 #   make setup      system ffmpeg (apt, when root) + .venv + pip install -e ".[dev]" + kernel
 #   make test       pytest in .venv        (make test PYTEST_ARGS="-m 'not slow'")
 #   make lint       ruff check + ruff format --check
-#   make figures    run notebooks/[0-9]*.ipynb headlessly into figures/<stem>/
+#   make data       prepare the simulated score caches the figure notebooks read (data/cache/)
+#   make figures    run notebooks/[0-9]*.ipynb headlessly into figures/<stem>/ from prepared data
+#   make figures/03_main_results   re-render one notebook (one rule per notebook)
 #                   (make figures NOTEBOOKS="notebooks/02_x.ipynb" PAPERMILL_ARGS="-p limit 5")
 
 SHELL := /bin/bash
@@ -20,7 +22,12 @@ NOTEBOOKS ?=
 PAPERMILL_ARGS ?=
 export PAPERMILL_ARGS
 
-.PHONY: help setup system-deps test lint figures clean-figures
+DATASETS := htstep crosstask ego4d_goalstep coin
+PREPARED := data/cache/prepared.json
+NOTEBOOK_STEMS := $(basename $(notdir $(wildcard notebooks/[0-9]*.ipynb)))
+FIGURE_TARGETS := $(addprefix figures/,$(NOTEBOOK_STEMS))
+
+.PHONY: help setup system-deps test lint data figures clean-figures clean-data $(FIGURE_TARGETS)
 
 help:
 	@echo "baglm-workbench targets:"
@@ -28,9 +35,14 @@ help:
 	@echo "                      register the 'python3' Jupyter kernel inside $(VENV) (re-runs are no-ops)"
 	@echo "  make test           run pytest in $(VENV)   [PYTEST_ARGS=\"-m 'not slow'\"]"
 	@echo "  make lint           ruff check + ruff format --check on $(LINT_PATHS)"
-	@echo "  make figures        execute notebooks/[0-9]*.ipynb into figures/<stem>/ (+ HTML)"
-	@echo "                      [NOTEBOOKS=\"notebooks/02_x.ipynb\"] [PAPERMILL_ARGS=\"-p limit 5\"]"
+	@echo "  make data           simulate the four datasets' score caches into data/cache/ and write"
+	@echo "                      $(PREPARED), the notebooks' 'scores' parameter file (CPU default)"
+	@echo "  make figures        make data, then execute notebooks/[0-9]*.ipynb into figures/<stem>/"
+	@echo "                      (+ HTML) [NOTEBOOKS=\"notebooks/02_x.ipynb\"] [PAPERMILL_ARGS=\"-p limit 5\"]"
+	@echo "  make figures/<stem> re-render one notebook from prepared data, e.g. figures/03_main_results"
+	@echo "                      ($(NOTEBOOK_STEMS))"
 	@echo "  make clean-figures  remove the generated figures/<stem>/ folders"
+	@echo "  make clean-data     remove the prepared simulated caches (make data rebuilds them)"
 	@echo "  make help           this list"
 
 setup: system-deps $(STAMP)
@@ -92,11 +104,28 @@ lint:
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 
-figures:
+# Prepared data, computed once: the simulated score caches (the labelled CPU default) of every
+# dataset. Rebuilt from scratch when the simulation code or an annotation file changes.
+data: $(PREPARED)
+
+$(PREPARED): baglm_nb/core/simulate.py $(wildcard data/annotations/*.json)
 	$(require_venv)
-	bash scripts/run_notebooks.sh $(NOTEBOOKS)
+	rm -rf $(addprefix data/cache/scores/,$(addsuffix /simulated,$(DATASETS)))
+	$(VPY) -m baglm_nb simulate --dataset $(DATASETS) --cache-root data/cache --manifest $@
+
+figures: $(PREPARED)
+	$(require_venv)
+	PARAMS_FILE=$(PREPARED) bash scripts/run_notebooks.sh $(NOTEBOOKS)
+
+# One rule per notebook: `make figures/05_analysis` re-renders that notebook alone.
+$(FIGURE_TARGETS): figures/%: notebooks/%.ipynb $(PREPARED)
+	$(require_venv)
+	PARAMS_FILE=$(PREPARED) bash scripts/run_notebooks.sh $<
 
 # Remove only the per-notebook output folders (figures/<stem>/ for notebooks/[0-9]*),
 # plus any figures/[0-9]*/ left behind by renamed notebooks.
 clean-figures:
 	rm -rf figures/[0-9]*/ figures/_work/
+
+clean-data:
+	rm -rf $(addprefix data/cache/scores/,$(addsuffix /simulated,$(DATASETS))) $(PREPARED)

@@ -4,6 +4,7 @@
 #   scripts/run_notebooks.sh                          # every notebooks/[0-9]*.ipynb, in name order
 #   scripts/run_notebooks.sh notebooks/02_x.ipynb     # only these (a bare name or stem also works)
 #   PAPERMILL_ARGS="-p limit 5" scripts/run_notebooks.sh
+#   PARAMS_FILE=data/cache/prepared.json scripts/run_notebooks.sh   # prepared data (make data)
 #
 # notebooks/<stem>.ipynb  ->  figures/<stem>/<stem>.ipynb  and  figures/<stem>/<stem>.html,
 # executed with kernel "python3" (the .venv's, see `make setup`) and cwd figures/<stem>,
@@ -66,6 +67,22 @@ for a in shlex.split(os.environ["PAPERMILL_ARGS"]):
     sys.stdout.write(a + "\0")')
 fi
 
+# A parameter file (papermill -f) goes only to the notebooks whose parameters cell names
+# `scores` (the prepared score caches of `make data`); the others take no such parameter.
+takes_scores() {
+    python - "$1" <<'PY'
+import json, sys
+nb = json.load(open(sys.argv[1]))
+cells = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
+sys.exit(0 if any("scores =" in "".join(c["source"]) for c in cells) else 1)
+PY
+}
+if [[ -n "${PARAMS_FILE:-}" && ! -f "$PARAMS_FILE" ]]; then
+    echo "error: parameter file not found: $PARAMS_FILE (run 'make data')" >&2
+    exit 1
+fi
+[[ -n "${PARAMS_FILE:-}" ]] && PARAMS_FILE="$(realpath "$PARAMS_FILE")"
+
 n=${#notebooks[@]}
 i=0
 t_all=$SECONDS
@@ -84,10 +101,15 @@ for nb in "${notebooks[@]}"; do
     rm -rf "$outdir"
     mkdir -p "$outdir"
 
+    params=()
+    if [[ -n "${PARAMS_FILE:-}" ]] && takes_scores "$nb"; then
+        params=(-f "$PARAMS_FILE")
+    fi
+
     printf '[%d/%d] %s ... ' "$i" "$n" "$name"
     t0=$SECONDS
     if ! papermill "$nb" "$out" -k python3 --cwd "$outdir" --no-progress-bar \
-        --log-level WARNING "${extra[@]}" >"$log" 2>&1; then
+        --log-level WARNING "${params[@]}" "${extra[@]}" >"$log" 2>&1; then
         echo "FAILED after $((SECONDS - t0))s"
         echo "---- papermill output ----" >&2
         if grep -q 'PapermillExecutionError' "$log"; then

@@ -200,9 +200,41 @@ class Explorer:
         self.result: VideoResult | None = None
         self.recomputes = 0
 
-        layout = widgets.Layout(width="auto")
-        style = {"description_width": "initial"}
         first = dataset or self.datasets[0]
+        self._build_controls(first)
+        layout = widgets.Layout(width="auto")
+        self.widget = widgets.VBox(
+            [
+                widgets.HBox([self.dataset, self.video], layout=layout),
+                widgets.HBox([self.transition, self.prior, self.stepping], layout=layout),
+                widgets.HBox([self.binarise, self.threshold], layout=layout),
+                widgets.HBox([self.signal, self.segment_duration], layout=layout),
+                self.recall,
+                self.image,
+                self.status,
+            ]
+        )
+        self.widget.add_class("baglm-explorer")
+
+        self._fill_videos(first, video)
+        self.dataset.observe(self._on_dataset, names="value")
+        for w in (
+            self.video,
+            self.transition,
+            self.prior,
+            self.stepping,
+            self.threshold,
+            self.signal,
+            self.segment_duration,
+        ):
+            w.observe(self._on_change, names="value")
+        self.binarise.observe(self._on_binarise, names="value")
+        self._sync_source()
+        self.recompute()
+
+    def _build_controls(self, first: str) -> None:
+        """The menus, sliders and output widgets (CSS classes for the browser test)."""
+        style = {"description_width": "initial"}
         self.dataset = widgets.Dropdown(
             options=[(DATASET_NAMES.get(n, n), n) for n in self.datasets],
             value=first,
@@ -257,34 +289,6 @@ class Explorer:
         self.image.add_class("baglm-plot")
         self.recall.add_class("baglm-recall")
         self.status.add_class("baglm-status")
-        self.widget = widgets.VBox(
-            [
-                widgets.HBox([self.dataset, self.video], layout=layout),
-                widgets.HBox([self.transition, self.prior, self.stepping], layout=layout),
-                widgets.HBox([self.binarise, self.threshold], layout=layout),
-                widgets.HBox([self.signal, self.segment_duration], layout=layout),
-                self.recall,
-                self.image,
-                self.status,
-            ]
-        )
-        self.widget.add_class("baglm-explorer")
-
-        self._fill_videos(first, video)
-        self.dataset.observe(self._on_dataset, names="value")
-        for w in (
-            self.video,
-            self.transition,
-            self.prior,
-            self.stepping,
-            self.threshold,
-            self.signal,
-            self.segment_duration,
-        ):
-            w.observe(self._on_change, names="value")
-        self.binarise.observe(self._on_binarise, names="value")
-        self._sync_source()
-        self.recompute()
 
     # -- sources ---------------------------------------------------------------------------
 

@@ -363,7 +363,7 @@ def iter_segments(
     -------
     Iterator[SegmentBatch]
         Consecutive batches covering segments ``start_segment .. S - 1``, with
-        ``S = baglm_nb.inputs.datasets.num_segments(info.num_frames, info.fps, ...)``. The file is
+        ``S = baglm_nb.inputs.grid.num_segments(info.num_frames, info.fps, ...)``. The file is
         opened and checked at the call; decoding happens as the iterator is consumed.
 
     Raises
@@ -386,20 +386,25 @@ def iter_segments(
     cpu_decoder = _open(path, "cpu", num_threads)
     info = _info(cpu_decoder, path, allow_truncated)
     segments = segment_frame_indices(info.num_frames, info.fps, segment_duration, sampling_fps)
-    if dev.type == "cuda":
-        if info.codec in CPU_ONLY_CODECS:
-            warnings.warn(
-                f"{path}: codec {info.codec!r} cannot be decoded on CUDA; decoding on CPU",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            reader = _Reader(path, "cpu", num_threads, info, cpu_decoder)
-        else:
-            del cpu_decoder
-            reader = _Reader(path, str(dev), num_threads, info)
-    else:
-        reader = _Reader(path, "cpu", num_threads, info, cpu_decoder)
+    reader = _reader_for(path, dev, num_threads, info, cpu_decoder)
     return _generate(reader, segments, int(start_segment), int(batch_segments), segment_duration)
+
+
+def _reader_for(
+    path: Path | str, dev: torch.device, num_threads: int, info: VideoInfo, cpu_decoder
+) -> _Reader:
+    """The reader on ``dev``, or on the CPU (with a warning) for codecs NVDEC cannot decode."""
+    if dev.type != "cuda":
+        return _Reader(path, "cpu", num_threads, info, cpu_decoder)
+    if info.codec in CPU_ONLY_CODECS:
+        warnings.warn(
+            f"{path}: codec {info.codec!r} cannot be decoded on CUDA; decoding on CPU",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return _Reader(path, "cpu", num_threads, info, cpu_decoder)
+    del cpu_decoder
+    return _Reader(path, str(dev), num_threads, info)
 
 
 def _generate(
