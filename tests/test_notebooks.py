@@ -14,7 +14,10 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 
 #: Small parameters per notebook, and the files each must write into its working folder.
 SMALL = {
-    "00_dataset_statistics": ({"datasets": ["coin"]}, ["dataset_statistics.csv"]),
+    "00_dataset_statistics": (
+        {"datasets": ["coin"]},
+        ["dataset_statistics.csv", "dataset_statistics.summary.json"],
+    ),
     "01_score_segments": (
         {"dataset": "coin", "video_dir": str(ROOT / "tests" / "data" / "videos"),
          "annotations": str(ROOT / "tests" / "data" / "annotations"),
@@ -29,20 +32,23 @@ SMALL = {
     "03_main_results": (
         {"datasets": ["htstep", "crosstask"], "limit": 6},
         ["main_results.csv", "main_results.md", "main_results.png", "transition_ablation.csv",
-         "oracles.csv", "oracles.png"],
+         "oracles.csv", "oracles.png", "main_results.items.parquet", "main_results.summary.json",
+         "transition_ablation.items.parquet", "oracles.items.parquet"],
     ),
     "04_ablations": (
         {"datasets": ["htstep", "crosstask"], "limit": 5, "durations": [1, 2],
          "duration_datasets": ["htstep"]},
         ["prior_ablation.csv", "prior_ablation.md", "prior_ablation.png", "llm_ablation.csv",
          "prompt_ablation.csv", "stepping_ablation.csv", "stepping_ablation.png",
-         "segment_duration.csv", "segment_duration.png"],
+         "segment_duration.csv", "segment_duration.png", "prior_ablation.items.parquet",
+         "prior_ablation.summary.json", "segment_duration.items.parquet"],
     ),
     "05_analysis": (
         {"limit": 6, "signals": [0.5, 2.0], "sensitivity_datasets": ["htstep"],
          "breakdown_datasets": ["htstep"]},
         ["sensitivity.csv", "sensitivity.md", "sensitivity.png", "position.csv", "position.md",
-         "position_htstep.png", "candidate_steps.csv", "candidate_steps_htstep.png"],
+         "position_htstep.png", "candidate_steps.csv", "candidate_steps_htstep.png",
+         "sensitivity.items.parquet", "position.items.parquet", "candidate_steps.items.parquet"],
     ),
     "06_localization": (
         {"limit": 4},
@@ -52,7 +58,8 @@ SMALL = {
     "07_timing": ({}, ["timing.csv", "timing.md"]),
     "08_qualitative": (
         {"videos": {"coin": ["xZecGPPhbHE"]}},
-        ["qualitative.csv", "qualitative.md", "qualitative_coin_xZecGPPhbHE.png"],
+        ["qualitative.csv", "qualitative.md", "qualitative_coin_xZecGPPhbHE.png",
+         "qualitative.items.parquet", "qualitative.summary.json"],
     ),
 }  # fmt: skip
 

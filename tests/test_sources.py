@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from baglm_nb.analyses.reports import main_results_table
+from baglm_nb.analyses.results import main_results_table
 from baglm_nb.core import sources
 from baglm_nb.core.observations import from_cache
 from baglm_nb.core.oracles import oracle_dependency

@@ -1,6 +1,8 @@
 """Stage 5, analyses: the paper's tables and figures from the core's numbers.
 
 - :mod:`.paper`: every number the paper reports, in one table;
-- :mod:`.reports`, :mod:`.analysis`: result tables beside the paper;
+- :mod:`.tables`: what every result table shares (names, titles, rows, items, files);
+- :mod:`.results`, :mod:`.ablations`, :mod:`.breakdowns`, :mod:`.timing`, :mod:`.qualitative`:
+  the result tables beside the paper;
 - :mod:`.localization`: LoG step localization and its metrics; :mod:`.plots`: the figures.
 """

@@ -130,7 +130,7 @@ def _by_dataset_axes(n: int, rows: int = 1, height: float = 3.2):
 def duration_lines(df: pd.DataFrame, title: str):
     """R@1 against the segment duration, one panel per dataset (Fig. segment duration x LMM).
 
-    ``df`` comes from :func:`baglm_nb.analyses.analysis.segment_duration_table`: BaGLM solid, the
+    ``df`` comes from :func:`baglm_nb.analyses.ablations.segment_duration_table`: BaGLM solid, the
     off-the-shelf model dashed, one colour per source; the paper's values (2 s only) as black
     ticks.
     """
@@ -179,7 +179,7 @@ def duration_lines(df: pd.DataFrame, title: str):
 def sensitivity_lines(df: pd.DataFrame, title: str, calibrated: float | None = None):
     """R@1 and BaGLM's gain against the simulated signal strength, one column per dataset.
 
-    ``df`` comes from :func:`baglm_nb.analyses.analysis.sensitivity_table`. Dotted lines mark the
+    ``df`` comes from :func:`baglm_nb.analyses.ablations.sensitivity_table`. Dotted lines mark the
     paper's InternVL2.5-8B levels (which belong to no signal value); ``calibrated`` draws a
     vertical line at the calibrated default signal.
     """
@@ -221,7 +221,7 @@ def sensitivity_lines(df: pd.DataFrame, title: str, calibrated: float | None = N
 def steps_lines(df: pd.DataFrame, title: str):
     """R@1 against the number of candidate steps K (Fig. recall by step count).
 
-    ``df`` comes from :func:`baglm_nb.analyses.analysis.candidate_steps_table`; the number of
+    ``df`` comes from :func:`baglm_nb.analyses.breakdowns.candidate_steps_table`; the number of
     videos per K is printed under the curve of the first method (small groups fluctuate).
     """
     fig, ax = plt.subplots(figsize=(7, 3.4))
@@ -252,7 +252,7 @@ def steps_lines(df: pd.DataFrame, title: str):
 def timing_bars(summary: pd.DataFrame, title: str, segment_duration: float = 2.0):
     """Stacked mean seconds per segment of each stage, by K (Fig. inference timing).
 
-    ``summary`` comes from :func:`baglm_nb.analyses.analysis.timing_summary`; a dashed line marks
+    ``summary`` comes from :func:`baglm_nb.analyses.timing.timing_summary`; a dashed line marks
     ``segment_duration`` (real time).
     """
     skip = {"num_steps", "videos", "segments", "total_s", "realtime_share"}

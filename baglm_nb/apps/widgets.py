@@ -24,7 +24,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from baglm_nb.analyses.plots import BeliefFigure
-from baglm_nb.analyses.reports import DATASET_NAMES, title_for
+from baglm_nb.analyses.tables import DATASET_NAMES, title_for
 from baglm_nb.core import sources
 from baglm_nb.core.evaluation import video_hits
 from baglm_nb.core.filtering import TRANSITIONS, run_filter

@@ -180,7 +180,7 @@ def _deps(args: argparse.Namespace) -> int:
     table = dep.violations(source, videos, thresholds, scope=args.scope)
     print(table.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
     if args.out:
-        from baglm_nb.analyses.reports import write_table
+        from baglm_nb.analyses.tables import write_table
 
         label = table["source"].iloc[0]
         write_table(table, args.out, title=f"Dependency violations, {args.dataset}, D = {label}")

@@ -27,7 +27,7 @@ def register(verbs) -> None:
 def format_table(result: dict, transition: str, prior: str, stepping: str) -> str:
     """A small text table: BaGLM and the off-the-shelf baseline beside the paper's values."""
     from baglm_nb.analyses.paper import paper_value
-    from baglm_nb.analyses.reports import title_for
+    from baglm_nb.analyses.tables import title_for
 
     ds = result["dataset"]
     metric = "Avg. R@1" if ds == "crosstask" else "R@1"

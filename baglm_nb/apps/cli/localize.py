@@ -21,7 +21,7 @@ def _localize(args: argparse.Namespace) -> int:
         localize,
         windowed_recall_table,
     )
-    from baglm_nb.analyses.reports import title_for, to_markdown, write_table
+    from baglm_nb.analyses.tables import title_for, to_markdown, write_table
     from baglm_nb.apps.cli.options import deps_from_args, filter_options, observations_from_args
     from baglm_nb.core.pipeline import run_baglm
 

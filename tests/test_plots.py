@@ -1,0 +1,247 @@
+"""Figures (analyses.plots): what they draw, checked against the tables they draw."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from baglm_nb.analyses import plots
+from baglm_nb.analyses.ablations import segment_duration_table, sensitivity_table
+from baglm_nb.analyses.breakdowns import breakdown_tables
+from baglm_nb.analyses.tables import title_for
+from baglm_nb.analyses.timing import timing_summary
+from baglm_nb.core.observations import Observations, from_simulation
+from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.inputs.video import find_video_file, frames_at
+
+ROOT = Path(__file__).resolve().parent.parent
+SIMULATED = "(simulated observations, not a real model)"
+
+
+@pytest.fixture(scope="module")
+def obs() -> Observations:
+    return from_simulation("htstep", limit=8)
+
+
+def _text(text: str) -> str:
+    """A (wrapped) title on one line."""
+    return " ".join(text.split())
+
+
+def _line(ax, label: str):
+    [line] = [ln for ln in ax.get_lines() if ln.get_label() == label]
+    return line
+
+
+def _levels(ax) -> list[float]:
+    """The y of every horizontal line (axhline) of ``ax``."""
+    ys = [np.asarray(ln.get_ydata(), dtype=float) for ln in ax.get_lines()]
+    return sorted(float(y[0]) for y in ys if len(y) == 2 and y[0] == y[1])
+
+
+def test_results_bars_draw_values_paper_ticks_and_slots():
+    df = pd.DataFrame(
+        {
+            "dataset": ["HT-Step", "HT-Step", "COIN", "COIN"],
+            "method": ["BaGLM", "LMM", "BaGLM", "LMM"],
+            "workbench": [62.8, 52.0, np.nan, 40.0],
+            "paper": [43.5, 37.9, 50.1, np.nan],
+        }
+    )
+    title = title_for("Main results", "simulated")
+    fig = plots.results_bars(df, title)
+    ax = fig.axes[0]
+    heights = sorted(round(p.get_height(), 1) for p in ax.patches)
+    # 4 bars (the slot drawn as 0) + the dashed slot bar at the paper's height 50.1
+    assert heights == [0.0, 40.0, 50.1, 52.0, 62.8]
+    assert [t.get_text() for t in ax.texts] == ["slot"]
+    ticks = np.concatenate([c.get_offsets()[:, 1] for c in ax.collections])
+    np.testing.assert_allclose(np.sort(ticks[np.isfinite(ticks)]), [37.9, 43.5, 50.1])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["HT-Step", "COIN"]
+    assert _text(ax.get_title()) == title
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["paper", "BaGLM", "LMM"]
+
+
+def test_results_bars_of_a_binned_table(obs):
+    position, _ = breakdown_tables(obs, "oracle")
+    title = title_for("R@1 by temporal position", obs.label)
+    ax = plots.results_bars(position, title, group="bin").axes[0]
+    assert len(ax.patches) == len(position) == 10  # 5 bins x 2 methods, no slot
+    for i, method in enumerate(["off-the-shelf LMM", "BaGLM"]):
+        bars = ax.patches[5 * i : 5 * i + 5]
+        expected = position[position["method"] == method]["workbench"].fillna(0)
+        np.testing.assert_allclose([b.get_height() for b in bars], expected)
+    assert [t.get_text() for t in ax.get_xticklabels()] == [f"bin {i}" for i in range(5)]
+    assert SIMULATED in _text(ax.get_title())
+
+
+def test_duration_lines_draw_the_table():
+    table = segment_duration_table(["htstep"], (2, 1), limit=4)
+    title = title_for("Segment duration x source", "simulated")
+    fig = plots.duration_lines(table, title)
+    [ax] = fig.axes
+    assert ax.get_title() == "HT-Step" and SIMULATED in _text(fig.get_suptitle())
+    assert len(ax.get_lines()) == 2
+    for method, style in (("BaGLM", "-"), ("off-the-shelf LMM", "--")):
+        line = _line(ax, f"{method} (simulated)")
+        rows = table[table["method"] == method].sort_values("segment_duration")
+        assert list(line.get_xdata()) == [1, 2] and line.get_linestyle() == style
+        np.testing.assert_array_equal(line.get_ydata(), rows["workbench"])
+    [paper] = ax.collections
+    np.testing.assert_allclose(paper.get_offsets(), [[2, 57.4], [2, 52.0]])
+    assert list(ax.get_xticks()) == [1, 2]
+
+
+def test_duration_lines_one_panel_per_dataset_and_one_line_per_source():
+    rows = [
+        (dataset, source, d, method, 10.0 * d + (method == "BaGLM"))
+        for dataset, sources in (("HT-Step", ["simulated", "lmm:m"]), ("COIN", ["simulated"]))
+        for source in sources
+        for d in (1, 2, 3)
+        for method in ("BaGLM", "off-the-shelf LMM")
+    ]
+    df = pd.DataFrame(
+        rows, columns=["dataset", "source", "segment_duration", "method", "workbench"]
+    )
+    df["paper"] = np.nan
+    fig = plots.duration_lines(df, "t")
+    assert [ax.get_title() for ax in fig.axes] == ["HT-Step", "COIN"]
+    assert [len(ax.get_lines()) for ax in fig.axes] == [4, 2]
+    line = _line(fig.axes[0], "BaGLM (lmm:m)")
+    np.testing.assert_array_equal(line.get_ydata(), [11.0, 21.0, 31.0])
+    assert [len(ax.collections[0].get_offsets()) for ax in fig.axes] == [0, 0]
+
+
+def test_sensitivity_lines_draw_the_table():
+    table = sensitivity_table("htstep", [4.0, 0.0], limit=6)
+    title = title_for("BaGLM's gain vs observation quality", "simulated")
+    fig = plots.sensitivity_lines(table, title, calibrated=1.244)
+    assert fig.axes[0].get_title() == "HT-Step" and fig.get_suptitle() == title
+    top, bottom = fig.axes
+    rows = table.sort_values("signal")
+    for ax, label, column in (
+        (top, "BaGLM", "baglm"),
+        (top, "off-the-shelf LMM", "off_the_shelf"),
+        (bottom, "BaGLM gain", "gain"),
+    ):
+        line = _line(ax, label)
+        assert list(line.get_xdata()) == [0.0, 4.0]
+        np.testing.assert_array_equal(line.get_ydata(), rows[column])
+    assert _levels(top) == [52.0, 57.4]  # the paper's levels
+    assert _levels(bottom) == [0.0, 5.4]  # zero and the paper's gain
+    for ax in (top, bottom):  # the calibrated signal, vertical
+        assert [list(ln.get_xdata()) for ln in ax.get_lines()][-1] == [1.244, 1.244]
+
+
+def test_sensitivity_lines_one_column_per_dataset():
+    df = pd.DataFrame(
+        {
+            "dataset": ["HT-Step"] * 2 + ["COIN"] * 2,
+            "signal": [1.0, 0.0] * 2,
+            "baglm": [60.0, 40.0, 50.0, 45.0],
+            "off_the_shelf": [55.0, 41.0, 48.0, 46.0],
+            "gain": [5.0, -1.0, 2.0, -1.0],
+            "paper_baglm": [57.4, 57.4, np.nan, np.nan],
+            "paper_off_the_shelf": [52.0, 52.0, np.nan, np.nan],
+            "paper_gain": [5.4, 5.4, np.nan, np.nan],
+        }
+    )
+    fig = plots.sensitivity_lines(df, "t")
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["HT-Step", "COIN"]
+    top, bottom = fig.axes[1], fig.axes[3]  # COIN: no paper levels
+    np.testing.assert_array_equal(_line(top, "BaGLM").get_ydata(), [45.0, 50.0])
+    np.testing.assert_array_equal(_line(bottom, "BaGLM gain").get_ydata(), [-1.0, 2.0])
+    assert _levels(top) == [] and _levels(bottom) == [0.0]
+    assert len(fig.axes) == 4
+
+
+def test_steps_lines_draw_the_table(obs):
+    _, steps = breakdown_tables(obs, "oracle")
+    title = title_for("R@1 by number of candidate steps K", obs.label)
+    fig = plots.steps_lines(steps, title)
+    [ax] = fig.axes
+    assert ax.get_title() == title and SIMULATED in title
+    methods = ["off-the-shelf LMM", "BaGLM"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == methods
+    for method in methods:
+        rows = steps[steps["method"] == method].sort_values("num_steps")
+        line = _line(ax, method)
+        np.testing.assert_array_equal(line.get_xdata(), rows["num_steps"])
+        np.testing.assert_array_equal(line.get_ydata(), rows["workbench"])
+    first = steps[steps["method"] == methods[0]].sort_values("num_steps")
+    assert [t.get_text() for t in ax.texts] == [str(n) for n in first["videos"]]
+    assert ax.get_ylim() == (0, 100)
+
+
+def test_timing_bars_stack_the_summary():
+    videos = load_dataset("htstep")
+    a = videos[0]
+    b = next(v for v in videos if v.num_steps != a.num_steps)
+    frame = pd.DataFrame(
+        {
+            "video_uid": [a.uid] * 2 + [b.uid] * 2,
+            "segment": [0, 1, 0, 1],
+            "decode_s": [1.0, 1.2, 2.0, 2.2],
+            "vsg_s": [0.1, 0.1, 0.3, 0.3],
+            "progress_s": [0.5, 0.7, 0.4, 0.4],
+        }
+    )
+    summary = timing_summary(frame, videos)
+    title = title_for("Seconds per segment by number of steps K", "lmm:m")
+    fig = plots.timing_bars(summary, title, segment_duration=2.0)
+    [ax] = fig.axes
+    assert ax.get_title() == title and "lmm:m" in title
+    stages = ["decode_s", "vsg_s", "progress_s"]
+    assert len(ax.patches) == len(stages) * len(summary) == 6
+    bottom = np.zeros(len(summary))
+    for i, stage in enumerate(stages):
+        bars = ax.patches[2 * i : 2 * i + 2]
+        np.testing.assert_allclose([p.get_height() for p in bars], summary[stage])
+        np.testing.assert_allclose([p.get_y() for p in bars], bottom)
+        centres = [p.get_x() + p.get_width() / 2 for p in bars]
+        np.testing.assert_allclose(centres, summary["num_steps"])
+        bottom += summary[stage].to_numpy()
+    np.testing.assert_allclose(bottom, summary["total_s"])
+    assert _levels(ax) == [2.0]
+    labels = {t.get_text() for t in ax.get_legend().get_texts()}
+    assert labels == {"decode", "vsg", "progress", "real time"}
+
+
+@pytest.mark.parametrize("style", ["lines", "heatmap"])
+def test_belief_figure_updates_in_place(obs, style):
+    video = load_dataset("htstep")[0]
+    t = obs.vsg[video.uid].shape[0]
+    fig = plots.BeliefFigure(video, t, style=style, blit=True)
+    fig.update(obs.vsg[video.uid], obs.vsg[video.uid], "a")
+    first = fig.png()
+    fig.update(np.zeros_like(obs.vsg[video.uid]), obs.vsg[video.uid], "a")
+    assert first[:8] == b"\x89PNG\r\n\x1a\n" and fig.png() != first
+    with pytest.raises(ValueError, match="must be"):
+        fig.update(obs.vsg[video.uid][:-1], obs.vsg[video.uid])
+    other = load_dataset("htstep")[1]
+    fig.set_video(other, obs.vsg[other.uid].shape[0])
+    fig.update(obs.vsg[other.uid], obs.vsg[other.uid], "b")
+    assert fig.png() != first
+
+
+def test_keyframes_from_a_video_file(obs, tmp_path):
+    video = load_dataset("htstep")[0]
+    rows = obs.vsg[video.uid]
+    times = plots.keyframe_times(rows, np.roll(rows, 1, axis=1), 3)
+    assert len(times) == 3 and times == sorted(times)
+    assert plots.keyframe_times(rows, rows, 2) == [
+        rows.shape[0] // 4 + 0.5,
+        3 * rows.shape[0] // 4 + 0.5,
+    ]
+    clip = ROOT / "tests" / "data" / "videos" / "cup.mp4"
+    (tmp_path / f"{video.uid}.mp4").symlink_to(clip)
+    path = find_video_file(tmp_path, video.uid)
+    assert path is not None and find_video_file(None, video.uid) is None
+    frames = frames_at(path, [0.5, 1e6], width=64)
+    assert len(frames) == 2 and frames[0][1].ndim == 3 and frames[0][1].dtype == np.uint8
+    fig = plots.belief_figure(video, rows, rows, title="t", keyframes=frames)
+    out = plots.save_figure(fig, tmp_path / "q")
+    assert all(p.stat().st_size > 0 for p in out)

@@ -1,0 +1,131 @@
+"""The headline tables (analyses.results): dataset statistics, main results, transition, oracles."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from reference import reference_recall
+
+from baglm_nb.analyses import tables
+from baglm_nb.analyses.paper import PAPER, PAPER_STATS
+from baglm_nb.analyses.results import (
+    dataset_table,
+    main_results_table,
+    oracle_table,
+    transition_table,
+)
+from baglm_nb.analyses.tables import items_of, title_for, write_table
+from baglm_nb.core.evaluation import evaluate
+from baglm_nb.core.observations import from_simulation
+from baglm_nb.core.oracles import oracle_dependency
+from baglm_nb.core.pipeline import run_baglm
+from baglm_nb.inputs.datasets import load_dataset
+
+
+@pytest.fixture(scope="module")
+def observations():
+    return [from_simulation("htstep", limit=5), from_simulation("coin", limit=5)]
+
+
+@pytest.fixture
+def scored_calls(monkeypatch):
+    """Every evaluation the tables make, as ``(dataset, number of videos)``."""
+    calls = []
+    score = tables.score
+
+    def counted(dataset, beliefs, videos):
+        calls.append((dataset, len(beliefs)))
+        return score(dataset, beliefs, videos)
+
+    monkeypatch.setattr(tables, "score", counted)
+    return calls
+
+
+def test_tables_name_the_source_and_write_atomically(observations, tmp_path):
+    table = main_results_table(observations[:1])
+    assert set(table["source"]) == {"simulated"}
+    assert table.loc[table["method"] == "BaGLM", "paper"].item() == 57.4
+    title = title_for("Main results", "simulated")
+    assert "simulated" in title
+    write_table(table, tmp_path / "main", title=title)
+    assert pd.read_csv(tmp_path / "main.csv").shape == table.shape
+    md = (tmp_path / "main.md").read_text()
+    assert md.startswith(f"**{title}**") and md.count("\n|") == len(table) + 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "main.csv",
+        "main.items.parquet",
+        "main.md",
+        "main.summary.json",
+    ]
+
+
+def test_main_results_beside_the_paper(observations):
+    table = main_results_table(observations)
+    assert list(table.columns) == ["dataset", "method", "workbench", "paper", "videos", "source"]
+    assert list(table["dataset"]) == ["HT-Step", "HT-Step", "COIN", "COIN"]
+    assert list(table["paper"]) == [57.4, 52.0, 51.0, 47.9]
+    for obs, (bag, off) in zip(observations, [(0, 1), (2, 3)], strict=True):
+        beliefs = run_baglm(obs, "oracle")
+        assert table["workbench"][bag] == round(
+            reference_recall(obs.dataset, beliefs, obs.videos), 1
+        )
+        assert table["workbench"][off] == round(
+            reference_recall(obs.dataset, obs.vsg, obs.videos), 1
+        )
+    assert (table["videos"] == 5).all()
+    with pytest.raises(KeyError, match="no dependency source for htstep"):
+        main_results_table(observations, {"coin": "oracle"})
+
+
+def test_transition_table_computes_the_baseline_once_per_dataset(observations, scored_calls):
+    table = transition_table(observations)
+    # per dataset: one off-the-shelf evaluation, then one per variant
+    assert scored_calls == [("htstep", 5)] * 5 + [("coin", 5)] * 5
+    assert list(table.columns) == [
+        "dataset", "method", "workbench", "paper", "off_the_shelf", "videos", "source",
+    ]  # fmt: skip
+    assert list(table["method"]) == ["static", "readiness", "validity", "both"] * 2
+    assert list(table["paper"][:4]) == [55.9, 57.0, 56.4, 57.4]
+    assert table["paper"][4:].isna().all()  # the paper has no transition ablation on COIN
+    for i, obs in enumerate(observations):
+        part = table.iloc[4 * i : 4 * i + 4]
+        off = reference_recall(obs.dataset, obs.vsg, obs.videos)
+        assert (part["off_the_shelf"] == round(off, 1)).all()
+        for _, row in part.iterrows():
+            beliefs = run_baglm(obs, "oracle", transition=row["method"])
+            expected = evaluate(obs.dataset, beliefs, obs.videos)
+            assert row["workbench"] == round(expected, 1)
+            items = items_of(table)
+            mine = items[(items["dataset"] == row["dataset"]) & (items["method"] == row["method"])]
+            assert round(mine["hit"].mean() * 100, 1) == row["workbench"]
+
+
+def test_oracle_table_labels_the_estimated_source(observations, scored_calls):
+    htstep = observations[0]
+    matrices = {v.uid: oracle_dependency(v) for v in load_dataset("htstep")[:5]}
+    table = oracle_table([htstep], {"htstep": matrices})
+    assert len(scored_calls) == 5  # the baseline once, then the four variants
+    assert list(table["method"]) == [
+        "D=LLM, progress=scores",
+        "D=LLM, progress=oracle",
+        "D=oracle, progress=scores",
+        "D=oracle, progress=oracle",
+    ]
+    keys = ["both", "oracle_progress", "oracle_dependency", "oracle_both"]
+    assert list(table["paper"]) == [PAPER[k]["htstep"] for k in keys]
+    for row, progress in zip(table.itertuples(), ["scores", "oracle"] * 2, strict=True):
+        beliefs = run_baglm(htstep, "oracle", progress=progress)  # D = the chain either way
+        assert row.workbench == round(evaluate("htstep", beliefs, htstep.videos), 1)
+    assert oracle_table([htstep])["method"].iloc[0] == "D=none, progress=scores"
+
+
+def test_dataset_table_beside_the_paper():
+    table = dataset_table(["coin"])
+    assert list(table["statistic"]) == list(PAPER_STATS["coin"])
+    assert list(table["paper"]) == list(PAPER_STATS["coin"].values())
+    stats = table.set_index("statistic")["workbench"]
+    assert stats["videos"] == len(load_dataset("coin"))
+    assert stats["tasks"] == len({v.task for v in load_dataset("coin")})
+    assert items_of(table) is None and not math.isnan(stats["mean_steps"])

@@ -1,0 +1,75 @@
+"""Per-segment timings (analyses.timing): summaries by K, the table beside the paper's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from baglm_nb.analyses import timing as T
+from baglm_nb.analyses.paper import PAPER_TIMING
+from baglm_nb.analyses.tables import items_of
+from baglm_nb.core.simulate import write_simulated_cache
+from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.stores.cache import ScoreCache, ScoreKey
+
+
+def test_timing_summary_and_table_from_a_score_cache(tmp_path):
+    videos = load_dataset("htstep")
+    example = next(v for v in videos if v.uid == PAPER_TIMING["example_uid"])
+    other = next(v for v in videos if v.num_steps != example.num_steps)
+    cache = ScoreCache(tmp_path, ScoreKey("htstep", "m", "p"))
+    for video, decode in ((example, 1.0), (other, 3.0)):
+        s = 3
+        cache.write_video(
+            video.uid,
+            np.full((s, video.num_steps + 1), 0.5),
+            timings={
+                "decode_s": np.full(s, decode),
+                "vsg_s": np.full(s, 0.1),
+                "progress_s": np.full(s, 0.5),
+            },
+        )
+    frame = cache.timings_frame()
+    summary = T.timing_summary(frame, videos)
+    assert list(summary.columns[:6]) == [
+        "num_steps",
+        "videos",
+        "segments",
+        "decode_s",
+        "vsg_s",
+        "progress_s",
+    ]
+    row = summary.set_index("num_steps").loc[example.num_steps]
+    assert row["total_s"] == pytest.approx(1.6) and row["realtime_share"] == 1.0
+    assert summary.set_index("num_steps").loc[other.num_steps, "realtime_share"] == 0.0
+    table = T.timing_table(frame, videos, source="lmm:m").set_index("stage")
+    assert table.loc["decode_s", "workbench"] == pytest.approx(2.0)
+    assert table.loc["decode_s", "workbench_example"] == pytest.approx(1.0)
+    assert table.loc["progress_s", "paper"] == 0.814 and table.loc["total_s", "segments"] == 6
+    assert items_of(table) is None  # timings have no (video, step) pairs
+    with pytest.raises(ValueError, match="not in the dataset"):
+        T.timing_summary(frame, videos[:1])
+
+
+def test_no_timings_table_never_invents_numbers():
+    table = T.no_timings_table("no score cache given")
+    assert (table["workbench"] == "no timings available").all()
+    assert list(table["paper"]) == [1.201, 0.088, 0.814, 2.1]
+    assert (table["note"] == "no score cache given").all()
+
+
+def test_timing_tables_never_invent_timings(tmp_path):
+    assert T.timing_tables(None)["summary"] is None
+    sim = T.timing_tables(write_simulated_cache("coin", tmp_path, limit=2))
+    assert sim["summary"] is None and "recorded no per-segment timings" in sim["message"]
+    assert (sim["table"]["workbench"] == "no timings available").all()
+    video = load_dataset("coin")[0]
+    cache = ScoreCache(tmp_path, ScoreKey("coin", "m", "p"))
+    cache.write_video(
+        video.uid,
+        np.full((2, video.num_steps + 1), 0.5),
+        timings={"decode_s": np.ones(2), "vsg_s": np.ones(2)},
+    )
+    real = T.timing_tables(cache.path)
+    assert real["source"] == "lmm:m" and real["dataset"] == "coin"
+    assert real["summary"]["total_s"].iloc[0] == pytest.approx(2.0)
