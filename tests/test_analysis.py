@@ -20,7 +20,8 @@ from baglm_nb.core.pipeline import compare
 from baglm_nb.core.simulate import SimulationParams, write_simulated_cache
 from baglm_nb.inputs.datasets import load_dataset
 from baglm_nb.inputs.video import find_video_file, frames_at
-from baglm_nb.stores.cache import ScoreCache, ScoreKey
+from baglm_nb.stores.keys import ScoreKey
+from baglm_nb.stores.scores import ScoreCache
 
 ROOT = Path(__file__).resolve().parent.parent
 N = 8

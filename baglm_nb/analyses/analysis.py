@@ -36,7 +36,7 @@ from baglm_nb.core.pipeline import run_baglm
 from baglm_nb.core.simulate import SimulationParams
 from baglm_nb.inputs import grid
 from baglm_nb.inputs.datasets import Video, load_dataset
-from baglm_nb.stores.cache import ScoreCache
+from baglm_nb.stores.scores import ScoreCache
 
 __all__ = [
     "TIMING_ORDER",
@@ -525,7 +525,7 @@ def timing_summary(
 ) -> pd.DataFrame:
     """Mean seconds per segment of each timing column, by the video's number of steps K.
 
-    ``frame`` is :meth:`baglm_nb.stores.cache.ScoreCache.timings_frame` (``video_uid``, ``segment``
+    ``frame`` is :meth:`baglm_nb.stores.scores.ScoreCache.timings_frame` (``video_uid``, ``segment``
     and one float column per timed stage, e.g. ``decode_s``, ``vsg_s``, ``progress_s``). The
     total is ``total_s`` when recorded, else the sum of the stages. ``realtime_share`` is the
     fraction of segments processed within ``segment_duration`` seconds.
