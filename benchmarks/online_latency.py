@@ -27,7 +27,7 @@ def load_segments(scores: str | None):
     """Per-segment (vsg, progress) per video and the source label."""
     videos = load_dataset("htstep")
     if scores:
-        from baglm_nb.stores.cache import ScoreCache
+        from baglm_nb.stores.scores import ScoreCache
 
         cache = ScoreCache.open(scores)
         data = {u: (s.vsg, s.progress) for u, s in cache.read_all().items()}

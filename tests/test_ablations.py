@@ -15,7 +15,8 @@ from baglm_nb.core.oracles import oracle_dependency
 from baglm_nb.core.pipeline import compare, run_baglm
 from baglm_nb.core.simulate import SimulationParams
 from baglm_nb.inputs.datasets import load_dataset
-from baglm_nb.stores.cache import ScoreCache, ScoreKey
+from baglm_nb.stores.keys import ScoreKey
+from baglm_nb.stores.scores import ScoreCache
 
 N = 8
 

@@ -21,7 +21,8 @@ from baglm_nb.core import sources
 from baglm_nb.inputs.datasets import Segment, Video, load_dataset
 from baglm_nb.models import dependencies as dep
 from baglm_nb.models.prompts import get_prompt
-from baglm_nb.stores.cache import DependencyCache, DependencyKey
+from baglm_nb.stores.dependencies import DependencyCache
+from baglm_nb.stores.keys import DependencyKey
 
 GOAL = "Make a cup of tea"
 STEPS = ["Boil the water.", "Pour the water into the cup."]

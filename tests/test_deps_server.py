@@ -26,7 +26,8 @@ import pytest
 
 from baglm_nb.inputs.datasets import Video
 from baglm_nb.models import dependencies as dep
-from baglm_nb.stores.cache import DependencyCache, DependencyKey
+from baglm_nb.stores.dependencies import DependencyCache
+from baglm_nb.stores.keys import DependencyKey
 
 pytestmark = pytest.mark.server
 

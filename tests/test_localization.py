@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import ndimage
 
+from baglm_nb.analyses import localization
 from baglm_nb.analyses.localization import (
     DEFAULT_SCALES,
     SIGMA_TO_HALF_WIDTH,
-    _dedupe,
-    _local_max_3x3,
     article_grounding_ap,
     article_grounding_map,
     column_step_ids,
@@ -23,6 +24,8 @@ from baglm_nb.analyses.localization import (
     log_scales,
     windowed_recall,
 )
+from baglm_nb.analyses.localization.detection import _local_max_3x3
+from baglm_nb.analyses.localization.metrics import _dedupe
 from baglm_nb.analyses.paper import PAPER_LOCALIZATION, paper_model
 from baglm_nb.inputs.datasets import Segment, Video, load_dataset
 
@@ -512,3 +515,19 @@ def test_cli_localize_on_simulated_htstep(capsys, tmp_path):
     assert "+ BaGLM" in text and "NaSVA" in text
     table = pd.read_csv(out.with_suffix(".csv"))
     assert table.loc[0, "paper @0.3"] == 15.0 and table.loc[1, "paper @[0.3-0.7]"] == 7.7
+
+
+# --------------------------------------------------------------------------------------------
+# Package
+
+
+@pytest.mark.parametrize("module", ["response", "detection", "metrics", "tables"])
+def test_package_reexports_every_public_name(module):
+    mod = importlib.import_module(f"baglm_nb.analyses.localization.{module}")
+    assert mod.__doc__ and "Exports" in mod.__doc__
+    for name in mod.__all__:
+        assert getattr(localization, name) is getattr(mod, name)
+        assert name in localization.__all__
+    from baglm_nb import localization as shim
+
+    assert shim.localize is localization.localize

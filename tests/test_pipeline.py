@@ -16,7 +16,8 @@ from baglm_nb.core.oracles import oracle_dependency
 from baglm_nb.core.pipeline import compare, run_baglm
 from baglm_nb.core.simulate import write_simulated_cache
 from baglm_nb.inputs.datasets import load_dataset
-from baglm_nb.stores.cache import DependencyCache, DependencyKey
+from baglm_nb.stores.dependencies import DependencyCache
+from baglm_nb.stores.keys import DependencyKey
 
 
 @pytest.fixture(scope="module")

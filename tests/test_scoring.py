@@ -17,7 +17,7 @@ from baglm_nb.inputs.datasets import load_dataset
 from baglm_nb.inputs.grid import num_segments
 from baglm_nb.inputs.video import find_video_file, probe
 from baglm_nb.models.scoring import make_scorer, score_dataset
-from baglm_nb.stores.cache import ScoreCache
+from baglm_nb.stores.scores import ScoreCache
 
 CLIPS = Path(__file__).parent / "data" / "videos"
 STEPS = ["pick up the object", "turn it", "put it down"]

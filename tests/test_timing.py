@@ -10,7 +10,8 @@ from baglm_nb.analyses.paper import PAPER_TIMING
 from baglm_nb.analyses.tables import items_of
 from baglm_nb.core.simulate import write_simulated_cache
 from baglm_nb.inputs.datasets import load_dataset
-from baglm_nb.stores.cache import ScoreCache, ScoreKey
+from baglm_nb.stores.keys import ScoreKey
+from baglm_nb.stores.scores import ScoreCache
 
 
 def test_timing_summary_and_table_from_a_score_cache(tmp_path):

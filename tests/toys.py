@@ -1,8 +1,10 @@
-"""Hand-made annotated videos for tests (closed-form cases)."""
+"""Hand-made annotated videos for tests (closed-form cases), and random score arrays."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+import numpy as np
 
 from baglm_nb.inputs.datasets import Segment, Video
 
@@ -30,3 +32,10 @@ def toy_video(
         num_frames=round(fps * duration) if num_frames is None else num_frames,
         duration=duration,
     )
+
+
+def random_scores(rng: np.random.Generator, s: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random (S, K+1) VSG and (S, K, 10) progress probabilities (progress rows sum to <= 1)."""
+    vsg = rng.dirichlet(np.ones(k + 1), size=s)
+    progress = rng.dirichlet(np.ones(10), size=(s, k)) * rng.uniform(0.5, 1.0, size=(s, k, 1))
+    return vsg, progress

@@ -36,7 +36,7 @@ from baglm_nb.core import sources
 from baglm_nb.core.observations import Observations, from_simulation
 from baglm_nb.core.simulate import SimulationParams
 from baglm_nb.inputs import grid
-from baglm_nb.stores.cache import ScoreCache
+from baglm_nb.stores.scores import ScoreCache
 
 __all__ = [
     "llm_table",

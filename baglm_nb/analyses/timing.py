@@ -1,7 +1,7 @@
 """Per-segment inference timings behind notebook 07, beside the paper's (App. inference speed).
 
 Timings come from a score cache that recorded them
-(:meth:`baglm_nb.stores.cache.ScoreCache.timings_frame`); without one the table says ``no
+(:meth:`baglm_nb.stores.scores.ScoreCache.timings_frame`); without one the table says ``no
 timings available`` and never invents a number. These tables have no (video, step) items.
 
 Exports :data:`TIMING_ORDER`, :func:`timing_summary`, :func:`timing_table`,
@@ -20,7 +20,7 @@ import pandas as pd
 
 from baglm_nb.analyses.paper import PAPER_TIMING
 from baglm_nb.inputs.datasets import Video, load_dataset
-from baglm_nb.stores.cache import ScoreCache
+from baglm_nb.stores.scores import ScoreCache
 
 __all__ = ["TIMING_ORDER", "no_timings_table", "timing_summary", "timing_table", "timing_tables"]
 
@@ -50,7 +50,7 @@ def timing_summary(
 ) -> pd.DataFrame:
     """Mean seconds per segment of each timing column, by the video's number of steps K.
 
-    ``frame`` is :meth:`baglm_nb.stores.cache.ScoreCache.timings_frame` (``video_uid``, ``segment``
+    ``frame`` is :meth:`baglm_nb.stores.scores.ScoreCache.timings_frame` (``video_uid``, ``segment``
     and one float column per timed stage, e.g. ``decode_s``, ``vsg_s``, ``progress_s``). The
     total is ``total_s`` when recorded, else the sum of the stages. ``realtime_share`` is the
     fraction of segments processed within ``segment_duration`` seconds.

@@ -79,7 +79,7 @@ def from_cache(path: str | os.PathLike, videos: Sequence[Video] | None = None) -
 
     ``videos`` is the dataset's annotation list when the caller already has it.
     """
-    from baglm_nb.stores.cache import ScoreCache
+    from baglm_nb.stores.scores import ScoreCache
 
     cache = ScoreCache.open(Path(path))
     key = cache.key

@@ -430,12 +430,12 @@ def calibrate(
 
 
 def cache_key(dataset: str, params: SimulationParams | None = None):
-    """The :class:`~baglm_nb.stores.cache.ScoreKey` of a simulated run (model ``simulated``).
+    """The :class:`~baglm_nb.stores.keys.ScoreKey` of a simulated run (model ``simulated``).
 
     The prompt-version slot holds a digest of the parameters, so runs with different
     parameters never share a folder.
     """
-    from baglm_nb.stores.cache import ScoreKey
+    from baglm_nb.stores.keys import ScoreKey
 
     p = SimulationParams() if params is None else params
     digest = (
@@ -456,7 +456,7 @@ def write_simulated_cache(
 
     Videos already in the cache are not redone, so an interrupted run resumes.
     """
-    from baglm_nb.stores.cache import ScoreCache
+    from baglm_nb.stores.scores import ScoreCache
 
     params = SimulationParams() if params is None else params
     videos = list(load_dataset(dataset) if videos is None else videos)[:limit]

@@ -10,7 +10,7 @@ already built :class:`~baglm_nb.core.observations.Observations`, or a mapping
 A **deps setting** is ``"oracle"`` (each video's ground-truth chain), ``"none"`` (D = 0: BaGLM
 reduces to the normalised scores), ``"imported"`` (the authors' matrices, imported earlier),
 ``"smollm2"`` (built with the tiny local LLM: mechanics only), a dependency-cache folder, an
-opened :class:`~baglm_nb.stores.cache.DependencyCache`, a mapping ``{uid or group: (K, K)}``,
+opened :class:`~baglm_nb.stores.dependencies.DependencyCache`, a mapping ``{uid or group: (K, K)}``,
 or a mapping ``{dataset: one of those}`` (a dataset missing from it has no source: ``None``).
 
 ``limit`` always means the first ``limit`` videos in annotation-file order (of those a cache
@@ -133,7 +133,7 @@ def observations_for(
 class Dependencies:
     """A resolved dependency source: where each video's D (K, K) comes from, and its label.
 
-    ``source`` is ``"oracle"``, ``"none"``, a :class:`~baglm_nb.stores.cache.DependencyCache`
+    ``source`` is ``"oracle"``, ``"none"``, a :class:`~baglm_nb.stores.dependencies.DependencyCache`
     (looked up by uid, then group) or a mapping ``{uid or group: (K, K)}``.
     """
 
@@ -196,7 +196,8 @@ def dependencies(
     show_progress : bool
         Progress bars while building (``"smollm2"``).
     """
-    from baglm_nb.stores.cache import DependencyCache, DependencyKey
+    from baglm_nb.stores.dependencies import DependencyCache
+    from baglm_nb.stores.keys import DependencyKey
 
     if _per_dataset(deps):
         if dataset not in deps:

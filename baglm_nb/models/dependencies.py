@@ -24,12 +24,12 @@ Sources of D
   never a silent 0.0 (the published code's choice).
 * ``"oracle"``: each video's ground-truth chain (:func:`baglm_nb.core.oracles.oracle_dependency`).
 * ``"imported"``: the authors' ``.pt`` matrices
-  (:func:`baglm_nb.stores.cache.import_reference_results`).
+  (:func:`baglm_nb.stores.importer.import_reference_results`).
 * ``"none"``: all zeros.
 
 Matrices from the LLM back-ends are built once per group
 (:attr:`baglm_nb.inputs.datasets.Video.group`, §4.2) by :func:`build_dependencies` and stored
-in a :class:`~baglm_nb.stores.cache.DependencyCache`;
+in a :class:`~baglm_nb.stores.dependencies.DependencyCache`;
 every video of the group reuses its group's matrix. A run that stops (error, kill) resumes:
 finished groups are in the cache, and the finished pairs of an unfinished group are kept in a
 per-group partial file (``partial/<group>.parquet`` beside the cache's ``groups/``, written
@@ -68,13 +68,11 @@ from baglm_nb.core import sources
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import first_starts
 from baglm_nb.models.prompts import common_prefix_length, get_prompt
-from baglm_nb.stores.cache import (
-    DependencyCache,
-    DependencyKey,
-    _entry_file,
-    _read_parquet,
-    _write_parquet_atomic,
-)
+from baglm_nb.stores.dependencies import DependencyCache
+from baglm_nb.stores.keys import DependencyKey
+from baglm_nb.stores.parquet import entry_file as _entry_file
+from baglm_nb.stores.parquet import read_parquet as _read_parquet
+from baglm_nb.stores.parquet import write_parquet as _write_parquet_atomic
 
 if TYPE_CHECKING:
     import torch

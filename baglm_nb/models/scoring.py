@@ -26,7 +26,8 @@ from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import num_segments
 from baglm_nb.inputs.video import find_video_file
 from baglm_nb.stores.atomic import atomic_write_json
-from baglm_nb.stores.cache import ScoreCache, ScoreKey
+from baglm_nb.stores.keys import ScoreKey
+from baglm_nb.stores.scores import ScoreCache
 
 __all__ = ["make_scorer", "score_dataset", "score_video"]
 

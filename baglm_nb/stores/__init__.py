@@ -1,5 +1,11 @@
 """Stage 3, stores: what is computed once and read many times.
 
 - :mod:`.atomic`: the one atomic file writer (temp file, fsync, rename);
-- :mod:`.cache`: Parquet score and dependency caches, and the authors'-files importer.
+- :mod:`.keys`: :class:`~.keys.ScoreKey` and :class:`~.keys.DependencyKey`, the identity and
+  folder of a stored set;
+- :mod:`.parquet`: what both caches share (``config.json``, one Parquet file per entry,
+  BaGLM metadata);
+- :mod:`.scores`: the score cache (VSG and progress per video);
+- :mod:`.dependencies`: the dependency cache (one matrix per task group);
+- :mod:`.importer`: the authors' published ``.pt`` files into both caches.
 """

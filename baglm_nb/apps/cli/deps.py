@@ -129,7 +129,7 @@ def _deps(args: argparse.Namespace) -> int:
 
     from baglm_nb.core import sources
     from baglm_nb.models import dependencies as dep
-    from baglm_nb.stores.cache import DependencyCache
+    from baglm_nb.stores.dependencies import DependencyCache
 
     progress = not args.no_progress
     source: object
@@ -137,7 +137,7 @@ def _deps(args: argparse.Namespace) -> int:
         source = args.backend
     elif args.backend == "imported":
         if args.src:
-            from baglm_nb.stores.cache import import_reference_results
+            from baglm_nb.stores.importer import import_reference_results
 
             summary = import_reference_results(
                 args.src, args.dataset, args.lmm, root=args.cache_root, llm=args.llm,

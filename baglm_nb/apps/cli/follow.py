@@ -43,7 +43,7 @@ def _replay_setup(args):
     from baglm_nb.apps.online import OnlineGrounder, load_task
     from baglm_nb.core import sources
     from baglm_nb.inputs.datasets import load_dataset
-    from baglm_nb.stores.cache import ScoreCache
+    from baglm_nb.stores.scores import ScoreCache
 
     cache = ScoreCache.open(args.replay)
     if not cache.has(args.source):

@@ -22,7 +22,7 @@ def register(verbs) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``import`` verb."""
-    from baglm_nb.stores.cache import import_reference_results
+    from baglm_nb.stores.importer import import_reference_results
 
     summary = import_reference_results(
         args.src, args.dataset, args.model, root=args.cache_root, llm=args.llm,

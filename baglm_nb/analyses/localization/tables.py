@@ -1,0 +1,110 @@
+"""Localization tables (CLI and notebook): the off-the-shelf LMM and BaGLM side by side.
+
+:func:`localization_table` is Tab. htstep_localization / off_the_shelf_vs_baglm_localization for
+one observation set: article-grounding mAP (%) of segments detected on the LMM's raw scores and
+on BaGLM's beliefs, beside the paper's values (:data:`baglm_nb.analyses.paper.PAPER_LOCALIZATION`)
+and NaSVA's reported row. :func:`windowed_recall_table` is the Ego4D Goal-Step windowed R@1
+beside the point-wise R@1 of the same beliefs (no paper values exist).
+
+Exports :data:`METRIC_NAMES`, :func:`localization_table` and :func:`windowed_recall_table`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from baglm_nb.analyses.localization.detection import localize
+from baglm_nb.analyses.localization.metrics import article_grounding_map, windowed_recall
+from baglm_nb.analyses.paper import PAPER_LOCALIZATION, paper_model
+from baglm_nb.inputs.datasets import load_dataset
+
+__all__ = ["METRIC_NAMES", "localization_table", "windowed_recall_table"]
+
+#: Column names of the paper's localization tables (the mean is over all five thresholds).
+METRIC_NAMES: tuple[str, ...] = ("@0.3", "@0.5", "@0.7", "@[0.3-0.7]")
+
+
+def _map_row(values: dict[str, float]) -> dict[str, float]:
+    return {
+        "@0.3": values["@0.3"],
+        "@0.5": values["@0.5"],
+        "@0.7": values["@0.7"],
+        "@[0.3-0.7]": values["mean"],
+    }
+
+
+def localization_table(
+    obs, deps: Any = "oracle", *, match_labels: bool = False, beliefs=None, **kwargs: Any
+) -> pd.DataFrame:
+    """Tab. htstep_localization / off_the_shelf_vs_baglm_localization for one observation set.
+
+    Rows: the off-the-shelf LMM (raw scores) and BaGLM (beliefs), both without the none column,
+    each with the workbench's mAP (%) at @0.3, @0.5, @0.7, @[0.3-0.7] and the paper's value for
+    the same LMM (``paper @...``; simulated observations are compared with InternVL2.5-8B, the
+    LMM they are calibrated to), plus NaSVA's reported row. ``kwargs`` go to
+    :func:`~baglm_nb.analyses.localization.detection.detect_segments`; ``beliefs``
+    (uid -> (T, K+1)) skips the filter.
+    """
+    from baglm_nb.core.pipeline import run_baglm
+
+    videos = load_dataset(obs.dataset)
+    if beliefs is None:
+        beliefs = run_baglm(obs, deps, videos=videos)
+    evaluated = [v for v in videos if v.uid in beliefs]
+    model = paper_model(obs.label)
+    paper = PAPER_LOCALIZATION.get(model, {}) if obs.dataset == "htstep" else {}
+    rows = []
+    for method, source in (("off_the_shelf", {u: obs.vsg[u] for u in beliefs}), ("baglm", beliefs)):
+        preds = localize(source, obs.dataset, videos, **kwargs)
+        values = _map_row(
+            article_grounding_map(preds, obs.dataset, videos=evaluated, match_labels=match_labels)
+        )
+        label = "off-the-shelf LMM" if method == "off_the_shelf" else "+ BaGLM"
+        row = {"method": label, "model": model}
+        row.update({k: round(v, 1) for k, v in values.items()})
+        ref = paper.get(method, {})
+        row.update({f"paper {k}": ref.get(k) for k in METRIC_NAMES})
+        row.update({"videos": len(evaluated), "segments": len(preds), "source": obs.label})
+        rows.append(row)
+    if obs.dataset == "htstep":
+        ref = PAPER_LOCALIZATION["nasva"]["offline"]
+        row = {"method": "NaSVA (paper only)", "model": "nasva"}
+        row.update({k: None for k in METRIC_NAMES})
+        row.update({f"paper {k}": ref[k] for k in METRIC_NAMES})
+        row.update({"videos": None, "segments": None, "source": "paper"})
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    return out.astype({"videos": "Int64", "segments": "Int64"})
+
+
+def windowed_recall_table(
+    obs, deps: Any = "oracle", *, unit: str = "query", beliefs=None, **kwargs: Any
+) -> pd.DataFrame:
+    """Ego4D Goal-Step windowed R@1 (IoU > 0.3, 0.5) and mIoU for the LMM and BaGLM, beside the
+    point-wise R@1 (the paper's metric) of the same beliefs. No paper values exist."""
+    from baglm_nb.core.evaluation import evaluate
+    from baglm_nb.core.pipeline import run_baglm
+
+    videos = load_dataset(obs.dataset)
+    if beliefs is None:
+        beliefs = run_baglm(obs, deps, videos=videos)
+    evaluated = [v for v in videos if v.uid in beliefs]
+    rows = []
+    for label, source in (
+        ("off-the-shelf LMM", {u: obs.vsg[u] for u in beliefs}),
+        ("BaGLM", beliefs),
+    ):
+        preds = localize(source, obs.dataset, videos, **kwargs)
+        rec = windowed_recall(preds, obs.dataset, videos=evaluated, unit=unit)
+        rows.append(
+            {
+                "method": label,
+                **{k: (round(v, 1) if isinstance(v, float) else v) for k, v in rec.items()},
+                "point-wise R@1": round(evaluate(obs.dataset, source, evaluated), 1),
+                "videos": len(evaluated),
+                "source": obs.label,
+            }
+        )
+    return pd.DataFrame(rows)
