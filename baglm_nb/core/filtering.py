@@ -19,6 +19,8 @@ from typing import Literal
 import numba
 import numpy as np
 
+from baglm_nb.inputs import grid
+
 __all__ = [
     "PRIORS",
     "STEPPINGS",
@@ -408,5 +410,5 @@ def run_filter(
     divisor = n if n is not None else np.empty((0, v.shape[1]))
     out = _forward(static_transition(d), weights, v, divisor, prior == "propagated")
     if stepping == "segment":
-        out = np.repeat(out, segment_duration, axis=0)
+        out = grid.per_second(out, segment_duration)
     return out
