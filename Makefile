@@ -1,7 +1,9 @@
 # baglm-workbench: set-up, tests, lint and notebook figures.
 #
-#   make setup      system ffmpeg (apt, when root) + .venv + pip install -e ".[dev]" + kernel
-#   make test       pytest in .venv        (make test PYTEST_ARGS="-m 'not slow'")
+#   make setup      apt ffmpeg + chromium (when root) + .venv + pip install -e ".[dev,server-tests]"
+#                   + Jupyter kernel, with a timing line per phase (scripts/setup.sh)
+#   make test       the whole suite in .venv; a test that cannot run fails (never skips)
+#   make test-fast  the quick subset: -m "not slow and not browser and not server"
 #   make lint       ruff check + ruff format --check
 #   make data       prepare the simulated score caches the figure notebooks read (data/cache/)
 #   make figures    run notebooks/[0-9]*.ipynb headlessly into figures/<stem>/ from prepared data
@@ -14,7 +16,6 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
 LINT_PATHS := baglm_nb tests benchmarks
 
 PYTEST_ARGS ?=
@@ -27,13 +28,16 @@ PREPARED := data/cache/prepared.json
 NOTEBOOK_STEMS := $(basename $(notdir $(wildcard notebooks/[0-9]*.ipynb)))
 FIGURE_TARGETS := $(addprefix figures/,$(NOTEBOOK_STEMS))
 
-.PHONY: help setup system-deps test lint data figures clean-figures clean-data $(FIGURE_TARGETS)
+.PHONY: help setup test test-fast lint data figures clean-figures clean-data $(FIGURE_TARGETS)
 
 help:
 	@echo "baglm-workbench targets:"
-	@echo "  make setup          install ffmpeg (apt-get, when root), create $(VENV), pip install -e \".[dev]\","
-	@echo "                      register the 'python3' Jupyter kernel inside $(VENV) (re-runs are no-ops)"
-	@echo "  make test           run pytest in $(VENV)   [PYTEST_ARGS=\"-m 'not slow'\"]"
+	@echo "  make setup          everything the tests need: ffmpeg + chromium (apt-get when root, else the"
+	@echo "                      command is printed), $(VENV), pip install -e \".[dev,server-tests]\" (compiles"
+	@echo "                      llama.cpp), the 'python3' Jupyter kernel; timing per phase (re-runs are quick)"
+	@echo "  make test           the whole suite; a test that cannot run fails with the install command"
+	@echo "                      [PYTEST_ARGS=\"-x\"]"
+	@echo "  make test-fast      the quick subset: -m \"not slow and not browser and not server\""
 	@echo "  make lint           ruff check + ruff format --check on $(LINT_PATHS)"
 	@echo "  make data           simulate the four datasets' score caches into data/cache/ and write"
 	@echo "                      $(PREPARED), the notebooks' 'scores' parameter file (CPU default)"
@@ -45,48 +49,8 @@ help:
 	@echo "  make clean-data     remove the prepared simulated caches (make data rebuilds them)"
 	@echo "  make help           this list"
 
-setup: system-deps $(STAMP)
-	@echo "setup: done ($(VENV) is up to date; activate with 'source $(VENV)/bin/activate')"
-
-# ffmpeg (needed by torchcodec at runtime) and, on bare Debian, python3-venv (ensurepip).
-# Installed with apt-get only when running as root; otherwise just say what is missing.
-system-deps:
-	@set -e; \
-	if ! $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then \
-	  echo "error: $(PYTHON) must be Python >= 3.11 (found: $$($(PYTHON) --version 2>&1))" >&2; exit 1; \
-	fi; \
-	pkgs=""; \
-	command -v ffmpeg >/dev/null 2>&1 || pkgs="$$pkgs ffmpeg"; \
-	if [ ! -x $(VPY) ] && ! $(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1; then \
-	  pkgs="$$pkgs python3-venv"; \
-	fi; \
-	if [ -z "$$pkgs" ]; then \
-	  echo "system-deps: ffmpeg found at $$(command -v ffmpeg)"; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  echo "system-deps: installing$$pkgs with apt-get"; \
-	  export DEBIAN_FRONTEND=noninteractive; \
-	  apt-get update -q </dev/null && \
-	  apt-get install -y -q --no-install-recommends $$pkgs </dev/null || { \
-	    echo "error: 'apt-get install$$pkgs' failed (no network or apt sources?)" >&2; exit 1; }; \
-	else \
-	  echo "*************************************************************************"; \
-	  echo "WARNING: missing system package(s):$$pkgs"; \
-	  echo "  ffmpeg is needed by torchcodec to decode videos. Install it with:"; \
-	  echo "      sudo apt-get install$$pkgs"; \
-	  echo "  (conda users: see environment.yml). Continuing without it."; \
-	  echo "*************************************************************************"; \
-	fi
-
-$(VPY):
-	$(PYTHON) -m venv $(VENV)
-
-# The stamp is newer than pyproject.toml once the install succeeded; a second
-# `make setup` therefore does nothing. Touch pyproject.toml (or rm the stamp) to force.
-$(STAMP): pyproject.toml | $(VPY)
-	$(VPY) -m pip install --upgrade pip
-	$(VPY) -m pip install -e ".[dev]"
-	$(VPY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (baglm)"
-	touch $@
+setup:
+	@bash scripts/setup.sh
 
 define require_venv
 	@test -x $(VPY) || { echo "error: $(VENV) is not set up; run 'make setup' first" >&2; exit 1; }
@@ -98,6 +62,9 @@ test:
 	$(VPY) -m pytest $(PYTEST_ARGS) || { rc=$$?; \
 	  if [ $$rc = 5 ]; then echo "error: pytest collected no tests (exit code 5); tests must exist." >&2; fi; \
 	  exit $$rc; }
+
+test-fast:
+	$(MAKE) --no-print-directory test PYTEST_ARGS='-m "not slow and not browser and not server" $(PYTEST_ARGS)'
 
 lint:
 	$(require_venv)

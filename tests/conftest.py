@@ -1,9 +1,18 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures, and the rule that a test never skips.
+
+``make setup`` installs everything the suite needs (ffmpeg, chromium, the server extra), so a
+test that cannot run because something is missing **fails**, with the reason it gives (the
+install command) and a pointer to ``make setup``. To run a subset, deselect by marker instead
+(``make test-fast``: ``-m "not slow and not browser and not server"``); deselected tests are
+not skipped.
+"""
 
 from __future__ import annotations
 
 import pytest
 import torch
+
+SETUP_HINT = "`make setup` installs everything the test suite needs"
 
 
 @pytest.fixture(scope="module")
@@ -13,3 +22,32 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+def _skip_reason(longrepr) -> str:
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Turn a skip into a failure that says what is missing and how to install it."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = (
+            f"not skipped, failed: {_skip_reason(report.longrepr)} ({SETUP_HINT}; "
+            "to leave such tests out, deselect them with -m, e.g. `make test-fast`)"
+        )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """A module that skips itself at import (``importorskip``) fails the same way."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped:
+        report.outcome = "failed"
+        report.longrepr = f"not skipped, failed: {_skip_reason(report.longrepr)} ({SETUP_HINT})"

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# `make setup`: everything the test suite needs, on a fresh Debian/Ubuntu machine.
+#
+#   system packages  ffmpeg (torchcodec decodes with it), chromium (browser tests), python3-venv
+#                    when ensurepip is missing: apt-get when running as root, else the one
+#                    command to run is printed. Runs in the background, beside the pip phases.
+#   venv             .venv with an up-to-date pip
+#   llama.cpp        llama-cpp-python[server] compiled from source (the dependency tests' GGUF
+#                    model and OpenAI-compatible server), only the parts the tests use
+#   packages         pip install -e ".[dev,server-tests]"
+#   kernel           the 'python3' Jupyter kernel inside .venv (papermill runs the notebooks on it)
+#
+# Prints one timing line per phase at the end. PYTHON selects the interpreter (>= 3.11).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PYTHON="${PYTHON:-python3}"
+VENV="$ROOT/.venv"
+VPY="$VENV/bin/python"
+LOG_DIR="$VENV/setup-logs"
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+# llama.cpp: use every core; skip the multimodal (llava/mtmd) library, which no test loads.
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}"
+export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}"
+
+timings=()
+t_start=$SECONDS
+phase() { # phase NAME SECONDS
+    timings+=("$(printf '  %-18s %4d s' "$1" "$2")")
+}
+
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "error: $PYTHON must be Python >= 3.11 (found: $("$PYTHON" --version 2>&1))" >&2
+    exit 1
+fi
+mkdir -p "$LOG_DIR"
+
+# -- system packages (background) ---------------------------------------------------------------
+missing=()
+command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+if [[ ! -x "$VPY" ]] && ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+    missing+=(python3-venv)
+fi
+apt_pid=""
+if ((${#missing[@]} == 0)); then
+    echo "setup: system packages present (ffmpeg, chromium)"
+elif [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing ${missing[*]} with apt-get (log: $LOG_DIR/apt.log)"
+    (
+        export DEBIAN_FRONTEND=noninteractive
+        t0=$SECONDS
+        apt-get update -q </dev/null && apt-get install -y -q --no-install-recommends \
+            "${missing[@]}" </dev/null
+        echo "$((SECONDS - t0))" >"$LOG_DIR/apt.seconds"
+    ) >"$LOG_DIR/apt.log" 2>&1 &
+    apt_pid=$!
+else
+    echo "*************************************************************************"
+    echo "Missing system package(s): ${missing[*]}. Install them with:"
+    echo "    sudo apt-get install -y --no-install-recommends ${missing[*]}"
+    echo "ffmpeg decodes videos; chromium runs the browser tests (make test fails"
+    echo "without them, naming this command). Continuing with the Python set-up."
+    echo "*************************************************************************"
+fi
+# python3-venv must be there before the venv exists.
+if [[ " ${missing[*]} " == *" python3-venv "* && -n "$apt_pid" ]]; then
+    wait "$apt_pid" || { tail -n 20 "$LOG_DIR/apt.log" >&2; exit 1; }
+    apt_pid=""
+fi
+
+STAMP="$VENV/.installed"
+if [[ -f "$STAMP" && "$STAMP" -nt pyproject.toml && "$STAMP" -nt "${BASH_SOURCE[0]}" ]]; then
+    echo "setup: $VENV is up to date (touch pyproject.toml or remove $STAMP to reinstall)"
+    python_done=1
+else
+    python_done=0
+fi
+
+# -- venv ----------------------------------------------------------------------------------------
+if ((python_done == 0)); then
+t0=$SECONDS
+[[ -x "$VPY" ]] || "$PYTHON" -m venv "$VENV"
+"$VPY" -m pip install -q --upgrade pip
+phase "venv" $((SECONDS - t0))
+
+# -- llama.cpp (the one compiled dependency) -------------------------------------------------
+t0=$SECONDS
+spec="$("$VPY" - <<'EOF'
+import tomllib
+extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]
+print(next(r for r in extra["server-tests"] if r.startswith("llama-cpp-python")))
+EOF
+)"
+echo "setup: $spec (compiles llama.cpp with $CMAKE_BUILD_PARALLEL_LEVEL jobs; log: $LOG_DIR/llama.log)"
+"$VPY" -m pip install "$spec" >"$LOG_DIR/llama.log" 2>&1 || {
+    tail -n 30 "$LOG_DIR/llama.log" >&2
+    echo "error: installing $spec failed (needs a C/C++ compiler and cmake; full log above)" >&2
+    exit 1
+}
+phase "llama.cpp compile" $((SECONDS - t0))
+
+# -- the project and its extras ------------------------------------------------------------------
+t0=$SECONDS
+echo "setup: pip install -e \".[dev,server-tests]\" (log: $LOG_DIR/pip.log)"
+"$VPY" -m pip install -e ".[dev,server-tests]" >"$LOG_DIR/pip.log" 2>&1 || {
+    tail -n 30 "$LOG_DIR/pip.log" >&2
+    echo "error: pip install failed (full log: $LOG_DIR/pip.log)" >&2
+    exit 1
+}
+phase "python packages" $((SECONDS - t0))
+
+t0=$SECONDS
+"$VPY" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (baglm)" >/dev/null
+phase "jupyter kernel" $((SECONDS - t0))
+touch "$STAMP"
+fi
+
+if [[ -n "$apt_pid" ]]; then
+    t0=$SECONDS
+    wait "$apt_pid" || {
+        tail -n 20 "$LOG_DIR/apt.log" >&2
+        echo "error: apt-get install ${missing[*]} failed (no network or apt sources?)" >&2
+        exit 1
+    }
+    phase "system packages" "$(cat "$LOG_DIR/apt.seconds")"
+    phase "  (waited for apt)" $((SECONDS - t0))
+fi
+
+if ((${#timings[@]})); then
+    echo "setup timings (apt runs beside the pip phases):"
+    printf '%s\n' "${timings[@]}"
+    printf '  %-18s %4d s\n' "total" $((SECONDS - t_start))
+fi
+echo "setup: done (activate with 'source .venv/bin/activate')"
