@@ -108,23 +108,17 @@ class ScoreResult:
 
 @runtime_checkable
 class Scorer(Protocol):
-    """Anything that scores segments; see :meth:`TransformersScorer.score_segments`."""
+    """Anything that scores segments like :meth:`TransformersScorer.score_segments`."""
 
     model_id: str
     label: str
 
     def score_segments(
-        self,
-        frames_batch: Any,
-        goal: str,
-        steps: Sequence[str],
-        *,
-        prompt: str | None = "vsg",
-        progress: bool = True,
-        vsg_prompt: Literal["multiple_choice", "binary"] = "multiple_choice",
-        next_step: bool = False,
-        renormalise: bool = False,
-    ) -> ScoreResult: ...
+        self, frames_batch: Any, goal: str, steps: Sequence[str], **options: Any
+    ) -> ScoreResult:
+        """Scores of S segments; ``options`` (``prompt``, ``progress``, ``vsg_prompt``,
+        ``next_step``, ``renormalise``) as :meth:`TransformersScorer.score_segments`."""
+        ...
 
 
 _DEFAULT = object()
