@@ -69,7 +69,9 @@ def dynamic_cache(layers: Layers | None, config: Any) -> Any:
     return DynamicCache(layers or None, config=config)
 
 
-def reuse(previous: tuple[Sequence[int], Layers] | None, tokens: Sequence[int]) -> tuple[int, Any]:
+def reuse(
+    previous: tuple[Sequence[int], Layers] | None, tokens: Sequence[int]
+) -> tuple[int, Layers | None]:
     """``(n, cache of tokens[:n])`` kept from ``previous`` = (its tokens, its cache).
 
     The cache of a causal LM at positions below the first differing token depends only on the

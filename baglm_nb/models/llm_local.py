@@ -283,7 +283,9 @@ class TransformersBackend:
         self._last_root = (tokens, layers)
         return layers
 
-    def _run_suffixes(self, items: Sequence[tuple[Layers, int, Sequence[int]]]) -> Any:
+    def _run_suffixes(
+        self, items: Sequence[tuple[Layers, int, Sequence[int]]]
+    ) -> tuple[torch.Tensor, Layers, list[int]]:
         """:func:`~baglm_nb.models.kv_prefix.run_suffixes` on this model's decoder."""
         return run_suffixes(
             self.model.get_decoder(),
