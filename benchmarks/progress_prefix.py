@@ -8,7 +8,7 @@ InternVL2.5/3), language model hidden 256 with 4 layers, the real Qwen BPE token
 
 * naive: one full forward pass per question (frames re-encoded each time), as the published code;
 * shared: frames encoded once, the common prefix run once, the K + 1 suffixes batched from its
-  KV cache (:class:`baglm_nb.models.scorers.TransformersScorer` with ``shared_prefix=True``),
+  KV cache (:class:`baglm_nb.models.engine.TransformersScorer` with ``shared_prefix=True``),
 
 prints both wall times (best of ``--repeats`` interleaved runs; the process CPU times too, which
 other load on a shared machine disturbs less) and the naive/shared ratio (goal >= 3x), and checks
@@ -25,7 +25,7 @@ import time
 import numpy as np
 import torch
 
-from baglm_nb.models.scorers import make_random_scorer
+from baglm_nb.models.testing import make_random_scorer
 from baglm_nb.models.tokenizers import build_tokenizer
 
 GOAL = "Make Nigerian Style Jollof Rice"

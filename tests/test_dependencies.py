@@ -16,11 +16,14 @@ import pandas as pd
 import pytest
 import torch
 
+from baglm_nb.analyses.violations import violation_report, violations, violations_table
 from baglm_nb.apps.cli.main import main
 from baglm_nb.core import sources
 from baglm_nb.inputs.datasets import Segment, Video, load_dataset
 from baglm_nb.models import dependencies as dep
-from baglm_nb.models.prompts import get_prompt
+from baglm_nb.models.llm_local import TransformersBackend, load_smollm2, smollm2_gguf
+from baglm_nb.models.llm_openai import OpenAIBackend
+from baglm_nb.models.prompts import common_prefix_length, get_prompt
 from baglm_nb.stores.dependencies import DependencyCache
 from baglm_nb.stores.keys import DependencyKey
 
@@ -67,13 +70,13 @@ class FakeBackend:
 
 
 def test_pair_order_is_target_outer_prerequisite_inner():
-    assert dep.pair_order(2) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert dep._pair_order(2) == [(0, 0), (0, 1), (1, 0), (1, 1)]
 
 
 def test_matrix_orientation_with_a_stand_in_backend():
     steps = ["a", "b", "c"]
     d = dep.dependency_matrix(GOAL, steps, FakeBackend())
-    for i, j in dep.pair_order(3):
+    for i, j in dep._pair_order(3):
         assert d[i, j] == FakeBackend.value(steps[i], steps[j])  # row = target, col = prereq
 
 
@@ -97,7 +100,7 @@ def test_failed_pair_names_group_and_pair_and_resumes(tmp_path):
     summary = dep.build_dependencies("toy", good, tmp_path, videos=videos, show_progress=False)
     assert summary["reused"] == ["G1"] and summary["computed"] == ["G2"]
     asked = [(steps.index(a), steps.index(b)) for a, b in good.asked]
-    assert asked == dep.pair_order(3)[5:]  # only the unfinished pairs were asked
+    assert asked == dep._pair_order(3)[5:]  # only the unfinished pairs were asked
     expected = np.array([[FakeBackend.value(a, b) for b in steps] for a in steps])
     np.testing.assert_array_equal(cache.read("G2"), expected)
     assert not list((cache.path / "partial").glob("*.parquet"))
@@ -152,11 +155,11 @@ def test_crosstask_goal_is_the_published_task_id():
 def smollm2():
     pytest.importorskip("gguf", reason="the gguf package is needed to load the GGUF model")
     try:
-        dep.smollm2_gguf()
+        smollm2_gguf()
     except FileNotFoundError as exc:
         pytest.skip(str(exc))
     torch.manual_seed(0)
-    return dep.load_smollm2(batch_size=4)
+    return load_smollm2(batch_size=4)
 
 
 def test_yes_and_no_must_be_single_tokens():
@@ -168,7 +171,7 @@ def test_yes_and_no_must_be_single_tokens():
             return [1, 2] if text == "Yes" else [3]
 
     with pytest.raises(ValueError, match="'Yes' is 2 tokens"):
-        dep.TransformersBackend(torch.nn.Linear(1, 1), Tok(), name="toy")
+        TransformersBackend(torch.nn.Linear(1, 1), Tok(), name="toy")
 
 
 def test_prompt_orientation_and_version(smollm2):
@@ -183,10 +186,10 @@ def test_smollm2_matrix_batched_equals_one_by_one(smollm2):
     d = dep.dependency_matrix(GOAL, STEPS, smollm2)  # shared prefix, batched
     assert d.shape == (2, 2) and np.isfinite(d).all()
     assert ((d > 0) & (d < 1)).all()
-    one = dep.TransformersBackend(
+    one = TransformersBackend(
         smollm2.model, smollm2.tokenizer, name="x", batch_size=1, shared_prefix=False
     )
-    for i, j in dep.pair_order(2):
+    for i, j in dep._pair_order(2):
         p = one.score(GOAL, [(STEPS[i], STEPS[j])])[0]  # one full prompt, no padding
         assert d[i, j] == pytest.approx(p, abs=1e-5), (i, j)
     assert abs(d[0, 1] - d[1, 0]) > 1e-4  # the two orientations are different questions
@@ -194,7 +197,7 @@ def test_smollm2_matrix_batched_equals_one_by_one(smollm2):
     pooled = smollm2.score(GOAL, [(STEPS[1], STEPS[0]), (STEPS[0], STEPS[1])])
     np.testing.assert_allclose(pooled, [d[1, 0], d[0, 1]], atol=1e-5)
     # full prompts, left-padded in one batch (the published layout) agree as well
-    full = dep.TransformersBackend(
+    full = TransformersBackend(
         smollm2.model, smollm2.tokenizer, name="x", batch_size=4, shared_prefix=False
     )
     np.testing.assert_allclose(dep.dependency_matrix(GOAL, STEPS, full), d, atol=1e-5)
@@ -204,9 +207,9 @@ def test_smollm2_candidate_batches_and_root_reuse_equal_full_prompts(smollm2):
     """Candidates of unequal length in batches of 2 (right-padded passes), then a second goal
     that reuses the first call's root cache up to where the prompts differ."""
     steps = ["Crack two eggs into a bowl", "Whisk", "Pour the beaten eggs into the hot pan"]
-    pairs = [(steps[i], steps[j]) for i, j in dep.pair_order(3)]
-    fast = dep.TransformersBackend(smollm2.model, smollm2.tokenizer, name="x", batch_size=2)
-    one = dep.TransformersBackend(
+    pairs = [(steps[i], steps[j]) for i, j in dep._pair_order(3)]
+    fast = TransformersBackend(smollm2.model, smollm2.tokenizer, name="x", batch_size=2)
+    one = TransformersBackend(
         smollm2.model, smollm2.tokenizer, name="x", batch_size=1, shared_prefix=False
     )
     for goal in ("make an omelette", "make scrambled eggs"):
@@ -215,15 +218,13 @@ def test_smollm2_candidate_batches_and_root_reuse_equal_full_prompts(smollm2):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
     reused, tokens = fast._last_root[1], fast._last_root[0]
     first = fast._token_ids([fast.render("make an omelette", *pairs[0])])[0]
-    shared = dep.common_prefix_length([first, tokens])
+    shared = common_prefix_length([first, tokens])
     assert 0 < shared < len(tokens)  # the system turn and "You are performing the task: "
     assert reused[0][0].shape[2] == len(tokens)
 
 
 def test_published_sampling_processing_on_known_logits(smollm2):
-    pub = dep.TransformersBackend(
-        smollm2.model, smollm2.tokenizer, name="x", published_sampling=True
-    )
+    pub = TransformersBackend(smollm2.model, smollm2.tokenizer, name="x", published_sampling=True)
     assert pub.name == "x+published-sampling"
     v = smollm2.model.config.vocab_size
     logits = torch.full((3, v), -5.0)
@@ -238,7 +239,7 @@ def test_published_sampling_processing_on_known_logits(smollm2):
 
 
 def test_published_sampling_by_hand(smollm2):
-    pub = dep.TransformersBackend(
+    pub = TransformersBackend(
         smollm2.model, smollm2.tokenizer, name="x", published_sampling=True, shared_prefix=False
     )
     ids = pub._token_ids([pub.render(GOAL, STEPS[1], STEPS[0])])
@@ -271,7 +272,7 @@ def test_smollm2_cache_reuse(smollm2, tmp_path):
     assert cache.steps("tea") == STEPS and ((d > 0) & (d < 1)).all()
     assert cache.key == DependencyKey("toy", smollm2.name, smollm2.prompt_version)
 
-    class Counting(dep.TransformersBackend):
+    class Counting(TransformersBackend):
         calls = 0
 
         def score(self, goal, pairs):
@@ -323,12 +324,12 @@ class FakeClient:
     ],
 )
 def test_openai_logprob_fallbacks(tokens, expected):
-    backend = dep.OpenAIBackend("m", client=FakeClient([tokens]))
+    backend = OpenAIBackend("m", client=FakeClient([tokens]))
     assert backend.score(GOAL, [("a", "b")])[0] == pytest.approx(expected)
 
 
 def test_openai_neither_token_is_a_failure_not_zero():
-    backend = dep.OpenAIBackend("m", client=FakeClient([[("The", -0.1), ("A", -3.0)]]))
+    backend = OpenAIBackend("m", client=FakeClient([[("The", -0.1), ("A", -3.0)]]))
     with pytest.raises(dep.DependencyError, match="neither Yes/yes nor No/no") as info:
         dep.dependency_matrix(GOAL, ["a"], backend, group="G")
     assert info.value.group == "G"
@@ -337,8 +338,8 @@ def test_openai_neither_token_is_a_failure_not_zero():
 def test_openai_request_and_system_prompt_option():
     ok = [("Yes", -0.1)]
     client = FakeClient([ok, ok])
-    dep.OpenAIBackend("m", client=client).score(GOAL, [("T", "P")])
-    dep.OpenAIBackend("m", client=client, system_prompt=True).score(GOAL, [("T", "P")])
+    OpenAIBackend("m", client=client).score(GOAL, [("T", "P")])
+    OpenAIBackend("m", client=client, system_prompt=True).score(GOAL, [("T", "P")])
     published, with_system = client.requests
     assert [m["role"] for m in published["messages"]] == ["user"]  # published: dropped
     assert [m["role"] for m in with_system["messages"]] == ["system", "user"]
@@ -354,10 +355,10 @@ def test_openai_retries_transient_errors():
 
     err = openai.APIConnectionError(request=httpx.Request("POST", "http://127.0.0.1:9/v1"))
     client = FakeClient([err, [("Yes", 0.0)]])
-    backend = dep.OpenAIBackend("m", client=client, backoff=0.0, max_attempts=2)
+    backend = OpenAIBackend("m", client=client, backoff=0.0, max_attempts=2)
     assert backend.score(GOAL, [("a", "b")])[0] == 1.0
     client = FakeClient([err, err])
-    backend = dep.OpenAIBackend("m", client=client, backoff=0.0, max_attempts=2)
+    backend = OpenAIBackend("m", client=client, backoff=0.0, max_attempts=2)
     with pytest.raises(dep.DependencyError, match="gave up after 2 attempts"):
         dep.dependency_matrix(GOAL, ["a"], backend, group="G")
 
@@ -365,7 +366,7 @@ def test_openai_retries_transient_errors():
 def test_openai_failure_keeps_finished_pairs_of_the_batch(tmp_path):
     ok = [("Yes", math.log(0.5))]
     client = FakeClient([ok, ok, [("Hmm", 0.0)]])
-    backend = dep.OpenAIBackend("m", client=client, chunk_size=4)
+    backend = OpenAIBackend("m", client=client, chunk_size=4)
     part = tmp_path / "part.parquet"
     with pytest.raises(dep.DependencyError, match=r"D\[1, 0\]"):
         dep.dependency_matrix(GOAL, ["a", "b"], backend, group="G", partial=part)
@@ -377,12 +378,12 @@ def test_openai_failure_keeps_finished_pairs_of_the_batch(tmp_path):
 def test_openai_missing_key_variable(monkeypatch):
     monkeypatch.delenv("BAGLM_TEST_NO_SUCH_KEY", raising=False)
     with pytest.raises(ValueError, match="BAGLM_TEST_NO_SUCH_KEY is not set"):
-        dep.OpenAIBackend("m", api_key_env="BAGLM_TEST_NO_SUCH_KEY")
+        OpenAIBackend("m", api_key_env="BAGLM_TEST_NO_SUCH_KEY")
 
 
 def test_openai_redacts_the_key(monkeypatch):
     monkeypatch.setenv("BAGLM_TEST_KEY", "sk-very-secret-0123")
-    backend = dep.OpenAIBackend("m", api_key_env="BAGLM_TEST_KEY", base_url="http://127.0.0.1:9")
+    backend = OpenAIBackend("m", api_key_env="BAGLM_TEST_KEY", base_url="http://127.0.0.1:9")
     assert "sk-very-secret" not in repr(backend)
     assert backend._redact("echo sk-very-secret-0123!") == "echo ***!"
 
@@ -406,7 +407,7 @@ def _toy_dataset():
 def test_violations_hand_made_example():
     videos, mats = _toy_dataset()
     t = [0.0, 0.05, 0.1, 0.3, 0.5, 0.7, 1.0]
-    df = dep.violations(mats, videos, t).set_index("threshold")
+    df = violations(mats, videos, t).set_index("threshold")
     # t=0: every pair; g1: 3 diagonal + D[1,0], D[0,1], D[0,2], D[1,2]; g2: 2 diagonal + D[1,0]
     expected = {  # threshold: (kept, violated, % violated, % tasks)
         0.0: (13, 10, 100 * 10 / 13, 100.0),
@@ -422,22 +423,22 @@ def test_violations_hand_made_example():
         assert (row.dependencies, row.violated) == (kept, bad), thr
         assert row.violated_pct == pytest.approx(pct) and row.tasks_violated_pct == tasks
         assert row.tasks == 2
-    no_diag = dep.violations(mats, videos, [0.0, 0.05], include_diagonal=False)
+    no_diag = violations(mats, videos, [0.0, 0.05], include_diagonal=False)
     assert no_diag.violated.tolist() == [5, 2] and no_diag.dependencies.tolist() == [8, 5]
-    none = dep.violations({"g1": np.zeros((3, 3)), "g2": np.zeros((2, 2))}, videos, [0.5])
+    none = violations({"g1": np.zeros((3, 3)), "g2": np.zeros((2, 2))}, videos, [0.5])
     assert none.violated_pct.tolist() == [0.0] and none.dependencies.tolist() == [0]
 
 
 def test_violations_ties_and_scope():
     same = make_video("s", "g", ["A", "B"], {"A": [(1, 2)], "B": [(1, 3)]})
     d = {"g": np.array([[0.0, 0.0], [1.0, 0.0]])}  # A prerequisite of B, but they start together
-    assert dep.violations(d, [same], [0.5]).violated.tolist() == [1]
+    assert violations(d, [same], [0.5]).violated.tolist() == [1]
     # two groups of one task: g1's dependency is broken only in g2's video
     v = make_video("v", "g1", ["A", "B"], {"A": [(0, 1)], "B": [(2, 3)]}, "T")
     w = make_video("w", "g2", ["A", "B", "C"], {"B": [(0, 1)], "A": [(2, 3)]}, "T")
     mats = {"g1": np.array([[0.0, 0.0], [1.0, 0.0]]), "g2": np.zeros((3, 3))}
-    by_group = dep.violations(mats, [v, w], [0.5])
-    by_task = dep.violations(mats, [v, w], [0.5], scope="task")
+    by_group = violations(mats, [v, w], [0.5])
+    by_task = violations(mats, [v, w], [0.5], scope="task")
     assert (by_group.violated[0], by_group.tasks[0]) == (0, 2)
     assert (by_task.violated[0], by_task.tasks[0], by_task.tasks_violated_pct[0]) == (1, 1, 100.0)
 
@@ -446,7 +447,7 @@ def test_htstep_oracle_has_no_violation_in_its_own_video():
     videos = load_dataset("htstep")
     thresholds = [0.1, 0.5, 1.0]
     for v in videos:
-        df = dep.violations("oracle", [v], thresholds)
+        df = violations("oracle", [v], thresholds)
         assert (df.dependencies == len({s.step_index for s in v.segments}) - 1).all()
         assert (df.violated == 0).all(), v.uid
 
@@ -454,7 +455,7 @@ def test_htstep_oracle_has_no_violation_in_its_own_video():
 def test_htstep_threshold_zero_matches_the_paper():
     # At t = 0 every pair is a dependency, so the row depends on the annotations only: the
     # paper prints 26.1 % and 100.0 % for both LLMs.
-    df = dep.violations("none", "htstep", [0.0, 0.5])
+    df = violations("none", "htstep", [0.0, 0.5])
     assert round(df.violated_pct[0], 1) == 26.1 and df.tasks_violated_pct[0] == 100.0
     assert df.tasks[0] == 150  # the (activity, variation) groups
     assert df.dependencies[1] == 0 and df.violated_pct[1] == 0.0
@@ -462,8 +463,8 @@ def test_htstep_threshold_zero_matches_the_paper():
 
 def test_violations_table_layout():
     videos, mats = _toy_dataset()
-    res = {"toy": dep.violations(mats, videos), "oracle": dep.violations("oracle", videos)}
-    table = dep.violations_table(res)
+    res = {"toy": violations(mats, videos), "oracle": violations("oracle", videos)}
+    table = violations_table(res)
     assert list(table.columns[:3]) == ["metric", "source", "0.00"] and len(table.columns) == 13
     assert table.shape[0] == 4 and table["source"].tolist() == ["toy", "oracle"] * 2
 
@@ -477,7 +478,7 @@ def test_violation_report_compares_sources_on_common_groups(tmp_path):
         sources.dependencies("imported", "htstep", root=tmp_path)  # not the default LLM key
     imported = sources.dependencies("imported", "htstep", root=tmp_path, llm="llama-x")
     assert imported.label == "llama-x" and imported.source.groups() == [first.group]
-    table, long = dep.violation_report(
+    table, long = violation_report(
         "htstep", ["oracle", str(cache.path)], root=tmp_path, thresholds=[0.0, 1.0]
     )
     assert set(long.tasks) == {1}  # only the group every source has

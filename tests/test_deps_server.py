@@ -26,6 +26,8 @@ import pytest
 
 from baglm_nb.inputs.datasets import Video
 from baglm_nb.models import dependencies as dep
+from baglm_nb.models.llm_local import smollm2_gguf
+from baglm_nb.models.llm_openai import OpenAIBackend
 from baglm_nb.stores.dependencies import DependencyCache
 from baglm_nb.stores.keys import DependencyKey
 
@@ -58,7 +60,7 @@ class Server:
         self.api_key = api_key
         cmd = [
             sys.executable, "-m", "llama_cpp.server",
-            "--model", str(dep.smollm2_gguf()),
+            "--model", str(smollm2_gguf()),
             "--host", "127.0.0.1", "--port", str(self.port),
             "--n_ctx", "1024", "--n_threads", "2", "--verbose", "False",
         ]  # fmt: skip
@@ -125,12 +127,12 @@ def videos(*groups: tuple[str, list[str]]) -> list[Video]:
     ]
 
 
-def backend(url: str, **kw) -> dep.OpenAIBackend:
+def backend(url: str, **kw) -> OpenAIBackend:
     kw.setdefault("top_logprobs", 20)  # the tiny model: make sure Yes or No is listed
     kw.setdefault("timeout", 60.0)
     kw.setdefault("max_attempts", 2)
     kw.setdefault("backoff", 0.2)
-    return dep.OpenAIBackend("smollm2", base_url=url, api_key_env=KEY_ENV, **kw)
+    return OpenAIBackend("smollm2", base_url=url, api_key_env=KEY_ENV, **kw)
 
 
 def test_normal_run(servers, tmp_path, monkeypatch):
@@ -188,7 +190,7 @@ def test_server_killed_mid_run_then_resume(servers, tmp_path, monkeypatch):
         ("g2", ["Add the tea bag.", "Wait three minutes.", "Remove the tea bag."]),
     )
 
-    class KillAfter(dep.OpenAIBackend):
+    class KillAfter(OpenAIBackend):
         """Kills the server after ``n`` answered pairs (the run's own requests)."""
 
         n = 6
@@ -218,7 +220,7 @@ def test_server_killed_mid_run_then_resume(servers, tmp_path, monkeypatch):
     second = servers()  # a fresh server (new port); the cache key does not depend on the URL
     asked: list[tuple[str, str]] = []
 
-    class Recording(dep.OpenAIBackend):
+    class Recording(OpenAIBackend):
         def _one(self, goal, target, prereq):
             asked.append((target, prereq))
             return super()._one(goal, target, prereq)
@@ -228,7 +230,7 @@ def test_server_killed_mid_run_then_resume(servers, tmp_path, monkeypatch):
     summary = dep.build_dependencies("toy", r, root, videos=data, show_progress=False)
     assert summary["reused"] == ["g1"] and summary["computed"] == ["g2"]
     steps = data[1].steps
-    assert [(steps.index(a), steps.index(p)) for a, p in asked] == dep.pair_order(3)[2:]
+    assert [(steps.index(a), steps.index(p)) for a, p in asked] == dep._pair_order(3)[2:]
     d = cache.read("g2")
     assert d.shape == (3, 3) and ((d >= 0) & (d <= 1)).all()
     np.testing.assert_array_equal(cache.read("g1"), g1)

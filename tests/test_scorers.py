@@ -13,18 +13,10 @@ import numpy as np
 import pytest
 import torch
 
+from baglm_nb.models.engine import RANDOM_INIT, Scorer, ScoreResult, TransformersScorer
 from baglm_nb.models.prompts import PROMPTS, format_choices
-from baglm_nb.models.scorers import (
-    FAMILIES,
-    MODELS,
-    RANDOM_INIT,
-    Scorer,
-    ScoreResult,
-    TransformersScorer,
-    WeightsNotFoundError,
-    load_scorer,
-    make_random_scorer,
-)
+from baglm_nb.models.registry import FAMILIES, MODELS, WeightsNotFoundError, load_scorer
+from baglm_nb.models.testing import make_random_scorer
 from baglm_nb.models.tokenizers import build_tokenizer
 
 GOAL = "Make Omelette"

@@ -84,7 +84,7 @@ def paper_value(key: str, dataset: str) -> float:
 
 #: The paper's localization results on HT-Step, mAP (%) at tIoU (Tab. htstep_localization and
 #: Tab. off_the_shelf_vs_baglm_localization). Keys: LMM short id (as in
-#: ``baglm_nb.models.scorers``), then ``off_the_shelf`` / ``baglm``; ``nasva`` is the offline
+#: ``baglm_nb.models.registry``), then ``off_the_shelf`` / ``baglm``; ``nasva`` is the offline
 #: competitor (softmax over steps).
 PAPER_LOCALIZATION: dict[str, dict[str, dict[str, float]]] = {
     "llava-onevision-7b": {

@@ -230,7 +230,7 @@ class OnlineGrounder:
     ----------
     scorer
         An object with ``score_segments(frames_batch, goal, steps)`` returning per-segment VSG
-        (S, K+1) and progress (S, K, 10) scores (see :mod:`baglm_nb.models.scorers`); may be
+        (S, K+1) and progress (S, K, 10) scores (see :mod:`baglm_nb.models.engine`); may be
         None when only :meth:`push_scores` is used (replay).
     goal, steps
         The task.

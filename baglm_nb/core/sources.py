@@ -213,7 +213,8 @@ def dependencies(
         return Dependencies(deps, deps)
     root = Path(root) if root is not None else data_dir() / "cache"
     if deps == "smollm2":
-        from baglm_nb.models.dependencies import build_dependencies, load_smollm2
+        from baglm_nb.models.dependencies import build_dependencies
+        from baglm_nb.models.llm_local import load_smollm2
 
         backend = load_smollm2()
         summary = build_dependencies(

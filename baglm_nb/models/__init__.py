@@ -1,6 +1,11 @@
 """Stage 2, models: the LMM that scores segments and the LLM that estimates dependencies.
 
 - :mod:`.prompts`, :mod:`.tokenizers`: the published prompts, option labels, offline tokenizers;
-- :mod:`.scorers`: LMM families and the scoring engine; :mod:`.scoring`: a dataset into the cache;
-- :mod:`.dependencies`: LLM back-ends and dependency matrices per task group.
+- LMM: :mod:`.registry` (the models and loading them), :mod:`.families` (per-family adapters),
+  :mod:`.engine` (the scorer), :mod:`.testing` (tiny random models); :mod:`.scoring`: a dataset
+  into the score cache;
+- LLM: :mod:`.dependencies` (one matrix per task group, resumable), its back-ends
+  :mod:`.llm_local` (transformers) and :mod:`.llm_openai` (an OpenAI-compatible server), and
+  :mod:`.gguf` (GGUF files converted once);
+- :mod:`.kv_prefix`: shared prompt prefixes run once from KV caches (LMM and LLM).
 """

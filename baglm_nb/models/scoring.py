@@ -7,7 +7,7 @@ recorded in ``failures.json`` next to the cache and the run goes on. Per-segment
 
 VSG and progress are scored in two calls per batch of segments, so that their times can be
 reported separately; within the progress call the K step prompts share the frames' prefix
-(see :mod:`baglm_nb.models.scorers`).
+(see :mod:`baglm_nb.models.engine`).
 """
 
 from __future__ import annotations
@@ -38,11 +38,13 @@ def make_scorer(model: str, *, trust_remote_code: bool = False, **kwargs: Any):
     """A scorer from a model id: a registry id or local folder (real weights), or
     ``random-init:<family>`` for a tiny randomly initialised model (labelled ``random-init``,
     for tests and demos of the mechanics only)."""
-    from baglm_nb.models import scorers
-
     if model.startswith(RANDOM_PREFIX):
-        return scorers.make_random_scorer(model[len(RANDOM_PREFIX) :], **kwargs)
-    return scorers.load_scorer(model, trust_remote_code=trust_remote_code, **kwargs)
+        from baglm_nb.models.testing import make_random_scorer
+
+        return make_random_scorer(model[len(RANDOM_PREFIX) :], **kwargs)
+    from baglm_nb.models.registry import load_scorer
+
+    return load_scorer(model, trust_remote_code=trust_remote_code, **kwargs)
 
 
 def score_video(

@@ -92,7 +92,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 
 def _backend(args: argparse.Namespace):
-    from baglm_nb.models import dependencies as dep
+    from baglm_nb.models import llm_local, llm_openai
 
     kw = {}
     if args.chunk_size is not None:
@@ -104,19 +104,19 @@ def _backend(args: argparse.Namespace):
     if args.backend == "smollm2":
         if args.name:
             kw["name"] = args.name
-        return dep.load_smollm2(
+        return llm_local.load_smollm2(
             published_sampling=args.published_sampling, device=args.device, **kw
         )
     if args.backend == "transformers":
         if not args.model:
             raise SystemExit("error: --backend transformers needs --model FOLDER_OR_ID")
-        return dep.TransformersBackend.from_pretrained(
+        return llm_local.TransformersBackend.from_pretrained(
             args.model, gguf_file=args.gguf_file, name=args.name, device=args.device,
             published_sampling=args.published_sampling, **kw,
         )  # fmt: skip
     if not args.model:
         raise SystemExit("error: --backend openai needs --model NAME")
-    return dep.OpenAIBackend(
+    return llm_openai.OpenAIBackend(
         args.model, base_url=args.base_url, api_key_env=args.api_key_env,
         top_logprobs=args.top_logprobs, timeout=args.timeout, max_attempts=args.max_attempts,
         concurrency=args.concurrency, **kw,
@@ -127,6 +127,7 @@ def _deps(args: argparse.Namespace) -> int:
     import json
     import sys
 
+    from baglm_nb.analyses import violations as viol
     from baglm_nb.core import sources
     from baglm_nb.models import dependencies as dep
     from baglm_nb.stores.dependencies import DependencyCache
@@ -176,8 +177,8 @@ def _deps(args: argparse.Namespace) -> int:
             return 1
 
     videos = _videos_with_matrices(args, source)
-    thresholds = args.thresholds if args.thresholds else dep.THRESHOLDS
-    table = dep.violations(source, videos, thresholds, scope=args.scope)
+    thresholds = args.thresholds if args.thresholds else viol.THRESHOLDS
+    table = viol.violations(source, videos, thresholds, scope=args.scope)
     print(table.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
     if args.out:
         from baglm_nb.analyses.tables import write_table

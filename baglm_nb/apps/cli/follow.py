@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.task:
             raise SystemExit("error: --task is required with --model")
         from baglm_nb.apps.online import OnlineGrounder
-        from baglm_nb.models.scorers import load_scorer
+        from baglm_nb.models.registry import load_scorer
 
         task = load_task(args.task)
         scorer = load_scorer(args.model, trust_remote_code=args.trust_remote_code)

@@ -1,0 +1,235 @@
+"""Robustness of dependency matrices: the paper's "dependency violations" table (appendix).
+
+:func:`violations` binarises a source of D at each threshold t as ``D >= t`` (so t = 0 keeps every
+pair, and a source without exact ones keeps none at t = 1, as in the paper's table). A dependency
+D[i, j] (step j prerequisite of step i) is *violated* when, in some video of its task where both
+steps occur, step j does not occur strictly before step i: ``first(j) >= first(i)`` with
+``first`` the earliest annotated start of the step's text. See :func:`violations` for the unit of
+a "task", the diagonal and why these conventions reproduce the paper's numbers exactly.
+
+Exports :data:`THRESHOLDS`, :func:`violations` (one source), :func:`violations_table` (the
+paper's layout) and :func:`violation_report` (several sources on the groups they all hold).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from baglm_nb.core import sources
+from baglm_nb.inputs.datasets import Video, load_dataset
+from baglm_nb.inputs.grid import first_starts
+from baglm_nb.stores.dependencies import DependencyCache
+
+__all__ = ["THRESHOLDS", "violation_report", "violations", "violations_table"]
+
+THRESHOLDS: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(11))
+"""The paper's thresholds 0.0, 0.1, ..., 1.0."""
+
+
+def _first_times(video: Video) -> dict[str, float]:
+    """The first annotated start of each step text (duplicate texts share it)."""
+    first: dict[str, float] = {}
+    for column, start in first_starts(video).items():
+        text = video.steps[column]
+        first[text] = min(first.get(text, math.inf), start)
+    return first
+
+
+def violations(
+    deps: Any,
+    dataset: str | Sequence[Video],
+    thresholds: Sequence[float] = THRESHOLDS,
+    *,
+    scope: str = "group",
+    include_diagonal: bool = True,
+    source: str | None = None,
+) -> pd.DataFrame:
+    """The paper's dependency-violation table for one source of D (appendix, HT-Step).
+
+    Parameters
+    ----------
+    deps
+        Any deps setting of :mod:`baglm_nb.core.sources`: ``"oracle"``
+        (each video's ground-truth chain), ``"none"``, a :class:`DependencyCache` (LLM or
+        imported), or a mapping group (or uid) -> (K, K) matrix.
+    dataset
+        A dataset name or a sequence of :class:`~baglm_nb.inputs.datasets.Video` records.
+    thresholds
+        D is binarised as ``D >= t`` for each t (default 0.0, 0.1, ..., 1.0).
+    scope
+        What a "task" is. ``"group"`` (default): the dependency-matrix group (HT-Step:
+        activity + variation, 150 groups); a group's dependencies are checked against the
+        group's videos. This is what the paper's percentages are fractions of (its "tasks
+        with a violation" are multiples of 1/150). ``"task"``: :attr:`Video.task` (HT-Step:
+        the 120 activities); every group's dependencies are checked against all videos of its
+        task, steps matched by text.
+    include_diagonal
+        Count the K diagonal pairs D[i, i] as dependencies (default, as the paper's numbers
+        do: a step is never strictly before itself, so a kept diagonal entry is violated
+        whenever the step occurs). ``False`` leaves them out.
+    source
+        A label for the ``source`` column (default: ``deps`` when it is a string, else the
+        cache's model name, else ``"matrix"``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per threshold: ``threshold``, ``dependencies`` (kept pairs, pooled over all
+        tasks), ``violated``, ``violated_pct`` (violated / dependencies x 100; 0.0 when none
+        are kept, as the paper prints), ``tasks``, ``tasks_with_violation``,
+        ``tasks_violated_pct``, ``source``.
+
+    Notes
+    -----
+    A kept dependency D[i, j] (step j is a prerequisite of step i) is violated if, in any
+    video of its task where both step texts occur, step j's first occurrence is not strictly
+    before step i's: ``first(j) >= first(i)``, ``first`` = earliest annotated start of that
+    text. Videos lacking either step say nothing. Per video, a per-video source (the oracle)
+    contributes its own matrix; the group's dependencies are the union over its videos
+    (``max`` over their matrices, then ``>= t``). Each ordered index pair of a group counts
+    once (duplicate step texts count as separate pairs and share occurrences). With these
+    conventions the threshold-0 row on HT-Step is 26.1 % / 100.0 %, the paper's value for
+    both LLMs (which at t = 0 depends only on the annotations).
+    """
+    if scope not in ("group", "task"):
+        raise ValueError(f"scope must be 'group' or 'task', got {scope!r}")
+    videos = load_dataset(dataset) if isinstance(dataset, str) else list(dataset)
+    if not videos:
+        raise ValueError("no videos")
+    resolved = sources.dependencies(deps, videos[0].dataset)
+    if resolved is None:
+        raise ValueError(f"no dependency source for {videos[0].dataset}")
+    source = resolved.label if source is None else source
+    groups = _group_checks(videos, resolved, scope, include_diagonal)
+    units = sorted({unit for unit, _, _ in groups})
+    rows = [_threshold_row(float(t), groups, units) for t in thresholds]
+    return pd.DataFrame([{**row, "source": source} for row in rows])
+
+
+def _group_checks(
+    videos: list[Video], resolved: Any, scope: str, include_diagonal: bool
+) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Per group: (its unit, the union matrix, the "violated if kept" mask).
+
+    The union matrix is the ``max`` over the group's videos (``-inf`` on the diagonal when it
+    is left out); the mask is checked against the videos of the group's unit (the group, or
+    its task with ``scope="task"``).
+    """
+    by_group: dict[str, list[Video]] = {}
+    by_task: dict[str, list[Video]] = {}
+    for v in videos:
+        by_group.setdefault(v.group, []).append(v)
+        by_task.setdefault(v.task, []).append(v)
+    firsts = {v.uid: _first_times(v) for v in videos}
+    groups: list[tuple[str, np.ndarray, np.ndarray]] = []
+    for g, vs in by_group.items():
+        steps = vs[0].steps
+        k = len(steps)
+        d = np.zeros((k, k))
+        for v in vs:
+            if v.steps != steps:
+                raise ValueError(f"group {g!r}: videos {vs[0].uid!r} and {v.uid!r} differ in steps")
+            m = resolved.matrix(v)
+            d = np.maximum(d, m)
+        check = vs if scope == "group" else by_task[vs[0].task]
+        times = np.array([[firsts[w.uid].get(s, math.inf) for s in steps] for w in check])
+        present = np.isfinite(times)
+        # bad[w, i, j]: both present in w and not first(j) < first(i)
+        bad = present[:, :, None] & present[:, None, :] & ~(times[:, None, :] < times[:, :, None])
+        violated = bad.any(axis=0)
+        if not include_diagonal:
+            d = d.copy()
+            np.fill_diagonal(d, -np.inf)
+        groups.append((g if scope == "group" else vs[0].task, d, violated))
+    return groups
+
+
+def _threshold_row(
+    t: float, groups: list[tuple[str, np.ndarray, np.ndarray]], units: list[str]
+) -> dict[str, Any]:
+    """The counts of one threshold, pooled over the groups (``groups`` of :func:`_group_checks`)."""
+    kept = violated_n = 0
+    unit_bad: dict[str, bool] = dict.fromkeys(units, False)
+    for unit, d, violated in groups:
+        keep = d >= t
+        n_bad = int((keep & violated).sum())
+        kept += int(keep.sum())
+        violated_n += n_bad
+        if n_bad:
+            unit_bad[unit] = True
+    n_units = len(units)
+    n_bad_units = sum(unit_bad.values())
+    return {
+        "threshold": t,
+        "dependencies": kept,
+        "violated": violated_n,
+        "violated_pct": 100.0 * violated_n / kept if kept else 0.0,
+        "tasks": n_units,
+        "tasks_with_violation": n_bad_units,
+        "tasks_violated_pct": 100.0 * n_bad_units / n_units,
+    }
+
+
+def violations_table(results: Mapping[str, pd.DataFrame], decimals: int = 1) -> pd.DataFrame:
+    """The paper's layout: rows (metric, source), one column per threshold, rounded.
+
+    ``results`` maps a source label to a :func:`violations` frame.
+    """
+    rows = []
+    for metric, col in (
+        ("Violated dependencies (%)", "violated_pct"),
+        ("Tasks w/ violation (%)", "tasks_violated_pct"),
+    ):
+        for label, df in results.items():
+            row: dict[str, Any] = {"metric": metric, "source": label}
+            for t, v in zip(df["threshold"], df[col], strict=True):
+                row[f"{t:.2f}"] = round(float(v), decimals)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def violation_report(
+    dataset: str,
+    specs: Sequence[Any],
+    *,
+    root: str | os.PathLike | None = None,
+    limit: int | None = None,
+    thresholds: Sequence[float] = THRESHOLDS,
+    scope: str = "group",
+    show_progress: bool = True,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The violation table of several sources over the same videos.
+
+    Every source is evaluated on the videos of the groups that all cache sources hold (and,
+    with ``limit``, only the first ``limit`` groups of the dataset), so the rows compare like
+    with like. ``specs`` are deps settings of :mod:`baglm_nb.core.sources`.
+
+    Returns
+    -------
+    (table, long)
+        ``table``: the paper's layout (:func:`violations_table`); ``long``: the
+        :func:`violations` rows of every source, concatenated.
+    """
+    videos = load_dataset(dataset)
+    keys = list(dict.fromkeys(v.group for v in videos))
+    if limit is not None:
+        keys = keys[:limit]
+    opened = [
+        sources.dependencies(s, dataset, root=root, limit=limit, show_progress=show_progress)
+        for s in specs
+    ]
+    selected = set(keys)
+    for dep in opened:
+        if isinstance(dep.source, DependencyCache):
+            selected &= set(dep.source.groups())
+    chosen = [v for v in videos if v.group in selected]
+    if not chosen:
+        raise ValueError(f"no group of {dataset!r} has a matrix in every source")
+    frames = {dep.label: violations(dep, chosen, thresholds, scope=scope) for dep in opened}
+    return violations_table(frames), pd.concat(frames.values(), ignore_index=True)

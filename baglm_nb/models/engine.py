@@ -1,0 +1,563 @@
+"""The LMM scoring engine: segments + a goal and its steps -> VSG and progress probabilities.
+
+A scorer turns S video segments of F frames (uint8 ``(S, F, 3, H, W)``) plus a task goal and its
+K steps into (reference-protocol §2, §3):
+
+* ``vsg`` ``(S, K+1)``: the multiple-choice VSG probabilities, K steps in list order then the
+  "None of the above." option last (§2);
+* ``progress`` ``(S, K, 10)``: per step, the probabilities of the digits "0".."9" (§3);
+* optionally ``next_step`` ``(S, K+1)``: the next-step question of the paper's appendix.
+
+Every score is read at the **first generated position**: a softmax over the full vocabulary of the
+logits after the prompt, gathered at the first token of each option label / digit (§2.3). The
+values are raw (not renormalised), as in the published code; ``renormalise=True`` divides each
+row by its sum over the options (digits; Yes/No for the binary prompt). Arrays are float64 numpy.
+The question text is exactly the :mod:`baglm_nb.models.prompts` text (checked at run time); how
+each family renders it is :mod:`baglm_nb.models.families`' job.
+
+**Shared prefix.** The K progress prompts, the VSG prompt and the optional next-step prompt of one
+segment share everything up to the first differing token: the system turn, the frames and the
+beginning of the question. With ``shared_prefix=True`` (default) the frames are encoded once, the
+common token prefix (longest common prefix of the tokenised full prompts, so the split is always
+on a token boundary) runs once with a KV cache, and the question-specific suffixes are scored in
+batches from copies of that cache (rows = segment x question; :mod:`baglm_nb.models.kv_prefix`).
+Qwen2.5-VL's 3-D mrope positions of the suffix come from the model's own ``get_rope_index`` over
+the full prompt. The published code instead runs K + 1 full passes per segment
+(``shared_prefix=False`` reproduces that; the two agree to float rounding).
+
+Exports :class:`ScoreResult`, the :class:`Scorer` protocol, :class:`TransformersScorer` (built by
+:func:`baglm_nb.models.registry.load_scorer` from real weights, or
+:func:`baglm_nb.models.testing.make_random_scorer`) and the labels :data:`RANDOM_INIT` /
+:data:`PRETRAINED`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+
+from baglm_nb.models.families import ADAPTERS, DEFAULT_SYSTEM
+from baglm_nb.models.kv_prefix import (
+    Layers,
+    dynamic_cache,
+    last_real,
+    layers_of,
+    repeat_rows,
+    right_pad,
+    shared_length,
+)
+from baglm_nb.models.prompts import (
+    DIGITS,
+    check_single_tokens,
+    format_choices,
+    get_prompt,
+    option_labels,
+)
+
+__all__ = ["PRETRAINED", "RANDOM_INIT", "ScoreResult", "Scorer", "TransformersScorer"]
+
+RANDOM_INIT = "random-init"
+"""Label of every output of a randomly initialised model."""
+PRETRAINED = "pretrained"
+"""Label of outputs of a model loaded from real weights."""
+
+
+@dataclass
+class ScoreResult:
+    """Scores of S segments for one goal and its K steps.
+
+    Attributes
+    ----------
+    vsg
+        ``(S, K+1)`` float64, steps in list order then none last; ``None`` if not asked. With
+        the binary prompt, column k is P("Yes" | step k) and the none column is
+        ``1 - max_k`` of them (our choice; the paper does not define it).
+    progress
+        ``(S, K, 10)`` float64 digit probabilities; ``None`` if not asked.
+    next_step
+        ``(S, K+1)`` float64 next-step probabilities; ``None`` if not asked.
+    labels
+        The K+1 option labels used (§2.2).
+    model_id, label
+        Which model produced the scores, and ``"random-init"`` or ``"pretrained"``.
+    family, vsg_prompt, renormalised, prompt_versions
+        How the scores were produced; the prompt versions belong in cache keys.
+    """
+
+    vsg: np.ndarray | None
+    progress: np.ndarray | None
+    next_step: np.ndarray | None
+    labels: tuple[str, ...]
+    model_id: str
+    label: str
+    family: str
+    vsg_prompt: str
+    renormalised: bool
+    prompt_versions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_random(self) -> bool:
+        """True for scores of a randomly initialised model."""
+        return self.label == RANDOM_INIT
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """Anything that scores segments like :meth:`TransformersScorer.score_segments`."""
+
+    model_id: str
+    label: str
+
+    def score_segments(
+        self, frames_batch: Any, goal: str, steps: Sequence[str], **options: Any
+    ) -> ScoreResult:
+        """Scores of S segments; ``options`` (``prompt``, ``progress``, ``vsg_prompt``,
+        ``next_step``, ``renormalise``) as :meth:`TransformersScorer.score_segments`."""
+        ...
+
+
+_DEFAULT = object()
+
+
+# --------------------------------------------------------------------------------------------
+# the scorer
+
+
+def _as_frames(frames_batch: Any) -> torch.Tensor:
+    x = (
+        torch.from_numpy(np.asarray(frames_batch))
+        if not isinstance(frames_batch, torch.Tensor)
+        else frames_batch
+    )
+    if x.dtype != torch.uint8:
+        raise ValueError(f"frames_batch must be uint8, got {x.dtype}")
+    if x.ndim != 5 or x.shape[2] not in (1, 3):
+        raise ValueError(f"frames_batch must be (S, F, 3, H, W), got shape {tuple(x.shape)}")
+    if x.shape[2] == 1:
+        x = x.expand(-1, -1, 3, -1, -1)
+    return x
+
+
+def _renormalised(p: np.ndarray) -> np.ndarray:
+    """Each row divided by its sum over the options."""
+    return p / p.sum(-1, keepdims=True)
+
+
+class TransformersScorer:
+    """A transformers LMM as a :class:`Scorer`.
+
+    Parameters
+    ----------
+    model
+        An ``InternVLForConditionalGeneration``, ``Qwen2_5_VLForConditionalGeneration`` or
+        ``LlavaOnevisionForConditionalGeneration`` (or the remote-code InternVL chat model with
+        ``family="internvl-remote"``), in eval mode on its device.
+    tokenizer
+        The model's tokenizer.
+    family
+        ``"internvl"``, ``"qwen2_5_vl"``, ``"llava_onevision"`` or ``"internvl-remote"``.
+    model_id
+        Name written into every :class:`ScoreResult`.
+    label
+        ``"pretrained"`` or ``"random-init"``; default from the model (a model built by
+        :func:`~baglm_nb.models.testing.make_random_scorer` is always ``"random-init"``, and
+        cannot be relabelled).
+    processor
+        Optional processor whose ``apply_chat_template`` renders the prompts.
+    chat_template
+        Template used when neither the processor nor the tokenizer has one.
+    system_message
+        System turn; default per family (InternVL's system message, none for Qwen whose template
+        adds its default, "You are a helpful assistant." for LLaVA-OneVision). ``None`` for none.
+    prompt_style
+        ``"chat"`` (model chat template) or ``"published"`` (the published strings, §8).
+    shared_prefix
+        Score all questions of a segment from one shared-prefix KV cache (see module docs).
+    segment_batch_size
+        Segments per batch (published: 16).
+    suffix_batch_size
+        Rows (segment x question) per suffix pass in the shared-prefix path.
+    repetition_penalty
+        If set, applied to the first-position logits over the prompt's tokens before the softmax,
+        as transformers' ``RepetitionPenaltyLogitsProcessor`` (Qwen2.5-VL's shipped generation
+        config has 1.05, §8.2). Default ``None``: raw logits.
+    qwen_fps, qwen_min_pixels, qwen_max_pixels
+        Qwen2.5-VL video settings (§8.2): fps 2 gives 1 s per temporal grid.
+    llava_skip_normalization_like_published
+        Feed LLaVA-OneVision pixels in [0, 1] like the published bug (§8.3).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        family: str,
+        model_id: str,
+        label: str | None = None,
+        processor: Any | None = None,
+        chat_template: str | None = None,
+        system_message: Any = _DEFAULT,
+        prompt_style: Literal["chat", "published"] = "chat",
+        shared_prefix: bool = True,
+        segment_batch_size: int = 16,
+        suffix_batch_size: int = 64,
+        repetition_penalty: float | None = None,
+        qwen_fps: float = 2.0,
+        qwen_min_pixels: int = 128 * 28 * 28,
+        qwen_max_pixels: int = 360 * 420,
+        llava_skip_normalization_like_published: bool = False,
+    ) -> None:
+        if family not in ADAPTERS:
+            raise ValueError(f"unknown family {family!r}; use one of {sorted(ADAPTERS)}")
+        random_init = bool(getattr(model, "_baglm_random_init", False)) or bool(
+            getattr(getattr(model, "config", None), "baglm_random_init", False)
+        )
+        if label is None:
+            label = RANDOM_INIT if random_init else PRETRAINED
+        if label not in (RANDOM_INIT, PRETRAINED):
+            raise ValueError(f"label must be {RANDOM_INIT!r} or {PRETRAINED!r}, got {label!r}")
+        if random_init and label != RANDOM_INIT:
+            raise ValueError("a randomly initialised model must be labelled 'random-init'")
+        if prompt_style not in ("chat", "published"):
+            raise ValueError(f"prompt_style must be 'chat' or 'published', got {prompt_style!r}")
+        if family == "internvl-remote":
+            prompt_style = "published"
+        self.model = model
+        self.tokenizer = tokenizer
+        self.processor = processor
+        self.chat_template = chat_template
+        self.family = family
+        self.model_id = model_id
+        self.label = label
+        self.system_message = (
+            DEFAULT_SYSTEM[family] if system_message is _DEFAULT else system_message
+        )
+        self.prompt_style = prompt_style
+        self.shared_prefix = bool(shared_prefix)
+        self.segment_batch_size = int(segment_batch_size)
+        self.suffix_batch_size = int(suffix_batch_size)
+        self.repetition_penalty = repetition_penalty
+        self.qwen_fps = float(qwen_fps)
+        self.qwen_min_pixels = int(qwen_min_pixels)
+        self.qwen_max_pixels = int(qwen_max_pixels)
+        self.llava_skip_normalization_like_published = bool(llava_skip_normalization_like_published)
+        p = next(model.parameters())
+        self.device, self.dtype = p.device, p.dtype
+        self._fam = ADAPTERS[family](self)
+        self._fam.check_tokens()
+        self._labels: dict[int, list[str]] = {}
+        self._ids_cache: dict[tuple, list[int]] = {}
+        self._yes_no: list[int] | None = None
+        self._digit_ids = list(check_single_tokens(tokenizer, [], DIGITS).values())
+
+    def __repr__(self) -> str:
+        return (
+            f"TransformersScorer({self.model_id!r}, family={self.family!r}, label={self.label!r})"
+        )
+
+    # -- answers ------------------------------------------------------------------------
+    def labels(self, n: int) -> list[str]:
+        """The ``n`` option labels for this tokenizer (§2.2), checked once per ``n``."""
+        if n not in self._labels:
+            labels = option_labels(n, self.tokenizer)
+            check_single_tokens(self.tokenizer, labels, None)
+            self._labels[n] = labels
+        return self._labels[n]
+
+    def _label_ids(self, labels: Sequence[str]) -> list[int]:
+        return [int(self.tokenizer.encode(s, add_special_tokens=False)[0]) for s in labels]
+
+    def _yes_no_ids(self) -> list[int]:
+        if self._yes_no is None:
+            self._yes_no = list(check_single_tokens(self.tokenizer, ["Yes", "No"], None).values())
+        return self._yes_no
+
+    # -- prompts ------------------------------------------------------------------------
+    def render_chat(self, messages: list[dict]) -> str:
+        """The chat template applied to ``messages`` (text, generation prompt added)."""
+        kwargs = {"tokenize": False, "add_generation_prompt": True}
+        if self.processor is not None and getattr(self.processor, "chat_template", None):
+            return self.processor.apply_chat_template(messages, **kwargs)
+        template = self.chat_template or getattr(self.tokenizer, "chat_template", None)
+        if not template:
+            raise ValueError(
+                f"{self.model_id}: no chat template on the processor or tokenizer; pass "
+                "chat_template=... or prompt_style='published'"
+            )
+        return self.tokenizer.apply_chat_template(messages, chat_template=template, **kwargs)
+
+    def prompt_text(self, question: str, info: dict) -> str:
+        """The full model input text of ``question`` for a segment described by ``info``."""
+        fam = self._fam
+        if self.prompt_style == "published":
+            text = fam.published_text(question, info)
+        else:
+            text = self.render_chat(fam.chat_messages(question))
+            count = text.count(fam.placeholder)
+            if count != 1:
+                raise ValueError(
+                    f"the chat template rendered {count} video placeholders {fam.placeholder!r}, "
+                    "expected 1"
+                )
+            text = text.replace(fam.placeholder, fam.expansion(info), 1)
+        if question not in text:
+            raise ValueError(
+                "the rendered prompt does not contain the question text verbatim (did the chat "
+                "template trim it?); use prompt_style='published'"
+            )
+        return text
+
+    def prompt_ids(self, question: str, info: dict) -> list[int]:
+        """Token ids of :meth:`prompt_text` (BOS added only for the published InternVL string)."""
+        key = (question, tuple(sorted(info.items())))
+        ids = self._ids_cache.get(key)
+        if ids is None:
+            text = self.prompt_text(question, info)
+            add_special = self.prompt_style == "published" and self.family.startswith("internvl")
+            ids = list(self.tokenizer(text, add_special_tokens=add_special)["input_ids"])
+            if len(self._ids_cache) > 4096:
+                self._ids_cache.clear()
+            self._ids_cache[key] = ids
+        return ids
+
+    # -- scoring ------------------------------------------------------------------------
+    def score_segments(
+        self,
+        frames_batch: Any,
+        goal: str,
+        steps: Sequence[str],
+        *,
+        prompt: str | None = "vsg",
+        progress: bool = True,
+        vsg_prompt: Literal["multiple_choice", "binary"] = "multiple_choice",
+        next_step: bool = False,
+        renormalise: bool = False,
+    ) -> ScoreResult:
+        """Score S segments of one video for a goal and its K steps.
+
+        Parameters
+        ----------
+        frames_batch
+            uint8 ``(S, F, 3, H, W)`` (torch or numpy): S segments of F frames (F = 4 in the
+            published setting).
+        goal, steps
+            The task goal and its K candidate steps, in column order.
+        prompt
+            Registry key (:data:`~baglm_nb.models.prompts.PROMPTS`) of the VSG question;
+            ``None`` skips VSG. The default ``"vsg"`` means ``"vsg_binary"`` when
+            ``vsg_prompt="binary"``.
+        progress
+            Also score the K progress questions.
+        vsg_prompt
+            ``"multiple_choice"`` (one question over K+1 options) or ``"binary"`` (K Yes/No
+            questions; VSG column k = P("Yes"), none = 1 - max_k).
+        next_step
+            Also score the next-step question.
+        renormalise
+            Divide each row by its sum over the options (digits; Yes+No for binary) instead of
+            returning raw full-vocabulary probabilities.
+
+        Returns
+        -------
+        ScoreResult
+        """
+        frames = _as_frames(frames_batch)
+        steps = [str(s) for s in steps]
+        if not steps:
+            raise ValueError("steps is empty")
+        if vsg_prompt not in ("multiple_choice", "binary"):
+            raise ValueError(
+                f"vsg_prompt must be 'multiple_choice' or 'binary', got {vsg_prompt!r}"
+            )
+        labels = self.labels(len(steps) + 1)
+        vsg_kind = None if prompt is None else ("vsg" if vsg_prompt == "multiple_choice" else "bin")
+        questions, versions = self._questions(
+            goal, steps, labels, prompt, vsg_kind, progress, next_step
+        )
+        probs = self._score(frames, [q[1] for q in questions], [q[2] for q in questions])
+        by_kind: dict[str, list[np.ndarray]] = {}
+        for (kind, _, _), p in zip(questions, probs, strict=True):
+            by_kind.setdefault(kind, []).append(p)
+        take = {kind: np.stack(ps, axis=1) for kind, ps in by_kind.items()}
+        norm = _renormalised if renormalise else (lambda x: x)
+        vsg = None
+        if vsg_kind == "vsg":
+            vsg = norm(take["vsg"][:, 0])
+        elif vsg_kind == "bin":
+            yn = take["bin"]  # (S, K, 2)
+            yes = yn[..., 0] / yn.sum(-1) if renormalise else yn[..., 0]
+            vsg = np.concatenate([yes, 1.0 - yes.max(-1, keepdims=True)], axis=1)
+        return ScoreResult(
+            vsg=vsg,
+            progress=norm(take["prog"]) if progress else None,
+            next_step=norm(take["next"][:, 0]) if next_step else None,
+            labels=tuple(labels),
+            model_id=self.model_id,
+            label=self.label,
+            family=self.family,
+            vsg_prompt=vsg_prompt,
+            renormalised=bool(renormalise),
+            prompt_versions=versions,
+        )
+
+    def _questions(
+        self,
+        goal: str,
+        steps: list[str],
+        labels: list[str],
+        prompt: str | None,
+        vsg_kind: str | None,
+        progress: bool,
+        next_step: bool,
+    ) -> tuple[list[tuple[str, str, list[int]]], dict[str, str]]:
+        """The (kind, question text, target token ids) to score, and the prompt versions."""
+        label_ids = self._label_ids(labels)
+        choices = format_choices(steps, labels)
+        questions: list[tuple[str, str, list[int]]] = []
+        versions: dict[str, str] = {}
+        if vsg_kind == "vsg":
+            p = get_prompt(prompt)
+            questions.append(("vsg", p.format(goal=goal, choices=choices), label_ids))
+            versions["vsg"] = p.version
+        elif vsg_kind == "bin":
+            p = get_prompt("vsg_binary" if prompt == "vsg" else prompt)
+            yn = self._yes_no_ids()
+            questions += [("bin", p.format(goal=goal, step=s), yn) for s in steps]
+            versions["vsg"] = p.version
+        if progress:
+            p = get_prompt("prog")
+            questions += [("prog", p.format(goal=goal, step=s), self._digit_ids) for s in steps]
+            versions["prog"] = p.version
+        if next_step:
+            p = get_prompt("next")
+            questions.append(("next", p.format(goal=goal, choices=choices), label_ids))
+            versions["next"] = p.version
+        if not questions:
+            raise ValueError("nothing to score: prompt=None, progress=False, next_step=False")
+        return questions, versions
+
+    @torch.inference_mode()
+    def _score(
+        self, frames: torch.Tensor, texts: list[str], targets: list[list[int]]
+    ) -> list[np.ndarray]:
+        """Probabilities ``(S, len(targets[q]))`` per question q."""
+        n_seg = frames.shape[0]
+        out = [np.empty((n_seg, len(t)), dtype=np.float64) for t in targets]
+        for s0 in range(0, n_seg, self.segment_batch_size):
+            chunk = frames[s0 : s0 + self.segment_batch_size]
+            pix, info = self._fam.pixel_inputs(chunk)
+            ids = [self.prompt_ids(t, info) for t in texts]
+            if self.shared_prefix:
+                res = self._score_shared(pix, ids, targets, chunk.shape[0])
+            else:
+                res = self._score_naive(pix, ids, targets, chunk.shape[0])
+            for q, r in enumerate(res):
+                out[q][s0 : s0 + chunk.shape[0]] = r
+        return out
+
+    def _probs(
+        self, logits: torch.Tensor, full_ids: torch.Tensor, target: torch.Tensor
+    ) -> np.ndarray:
+        """Full-vocabulary softmax of ``logits (R, V)`` gathered at ``target (R, T)``."""
+        logits = logits.float()
+        if self.repetition_penalty is not None and self.repetition_penalty != 1.0:
+            full_ids = full_ids.to(logits.device)
+            score = logits.gather(1, full_ids)
+            pen = float(self.repetition_penalty)
+            score = torch.where(score < 0, score * pen, score / pen)
+            logits = logits.scatter(1, full_ids, score)
+        p = torch.softmax(logits, dim=-1).gather(1, target.to(logits.device))
+        return p.double().cpu().numpy()
+
+    def _score_naive(
+        self, pix: dict, ids: list[list[int]], targets: list[list[int]], n_seg: int
+    ) -> list[np.ndarray]:
+        """One full forward pass per question (the published way)."""
+        res = []
+        for q, seq in enumerate(ids):
+            input_ids = torch.tensor(seq, device=self.device)[None].expand(n_seg, -1)
+            logits = self._fam.full_logits(input_ids, pix)
+            tgt = torch.tensor(targets[q])[None].expand(n_seg, -1)
+            res.append(self._probs(logits, input_ids, tgt))
+        return res
+
+    def _score_shared(
+        self, pix: dict, ids: list[list[int]], targets: list[list[int]], n_seg: int
+    ) -> list[np.ndarray]:
+        """Shared prefix once per segment batch, question suffixes from copies of its cache."""
+        fam = self._fam
+        plen = shared_length(ids)
+        if plen <= 0 or any(fam.vision_id in s[plen:] for s in ids):
+            warnings.warn(
+                "the questions share no prefix holding all vision tokens; scoring each in full",
+                stacklevel=3,
+            )
+            return self._score_naive(pix, ids, targets, n_seg)
+        full_pos = [fam.positions(torch.tensor(s, device=self.device), pix) for s in ids]
+        prefix = torch.tensor(ids[0][:plen], device=self.device)[None].expand(n_seg, -1)
+        pos0 = None if full_pos[0] is None else full_pos[0][:, None, :plen].expand(-1, n_seg, -1)
+        _, cache = fam.lm(fam.embed(prefix, pix), pos0, dynamic_cache(None, self._cache_config()))
+        layers = layers_of(cache)
+        per_chunk = max(1, self.suffix_batch_size // n_seg)
+        res: list[np.ndarray] = []
+        for q0 in range(0, len(ids), per_chunk):
+            qs = slice(q0, q0 + per_chunk)
+            res += self._score_suffixes(layers, plen, ids[qs], full_pos[qs], targets[qs], n_seg)
+        return res
+
+    def _cache_config(self) -> Any:
+        """The config of the KV cache: remote-code configs may not describe their layers to
+        transformers, which then uses plain layers."""
+        return None if self.family == "internvl-remote" else self.model.config
+
+    def _score_suffixes(
+        self,
+        layers: Layers,
+        plen: int,
+        ids: list[list[int]],
+        full_pos: list[torch.Tensor | None],
+        targets: list[list[int]],
+        n_seg: int,
+    ) -> list[np.ndarray]:
+        """Probabilities of c questions after the ``(n_seg, ...)`` prefix cache ``layers``.
+
+        One pass of n_seg x c rows (row = segment * c + question), suffixes right-padded; the
+        pads are a prompt token (harmless for the repetition penalty, never attended to).
+        """
+        fam, dev, c = self._fam, self.device, len(ids)
+        pad = ids[0][0]
+        suf, lens = right_pad([s[plen:] for s in ids], pad)
+        full, _ = right_pad(ids, pad)
+        pos = None
+        if full_pos[0] is not None:
+            pos = self._suffix_positions(full_pos, plen, lens).repeat(1, n_seg, 1)
+        cache = dynamic_cache(repeat_rows(layers, c), self._cache_config())
+        hidden, _ = fam.lm(fam.embed(suf.to(dev).repeat(n_seg, 1), None), pos, cache)
+        logits = fam.head(last_real(hidden, lens * n_seg))
+        out = []
+        for j in range(c):
+            rows = torch.arange(n_seg, device=dev) * c + j
+            tgt = torch.tensor(targets[j])[None].expand(n_seg, -1)
+            out.append(self._probs(logits[rows], full[j : j + 1].expand(n_seg, -1), tgt))
+        return out
+
+    def _suffix_positions(
+        self, full_pos: list[torch.Tensor], plen: int, lens: list[int]
+    ) -> torch.Tensor:
+        """3-D (mrope) positions ``(3, c, width)`` of the suffixes, cut from each full prompt's
+        own positions; the pads continue them (never attended to)."""
+        width = max(lens)
+        pos = torch.zeros((3, len(lens), width), dtype=full_pos[0].dtype, device=self.device)
+        for j, n in enumerate(lens):
+            p = full_pos[j][:, plen:]
+            pos[:, j, :n] = p
+            if n < width:
+                extra = torch.arange(1, width - n + 1, device=self.device)
+                pos[:, j, n:] = p[:, -1:] + extra
+        return pos

@@ -1,0 +1,235 @@
+"""The OpenAI-compatible LLM back-end: P("Yes") of prerequisite pairs from a server's logprobs.
+
+:class:`OpenAIBackend` scores (target step, prerequisite candidate) pairs for
+:func:`baglm_nb.models.dependencies.dependency_matrix` through the ``openai`` client, against
+any OpenAI-compatible chat-completions server (GPT-4.1-mini, vLLM, llama.cpp's server). P("Yes")
+comes from the first token's top logprobs with §4.3's fallbacks. A pair that cannot be scored is
+a :class:`~baglm_nb.models.dependencies.PairFailure` (an error naming the group and the pair in
+the end), never a silent 0.0 (the published code's choice). The API key is read from the
+environment, given to the client only, and redacted from every message.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from baglm_nb.models.dependencies import PairFailure, pair_messages, pair_prompt_version
+
+__all__ = ["NO_WORDS", "YES_WORDS", "OpenAIBackend"]
+
+YES_WORDS = ("Yes", "yes")
+"""First tokens read as "Yes" (§4.3)."""
+NO_WORDS = ("No", "no")
+"""First tokens read as "No" (§4.3)."""
+
+
+class OpenAIBackend:
+    """P("Yes") from an OpenAI-compatible chat-completions server's first-token logprobs.
+
+    Each pair is one request with ``logprobs=True, top_logprobs=top_logprobs,
+    max_tokens=max_tokens, temperature=temperature``. The first output token's top logprobs
+    are scanned in rank order (§4.3): the first entry equal to "Yes"/"yes" gives
+    ``exp(logprob)``, the first equal to "No"/"no" gives ``1 - exp(logprob)``. If neither is
+    among them, the pair **fails** (the published code returned 0.0).
+
+    Parameters
+    ----------
+    model
+        Model name sent to the server (also the cache key's model).
+    base_url
+        Server URL (``http://127.0.0.1:8000/v1``); ``None`` = the ``openai`` default.
+    api_key_env
+        Name of the environment variable holding the key. The key is read once, given to the
+        client and never stored, logged or put in an error message (messages are redacted).
+    top_logprobs
+        How many alternatives to ask for (published: 2).
+    system_prompt
+        Send the §4.1 system message. Default ``False`` reproduces the published GPT code,
+        which silently dropped it (only the user message is sent); ``True`` sends it as the
+        local back-end does. Part of the cache key (``prompt_version``).
+    temperature, max_tokens
+        Sent with every request. The published call used the API defaults; logprobs do not
+        depend on the temperature, and ``temperature=0, max_tokens=1`` keeps requests cheap
+        and deterministic.
+    timeout
+        Seconds per request.
+    max_attempts
+        Attempts per pair for transient errors (connection errors, timeouts, HTTP 408/409/429
+        and 5xx), with exponential backoff ``backoff * 2**n`` (at most ``max_backoff``) plus
+        jitter. Authentication and other client errors fail at once.
+    concurrency
+        Requests in flight at once within a batch.
+    chunk_size
+        Pairs per :meth:`score` call (a checkpoint of the partial group file).
+    client
+        An ``openai.OpenAI``-like client to use instead (tests); ``base_url``, the key and the
+        timeout are then ignored.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        top_logprobs: int = 2,
+        system_prompt: bool = False,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = 1,
+        timeout: float = 30.0,
+        max_attempts: int = 3,
+        backoff: float = 1.0,
+        max_backoff: float = 20.0,
+        concurrency: int = 1,
+        chunk_size: int = 8,
+        client: Any = None,
+    ) -> None:
+        if max_attempts < 1 or concurrency < 1 or chunk_size < 1 or top_logprobs < 1:
+            raise ValueError("max_attempts, concurrency, chunk_size and top_logprobs must be >= 1")
+        self.model = model
+        self.name = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.top_logprobs = int(top_logprobs)
+        self.system_prompt = bool(system_prompt)
+        self.prompt_version = pair_prompt_version(self.system_prompt)
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout = float(timeout)
+        self.max_attempts = int(max_attempts)
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.concurrency = int(concurrency)
+        self.chunk_size = int(chunk_size)
+        if client is None:
+            import openai
+
+            key = os.environ.get(api_key_env)
+            if not key:
+                raise ValueError(
+                    f"environment variable {api_key_env} is not set or empty: it must hold the "
+                    "API key (for a local server without a key, set it to any placeholder)"
+                )
+            client = openai.OpenAI(
+                base_url=base_url, api_key=key, timeout=self.timeout, max_retries=0
+            )
+        self._client = client
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r}, "
+            f"api_key_env={self.api_key_env!r}, system_prompt={self.system_prompt})"
+        )
+
+    def _redact(self, text: str) -> str:
+        """``text`` with the API key (held only by the client) replaced by ``***``."""
+        key = getattr(self._client, "api_key", None)
+        if isinstance(key, str) and key:
+            text = text.replace(key, "***")
+        return text
+
+    def _request(self, goal: str, target: str, prereq: str) -> Any:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": pair_messages(goal, target, prereq, self.system_prompt),
+            "logprobs": True,
+            "top_logprobs": self.top_logprobs,
+        }
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+        return self._client.chat.completions.create(**kwargs)
+
+    def _describe(self, exc: BaseException) -> tuple[str, bool]:
+        """(redacted message, retryable) for an exception from the client."""
+        import openai
+
+        where = f"the server at {self.base_url or 'the OpenAI default URL'}"
+        if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+            return (
+                f"{where} rejected the API key from ${self.api_key_env} "
+                f"(HTTP {exc.status_code}); check that variable",
+                False,
+            )
+        if isinstance(exc, openai.APITimeoutError):
+            return f"no answer from {where} within {self.timeout:g} s (timeout)", True
+        if isinstance(exc, openai.APIConnectionError):
+            return f"cannot connect to {where} ({type(exc).__name__}: {exc})", True
+        if isinstance(exc, openai.APIStatusError):
+            retry = exc.status_code in (408, 409, 429) or exc.status_code >= 500
+            return f"{where} answered HTTP {exc.status_code}: {exc.message}", retry
+        return f"{type(exc).__name__}: {exc}", False
+
+    def _one(self, goal: str, target: str, prereq: str) -> float:
+        """P(Yes) of one pair with retries; raises ``RuntimeError`` with a redacted reason."""
+        import openai
+
+        last = ""
+        for attempt in range(self.max_attempts):
+            try:
+                response = self._request(goal, target, prereq)
+            except openai.OpenAIError as exc:
+                last, retry = self._describe(exc)
+                last = self._redact(last)
+                if not retry:
+                    raise RuntimeError(last) from None
+                if attempt + 1 < self.max_attempts:
+                    delay = min(self.max_backoff, self.backoff * 2**attempt)
+                    time.sleep(delay * (1.0 + 0.25 * random.random()))
+                continue
+            return self._yes_probability(response)
+        raise RuntimeError(f"{last} (gave up after {self.max_attempts} attempts)")
+
+    def _yes_probability(self, response: Any) -> float:
+        try:
+            first = response.choices[0].logprobs.content[0]
+            top = list(first.top_logprobs or [])
+        except (AttributeError, IndexError, TypeError):
+            raise RuntimeError(
+                "the response has no logprobs for the first token (does the server support "
+                "logprobs/top_logprobs?)"
+            ) from None
+        for entry in top:
+            if entry.token in YES_WORDS:
+                return float(min(1.0, math.exp(entry.logprob)))
+            if entry.token in NO_WORDS:
+                return float(max(0.0, 1.0 - math.exp(entry.logprob)))
+        seen = [entry.token for entry in top]
+        raise RuntimeError(
+            f"neither Yes/yes nor No/no among the top {len(top)} first tokens {seen!r}"
+        )
+
+    def score(self, goal: str, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """P("Yes") per pair; a :class:`~baglm_nb.models.dependencies.PairFailure` (with the
+        finished pairs) on a failure."""
+        out = np.empty(len(pairs))
+        if self.concurrency == 1:
+            for n, (a, b) in enumerate(pairs):
+                try:
+                    out[n] = self._one(goal, a, b)
+                except RuntimeError as exc:
+                    raise PairFailure(n, str(exc), dict(enumerate(out[:n].tolist()))) from None
+            return out
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(self.concurrency) as pool:
+            futures = [pool.submit(self._one, goal, a, b) for a, b in pairs]
+        done: dict[int, float] = {}
+        failed: tuple[int, str] | None = None
+        for n, f in enumerate(futures):
+            exc = f.exception()
+            if exc is None:
+                done[n] = out[n] = f.result()
+            elif failed is None:
+                failed = (n, str(exc))
+        if failed is not None:
+            raise PairFailure(failed[0], failed[1], done)
+        return out

@@ -1,0 +1,172 @@
+"""Tiny randomly initialised LMMs of every family, for tests, benchmarks and demos of the mechanics.
+
+:func:`make_random_scorer` builds one as a :class:`~baglm_nb.models.engine.TransformersScorer`
+(``random-init:<family>`` in :func:`baglm_nb.models.scoring.make_scorer`). Its outputs always
+carry ``label="random-init"`` and must never be presented as a real model's scores.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from baglm_nb.models.engine import RANDOM_INIT, TransformersScorer
+from baglm_nb.models.registry import FAMILIES, model_class
+
+__all__ = ["make_random_scorer"]
+
+
+def _tiny_config(
+    family: str,
+    vocab: int,
+    *,
+    hidden_size: int,
+    num_layers: int,
+    num_heads: int,
+    vision_hidden_size: int,
+    vision_layers: int,
+    image_size: int,
+    tokenizer: Any,
+) -> Any:
+    import transformers
+
+    text = {
+        "vocab_size": vocab,
+        "hidden_size": hidden_size,
+        "intermediate_size": 2 * hidden_size,
+        "num_hidden_layers": num_layers,
+        "num_attention_heads": num_heads,
+        "num_key_value_heads": max(1, num_heads // 2),
+        "max_position_embeddings": 32768,
+    }
+    vis = {"hidden_size": vision_hidden_size, "intermediate_size": 2 * vision_hidden_size}
+    vheads = max(1, vision_hidden_size // 16)
+    if family == "internvl":
+        return transformers.InternVLConfig(
+            vision_config={
+                **vis,
+                "num_hidden_layers": vision_layers,
+                "num_attention_heads": vheads,
+                "image_size": [image_size, image_size],
+                "patch_size": [14, 14],
+            },
+            text_config={"model_type": "qwen2", **text},
+            image_token_id=tokenizer.convert_tokens_to_ids("<IMG_CONTEXT>"),
+        )
+    if family == "qwen2_5_vl":
+        half = hidden_size // num_heads // 2
+        section = [half - 2 * (half // 3), half // 3, half // 3]
+        return transformers.Qwen2_5_VLConfig(
+            vision_config={
+                **vis,
+                "depth": vision_layers,
+                "num_heads": vheads,
+                "out_hidden_size": hidden_size,
+                "fullatt_block_indexes": [vision_layers - 1],
+                "window_size": 56,
+                "tokens_per_second": 2,
+            },
+            text_config={
+                **text,
+                "rope_parameters": {
+                    "rope_type": "default",
+                    "mrope_section": section,
+                    "rope_theta": 1e6,
+                },
+            },
+            video_token_id=tokenizer.convert_tokens_to_ids("<|video_pad|>"),
+            image_token_id=tokenizer.convert_tokens_to_ids("<|image_pad|>"),
+            vision_start_token_id=tokenizer.convert_tokens_to_ids("<|vision_start|>"),
+            vision_end_token_id=tokenizer.convert_tokens_to_ids("<|vision_end|>"),
+        )
+    if family == "llava_onevision":
+        return transformers.LlavaOnevisionConfig(
+            vision_config={
+                "model_type": "siglip_vision_model",
+                **vis,
+                "num_hidden_layers": vision_layers,
+                "num_attention_heads": vheads,
+                "image_size": image_size,
+                "patch_size": 14,
+            },
+            text_config={"model_type": "qwen2", **text},
+            image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+            video_token_index=tokenizer.convert_tokens_to_ids("<video>"),
+        )
+    raise ValueError(f"unknown family {family!r}; use one of {FAMILIES}")
+
+
+_TOKENIZER_FAMILY = {
+    "internvl": "internvl",
+    "qwen2_5_vl": "qwen2.5-vl",
+    "llava_onevision": "llava-onevision",
+}
+
+
+def make_random_scorer(
+    family: str,
+    tokenizer: Any | None = None,
+    *,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    vision_hidden_size: int = 32,
+    vision_layers: int = 2,
+    image_size: int = 56,
+    initializer_range: float = 0.2,
+    seed: int = 0,
+    **scorer_kwargs: Any,
+) -> TransformersScorer:
+    """A tiny randomly initialised model of ``family`` as a scorer (tests, benchmarks).
+
+    Its scores are meaningless and always labelled ``"random-init"`` (``model_id`` starts with
+    ``"random-init/"``); the mark is also written into the model config
+    (``baglm_random_init``), so a saved and reloaded copy stays labelled. The vocabulary is
+    the tokenizer's (default: the offline Qwen BPE tokenizer of
+    :func:`baglm_nb.models.tokenizers.build_tokenizer` for the family).
+
+    Parameters
+    ----------
+    family
+        One of :data:`FAMILIES`.
+    image_size
+        Vision input side (InternVL, LLaVA-OneVision; a multiple of 28). For Qwen2.5-VL the
+        default pixel bounds become ``image_size**2`` (override with ``qwen_min_pixels`` /
+        ``qwen_max_pixels``).
+    initializer_range
+        Weight init std; larger than transformers' 0.02 so that the first-token distribution is
+        far from uniform and score differences are visible in tests.
+    seed
+        Seed of the weight initialisation.
+    """
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; use one of {FAMILIES}")
+    if tokenizer is None:
+        from baglm_nb.models.tokenizers import build_tokenizer
+
+        tokenizer = build_tokenizer(_TOKENIZER_FAMILY[family])
+    cfg = _tiny_config(
+        family,
+        len(tokenizer),
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        vision_hidden_size=vision_hidden_size,
+        vision_layers=vision_layers,
+        image_size=image_size,
+        tokenizer=tokenizer,
+    )
+    cfg.initializer_range = initializer_range
+    cfg.get_text_config().initializer_range = initializer_range
+    cfg.baglm_random_init = True  # saved with the model: reloaded copies stay "random-init"
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = model_class(family)(cfg).eval()
+    net._baglm_random_init = True
+    if family == "qwen2_5_vl":
+        scorer_kwargs.setdefault("qwen_min_pixels", image_size * image_size)
+        scorer_kwargs.setdefault("qwen_max_pixels", image_size * image_size)
+    scorer_kwargs.setdefault("label", RANDOM_INIT)
+    model_id = f"{RANDOM_INIT}/{family}-h{hidden_size}-l{num_layers}-seed{seed}"
+    return TransformersScorer(net, tokenizer, family=family, model_id=model_id, **scorer_kwargs)
