@@ -7,8 +7,9 @@ Run menu, waits for the widget, moves the observation-quality slider with the ke
 checks that the plot image and the R@1 text change. The screenshot is saved as
 ``tests/artifacts/explorer.png``.
 
-Needs the ``playwright`` Python package and ``apt-get install -y chromium``; skipped, with the
-reason, when either is missing. Marked slow (``.ci/run`` runs it).
+Needs the ``playwright`` Python package and ``apt-get install -y chromium`` (both installed by
+``make setup``); fails, naming the install command, when either is missing. Marked ``slow`` and
+``browser`` (``make test-fast`` leaves it out).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -145,12 +146,10 @@ def _accept_dialogs(page, until: str, timeout: float) -> None:
 
 
 def test_explorer_in_jupyterlab(lab):
-    sync_api = pytest.importorskip(
-        "playwright.sync_api",
-        reason="the playwright package is not installed (pip install -e .[dev])",
-    )
+    from playwright import sync_api
+
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"no chromium at {CHROMIUM}: apt-get install -y chromium")
+        pytest.fail(f"no chromium at {CHROMIUM}: apt-get install -y chromium (or make setup)")
     base, token, tmp_path = lab
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as pw:

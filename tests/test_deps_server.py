@@ -106,7 +106,7 @@ class Server:
 def servers(tmp_path):
     """Factory: ``servers(api_key=None)`` starts a ready server; all are killed afterwards."""
     if SERVER_MISSING:
-        pytest.skip(SERVER_MISSING)
+        pytest.fail(SERVER_MISSING + " (or make setup)")
     started: list[Server] = []
 
     def start(api_key: str | None = None) -> Server:

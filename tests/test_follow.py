@@ -93,11 +93,15 @@ def test_a_broken_source_stops_with_a_clear_message(scorer, tmp_path):
     assert "source broke after 0 segments" in ends[0] and "broken.mp4" in ends[0]
 
 
+@pytest.mark.browser
 def test_html_report_opens_in_headless_chromium(scorer, tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api
+
     chromium = shutil.which("chromium")
     if chromium is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+        pytest.fail(
+            "Debian's chromium is not installed: apt-get install -y chromium (or make setup)"
+        )
     ests = list(follow(CLIPS / "cup.mp4", grounder(scorer)))
     page_path = write_html_report(ests, STEPS, tmp_path / "report.html", title="cup run")
     args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

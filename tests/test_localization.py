@@ -81,7 +81,8 @@ def _smooth_signal(rng, rows):
 @pytest.mark.parametrize("log_scale", [True, False])
 @pytest.mark.parametrize("method", ["fast", "direct"])
 def test_blobs_match_skimage_blob_log(method, log_scale):
-    feature = pytest.importorskip("skimage.feature")
+    from skimage import feature
+
     rng = np.random.default_rng(7)
     for _ in range(4):
         rows = int(rng.integers(60, 700))

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import papermill
 import pytest
-
-papermill = pytest.importorskip("papermill")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))

@@ -244,7 +244,7 @@ def test_check_single_tokens_rejects_shared_first_token():
 
 
 def test_offline_tokenizer_matches_tiktoken(qwen_tok):
-    tiktoken = pytest.importorskip("tiktoken")
+    import tiktoken
     from tiktoken.load import load_tiktoken_bpe
 
     from baglm_nb.models.tokenizers import FAMILY_SPECIAL_TOKENS, qwen_bpe_file

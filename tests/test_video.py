@@ -168,7 +168,7 @@ def test_bad_arguments():
             iter_segments(CUP, device="cuda")
 
 
-@pytest.mark.skipif(FFMPEG is None, reason="needs the ffmpeg command")
+@pytest.mark.skipif(FFMPEG is None, reason="needs the ffmpeg command: apt-get install -y ffmpeg")
 def test_cuda_falls_back_to_cpu_for_vp9(tmp_path, monkeypatch):
     clip = tmp_path / "tiny_vp9.webm"
     subprocess.run(
@@ -300,7 +300,7 @@ def test_truncated_copy(tmp_path):
     assert _frames(batches).shape == (num_segments(94, info.fps), 4, 3, 480, 640)
 
 
-@pytest.mark.skipif(FFMPEG is None, reason="needs the ffmpeg command")
+@pytest.mark.skipif(FFMPEG is None, reason="needs the ffmpeg command: apt-get install -y ffmpeg")
 def test_audio_only_file(tmp_path):
     audio = tmp_path / "tone.m4a"
     subprocess.run([FFMPEG, "-v", "error", "-f", "lavfi", "-i", "sine=d=1", str(audio)], check=True)
