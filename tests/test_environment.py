@@ -131,12 +131,15 @@ def _make_targets() -> set[str]:
 
 def test_makefile_targets():
     targets = _make_targets()
-    for t in ("setup", "test", "lint", "figures", "clean-figures", "help"):
+    for t in ("setup", "test", "test-fast", "lint", "data", "figures", "clean-figures", "help"):
         assert t in targets, f"Makefile lacks target {t!r}"
     text = (ROOT / "Makefile").read_text()
-    assert 'pip install -e ".[dev]"' in text
-    assert "ipykernel install --sys-prefix --name python3" in text
-    assert "scripts/run_notebooks.sh" in text
+    assert "scripts/setup.sh" in text and "scripts/run_notebooks.sh" in text
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert 'pip install -e ".[dev,server-tests]"' in setup
+    assert "ipykernel install --sys-prefix --name python3" in setup
+    for package in ("ffmpeg", "chromium"):
+        assert f"missing+=({package})" in setup
 
 
 def test_ci_run_calls_make_setup_and_test():
@@ -147,10 +150,12 @@ def test_ci_run_calls_make_setup_and_test():
     test = re.search(r"^[^#\n]*\bmake test\b", text, flags=re.M)
     assert setup and test, ".ci/run must call `make setup` and `make test`"
     assert setup.start() < test.start()
+    installs = re.findall(r"^[^#\n]*\b(pip install|apt-get install)\b", text, flags=re.M)
+    assert not installs, ".ci/run installs nothing of its own: make setup does"
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash not available")
-@pytest.mark.parametrize("script", [".ci/run", "scripts/run_notebooks.sh"])
+@pytest.mark.parametrize("script", [".ci/run", "scripts/run_notebooks.sh", "scripts/setup.sh"])
 def test_shell_scripts_parse(script):
     subprocess.run(["bash", "-n", str(ROOT / script)], check=True)
 
@@ -160,5 +165,7 @@ def test_make_help_is_default():
     out = subprocess.run(
         ["make", "-s", "-C", str(ROOT)], check=True, capture_output=True, text=True
     ).stdout
-    for t in ("setup", "test", "lint", "figures", "clean-figures"):
-        assert f"make {t}" in out
+    documented = {t for t in _make_targets() if not t.startswith(("$", "."))} - {"figures/%"}
+    for t in documented:
+        assert f"make {t}" in out, f"make help does not list {t!r}"
+    assert "make figures/<stem>" in out
