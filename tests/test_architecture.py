@@ -95,6 +95,29 @@ def test_paper_values_are_not_copied_into_code():
     assert not copies, f"paper values written into code: {copies}"
 
 
+STAGES = ("inputs", "models", "stores", "core", "analyses", "apps")
+#: The two imports against the data-flow order that the architecture allows (docs/architecture.md).
+ALLOWED_UPWARD = {("models", "stores"), ("core/simulate.py", "analyses.paper")}
+
+
+def test_stages_import_only_earlier_stages():
+    upward = []
+    for path in MODULES:
+        rel = path.relative_to(PACKAGE)
+        if len(rel.parts) < 2 or rel.parts[0] not in STAGES:
+            continue
+        stage = rel.parts[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("baglm_nb."):
+                target = node.module.split(".", 1)[1]
+                other = target.split(".")[0]
+                if other in STAGES and STAGES.index(other) > STAGES.index(stage):
+                    key = (stage, other) if (stage, other) in ALLOWED_UPWARD else (str(rel), target)
+                    if key not in ALLOWED_UPWARD:
+                        upward.append(f"{rel}:{node.lineno} -> {node.module}")
+    assert not upward, f"imports against the stage order: {upward}"
+
+
 def test_cli_verbs_live_in_one_package():
     from baglm_nb.apps.cli import main
 
