@@ -4,7 +4,7 @@
 #   system packages  ffmpeg (torchcodec decodes with it), chromium (browser tests), python3-venv
 #                    when ensurepip is missing: apt-get when running as root, else the one
 #                    command to run is printed. Runs in the background, beside the pip phases.
-#   venv             .venv with an up-to-date pip
+#   venv             .venv
 #   llama.cpp        llama-cpp-python compiled from source into a wheel (the OpenAI-compatible
 #                    server of the dependency tests): in the background, beside the next phase,
 #                    at -O1 and without the multimodal library no test loads (CMAKE_ARGS
@@ -86,7 +86,6 @@ fi
 if ((python_done == 0)); then
 t0=$SECONDS
 [[ -x "$VPY" ]] || "$PYTHON" -m venv "$VENV"
-"$VPY" -m pip install -q --upgrade pip
 phase "venv" $((SECONDS - t0))
 
 # -- llama.cpp (the one compiled dependency), in the background -----------------------------
@@ -128,6 +127,10 @@ echo "setup: installing the requirements (log: $LOG_DIR/pip.log)"
 phase "python packages" $((SECONDS - t0))
 
 t0=$SECONDS
+"$VPY" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (baglm)" >/dev/null
+phase "jupyter kernel" $((SECONDS - t0))
+
+t0=$SECONDS
 wait "$llama_pid" || {
     tail -n 30 "$LOG_DIR/llama.log" >&2
     echo "error: building $llama failed (needs a C/C++ compiler and cmake; log: $LOG_DIR/llama.log)" >&2
@@ -145,9 +148,6 @@ echo "setup: pip install -e \".[dev,server-tests]\" (log: $LOG_DIR/project.log)"
 }
 phase "project + extras" $((SECONDS - t0))
 
-t0=$SECONDS
-"$VPY" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (baglm)" >/dev/null
-phase "jupyter kernel" $((SECONDS - t0))
 touch "$STAMP"
 fi
 
