@@ -16,7 +16,7 @@ or a mapping ``{dataset: one of those}`` (a dataset missing from it has no sourc
 ``limit`` always means the first ``limit`` videos in annotation-file order (of those a cache
 holds).
 
-Exports :data:`SIMULATED`, :class:`Dependencies`, :func:`source_label`, :func:`select_videos`,
+Exports :data:`SIMULATED`, :class:`Dependencies`, :func:`select_videos`,
 :func:`observations`, :func:`observations_for`, :func:`dependencies` and :func:`label_of`.
 """
 
@@ -33,9 +33,9 @@ import numpy as np
 from baglm_nb.core.observations import Observations, from_cache, from_simulation
 from baglm_nb.core.oracles import oracle_dependency
 from baglm_nb.inputs.datasets import DATASETS, Video, data_dir, load_dataset
+from baglm_nb.stores.keys import PUBLISHED_LLM
 
 __all__ = [
-    "DEFAULT_LLM",
     "SIMULATED",
     "Dependencies",
     "dependencies",
@@ -43,17 +43,9 @@ __all__ = [
     "observations",
     "observations_for",
     "select_videos",
-    "source_label",
 ]
 
 SIMULATED = "simulated"
-#: The LLM key of the authors' imported matrices (``deps="imported"``).
-DEFAULT_LLM = "llama-3.3-70b-instruct"
-
-
-def source_label(source: str, model: str) -> str:
-    """The label every output carries: ``simulated``, or ``<source>:<model>``."""
-    return SIMULATED if source == SIMULATED else f"{source}:{model}"
 
 
 def select_videos(
@@ -175,7 +167,7 @@ def dependencies(
     dataset: str,
     *,
     root: str | os.PathLike | None = None,
-    llm: str = DEFAULT_LLM,
+    llm: str = PUBLISHED_LLM,
     limit: int | None = None,
     show_progress: bool = True,
 ) -> Dependencies | None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from baglm_nb.stores.dependencies import DependencyCache
-from baglm_nb.stores.keys import DependencyKey, ScoreKey
+from baglm_nb.stores.keys import PUBLISHED_LLM, DependencyKey, ScoreKey
 from baglm_nb.stores.scores import ScoreCache
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def import_reference_results(
     model: str,
     *,
     root: str | os.PathLike,
-    llm: str = "llama-3.3-70b-instruct",
+    llm: str = PUBLISHED_LLM,
     segment_duration: int = 2,
     sampling_fps: float = 2.0,
     videos: Sequence[Video] | None = None,

@@ -3,7 +3,8 @@
 A key is a frozen dataclass; its :meth:`relpath` is the cache folder under a root (each name
 sanitised into one path component) and its :meth:`to_dict` is what ``config.json`` stores.
 
-Exports :data:`SOURCES`, :class:`ScoreKey` (dataset, LMM, prompt version, sampling, source) and
+Exports :data:`SOURCES`, :data:`PUBLISHED_LMM` / :data:`PUBLISHED_LLM` (the default names of an
+import), :class:`ScoreKey` (dataset, LMM, prompt version, sampling, source) and
 :class:`DependencyKey` (dataset, LLM, prompt version).
 """
 
@@ -17,10 +18,15 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
-__all__ = ["SOURCES", "DependencyKey", "ScoreKey"]
+__all__ = ["PUBLISHED_LLM", "PUBLISHED_LMM", "SOURCES", "DependencyKey", "ScoreKey"]
 
 SOURCES: tuple[str, ...] = ("lmm", "simulated", "imported")
 """Allowed values of :attr:`ScoreKey.source`."""
+
+#: The model names of the authors' published files (the paper's default LMM and LLM): the
+#: default keys of an import.
+PUBLISHED_LMM = "internvl2.5-8b"
+PUBLISHED_LLM = "llama-3.3-70b-instruct"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=@-]")
 _NAMED = ("dataset", "model", "prompt_version")

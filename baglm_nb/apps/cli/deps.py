@@ -27,6 +27,7 @@ BACKENDS = ("smollm2", "transformers", "openai", "oracle", "imported", "none")
 def register(verbs: argparse._SubParsersAction) -> None:
     """Add the ``deps`` verb."""
     from baglm_nb.inputs.datasets import DATASETS
+    from baglm_nb.stores.keys import PUBLISHED_LLM, PUBLISHED_LMM
 
     p = verbs.add_parser(
         "deps",
@@ -68,8 +69,8 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--max-attempts", type=int, default=3, help="openai: attempts per pair")
     p.add_argument("--concurrency", type=int, default=1, help="openai: requests in flight")
     p.add_argument("--src", help="imported: folder with the authors' vsg/, prog/, prereq/")
-    p.add_argument("--llm", default="llama-3.3-70b-instruct", help="imported: LLM sub-folder")
-    p.add_argument("--lmm", default="internvl2.5-8b", help="imported: LMM sub-folder")
+    p.add_argument("--llm", default=PUBLISHED_LLM, help="imported: LLM sub-folder")
+    p.add_argument("--lmm", default=PUBLISHED_LMM, help="imported: LMM sub-folder")
     p.add_argument("--limit", type=int, default=None, help="only the first N groups")
     p.add_argument("--group", action="append", help="only this group (repeatable)")
     p.add_argument(

@@ -9,12 +9,13 @@ import json
 def register(verbs) -> None:
     """Add the ``import`` verb."""
     from baglm_nb.inputs.datasets import DATASETS
+    from baglm_nb.stores.keys import PUBLISHED_LLM, PUBLISHED_LMM
 
     p = verbs.add_parser("import", help="import the authors' precomputed .pt files")
     p.add_argument("src", help="folder with vsg/, prog/ and prereq/")
     p.add_argument("--dataset", required=True, choices=sorted(DATASETS))
-    p.add_argument("--model", default="internvl2.5-8b")
-    p.add_argument("--llm", default="llama-3.3-70b-instruct")
+    p.add_argument("--model", default=PUBLISHED_LMM)
+    p.add_argument("--llm", default=PUBLISHED_LLM)
     p.add_argument("--segment-duration", type=int, default=2)
     p.add_argument("--cache-root", default="data/cache")
     p.set_defaults(func=run)
