@@ -36,6 +36,8 @@ def test_limit_means_the_first_videos_in_annotation_order(shuffled_cache):
     assert sources.observations("crosstask", {"crosstask": folder}, limit=3).uids() == expected
     with pytest.raises(ValueError, match="positive"):
         sources.select_videos("crosstask", 0)
+    with pytest.raises(ValueError, match="positive"):
+        sources.observations("crosstask", str(folder), limit=0)
 
 
 def test_cli_notebook_and_table_evaluate_the_same_videos(shuffled_cache):

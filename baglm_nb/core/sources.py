@@ -59,13 +59,17 @@ def select_videos(
 
     ``videos`` is the dataset's annotation list when the caller already has it.
     """
-    if limit is not None and limit < 1:
-        raise ValueError(f"limit must be a positive number of videos, got {limit}")
+    _check_limit(limit)
     chosen = list(load_dataset(dataset) if videos is None else videos)
     if among is not None:
         keep = set(among)
         chosen = [v for v in chosen if v.uid in keep]
     return chosen[:limit] if limit else chosen
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be a positive number of videos, got {limit}")
 
 
 def _per_dataset(setting: Any) -> bool:
@@ -95,6 +99,7 @@ def observations(
     videos : list of Video, optional
         The dataset's annotations, when the caller already loaded them.
     """
+    _check_limit(limit)
     if _per_dataset(scores):
         scores = scores.get(dataset, SIMULATED)
     if isinstance(scores, Observations):
