@@ -120,7 +120,7 @@ for req in project["dependencies"] + project["optional-dependencies"]["dev"]:
         print(req)
 EOF
 echo "setup: installing the requirements (log: $LOG_DIR/pip.log)"
-"$VPY" -m pip install --no-compile -r "$LOG_DIR/requirements.txt" >"$LOG_DIR/pip.log" 2>&1 || {
+"$VPY" -m pip install -r "$LOG_DIR/requirements.txt" >"$LOG_DIR/pip.log" 2>&1 || {
     tail -n 30 "$LOG_DIR/pip.log" >&2
     echo "error: pip install failed (full log: $LOG_DIR/pip.log)" >&2
     exit 1
@@ -142,7 +142,7 @@ phase "  (waited for it)" $((SECONDS - t0))
 
 t0=$SECONDS
 echo "setup: pip install -e \".[dev,server-tests]\" (log: $LOG_DIR/project.log)"
-"$VPY" -m pip install --no-compile --find-links "$WHEELS" -e ".[dev,server-tests]" >"$LOG_DIR/project.log" 2>&1 || {
+"$VPY" -m pip install --find-links "$WHEELS" -e ".[dev,server-tests]" >"$LOG_DIR/project.log" 2>&1 || {
     tail -n 30 "$LOG_DIR/project.log" >&2
     echo "error: pip install failed (full log: $LOG_DIR/project.log)" >&2
     exit 1
