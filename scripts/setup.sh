@@ -30,6 +30,11 @@ export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DCMAKE_C_FLAGS_RELEASE=-O1 -
 
 timings=()
 t_start=$SECONDS
+fail() { # fail LOG MESSAGE: the end of the log, then one error line
+    tail -n 30 "$1" >&2
+    echo "error: $2" >&2
+    exit 1
+}
 phase() { # phase NAME SECONDS
     timings+=("$(printf '  %-18s %4d s' "$1" "$2")")
 }
@@ -70,7 +75,7 @@ else
 fi
 # python3-venv must be there before the venv exists.
 if [[ " ${missing[*]} " == *" python3-venv "* && -n "$apt_pid" ]]; then
-    wait "$apt_pid" || { tail -n 20 "$LOG_DIR/apt.log" >&2; exit 1; }
+    wait "$apt_pid" || fail "$LOG_DIR/apt.log" "apt-get install ${missing[*]} failed"
     apt_pid=""
 fi
 
@@ -120,11 +125,8 @@ for req in project["dependencies"] + project["optional-dependencies"]["dev"]:
         print(req)
 EOF
 echo "setup: installing the requirements (log: $LOG_DIR/pip.log)"
-"$VPY" -m pip install -r "$LOG_DIR/requirements.txt" >"$LOG_DIR/pip.log" 2>&1 || {
-    tail -n 30 "$LOG_DIR/pip.log" >&2
-    echo "error: pip install failed (full log: $LOG_DIR/pip.log)" >&2
-    exit 1
-}
+"$VPY" -m pip install -r "$LOG_DIR/requirements.txt" >"$LOG_DIR/pip.log" 2>&1 ||
+    fail "$LOG_DIR/pip.log" "pip install failed (full log: $LOG_DIR/pip.log)"
 phase "python packages" $((SECONDS - t0))
 
 t0=$SECONDS
@@ -132,21 +134,15 @@ t0=$SECONDS
 phase "jupyter kernel" $((SECONDS - t0))
 
 t0=$SECONDS
-wait "$llama_pid" || {
-    tail -n 30 "$LOG_DIR/llama.log" >&2
-    echo "error: building $llama failed (needs a C/C++ compiler and cmake; log: $LOG_DIR/llama.log)" >&2
-    exit 1
-}
+wait "$llama_pid" ||
+    fail "$LOG_DIR/llama.log" "building $llama failed (needs a C/C++ compiler and cmake)"
 phase "llama.cpp compile" "$(cat "$LOG_DIR/llama.seconds")"
 phase "  (waited for it)" $((SECONDS - t0))
 
 t0=$SECONDS
 echo "setup: pip install -e \".[dev,server-tests]\" (log: $LOG_DIR/project.log)"
-"$VPY" -m pip install --find-links "$WHEELS" -e ".[dev,server-tests]" >"$LOG_DIR/project.log" 2>&1 || {
-    tail -n 30 "$LOG_DIR/project.log" >&2
-    echo "error: pip install failed (full log: $LOG_DIR/project.log)" >&2
-    exit 1
-}
+"$VPY" -m pip install --find-links "$WHEELS" -e ".[dev,server-tests]" >"$LOG_DIR/project.log" 2>&1 ||
+    fail "$LOG_DIR/project.log" "pip install failed (full log: $LOG_DIR/project.log)"
 phase "project + extras" $((SECONDS - t0))
 
 touch "$STAMP"
@@ -154,11 +150,7 @@ fi
 
 if [[ -n "$apt_pid" ]]; then
     t0=$SECONDS
-    wait "$apt_pid" || {
-        tail -n 20 "$LOG_DIR/apt.log" >&2
-        echo "error: apt-get install ${missing[*]} failed (no network or apt sources?)" >&2
-        exit 1
-    }
+    wait "$apt_pid" || fail "$LOG_DIR/apt.log" "apt-get install ${missing[*]} failed (no network or apt sources?)"
     phase "system packages" "$(cat "$LOG_DIR/apt.seconds")"
     phase "  (waited for apt)" $((SECONDS - t0))
 fi
