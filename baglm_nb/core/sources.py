@@ -16,12 +16,17 @@ or a mapping ``{dataset: one of those}`` (a dataset missing from it has no sourc
 ``limit`` always means the first ``limit`` videos in annotation-file order (of those a cache
 holds).
 
+A score-cache folder may also be given by a folder above it that holds exactly one score cache
+(e.g. ``data/cache/scores/htstep/simulated``): :func:`score_cache_folder`.
+
 Exports :data:`SIMULATED`, :class:`Dependencies`, :func:`select_videos`,
-:func:`observations`, :func:`observations_for`, :func:`dependencies` and :func:`label_of`.
+:func:`observations`, :func:`observations_for`, :func:`score_cache_folder`,
+:func:`dependencies` and :func:`label_of`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +47,7 @@ __all__ = [
     "label_of",
     "observations",
     "observations_for",
+    "score_cache_folder",
     "select_videos",
 ]
 
@@ -70,6 +76,46 @@ def select_videos(
 def _check_limit(limit: int | None) -> None:
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be a positive number of videos, got {limit}")
+
+
+def _is_score_cache(config: Path) -> bool:
+    try:
+        return json.loads(config.read_text(encoding="utf-8")).get("kind") == "scores"
+    except (OSError, ValueError):
+        return False
+
+
+def score_cache_folder(path: str | os.PathLike, depth: int = 6) -> Path:
+    """The score-cache folder ``path`` names: itself, or the one score cache below it.
+
+    Looks ``depth`` folder levels down for ``config.json`` files of score caches. Raises
+    FileNotFoundError (no such folder) or ValueError (no score cache there, or several: the
+    message lists them) with a hint on how to make one.
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"{folder}: no such folder (a score cache; 'make data' or "
+            "'python -m baglm_nb simulate --dataset NAME' writes simulated ones)"
+        )
+    if (folder / "config.json").is_file():
+        return folder
+    found = [
+        config.parent
+        for level in range(1, depth + 1)
+        for config in sorted(folder.glob("/".join(["*"] * level) + "/config.json"))
+        if _is_score_cache(config)
+    ]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ValueError(
+            f"{folder}: no score cache in it or below it (no config.json); write simulated "
+            "scores with 'make data' or 'python -m baglm_nb simulate --dataset NAME', or use "
+            "the setting 'simulated' (simulated on demand)"
+        )
+    names = ", ".join(str(f) for f in found[:5]) + (", ..." if len(found) > 5 else "")
+    raise ValueError(f"{folder} holds {len(found)} score caches; name one of them: {names}")
 
 
 def _per_dataset(setting: Any) -> bool:
@@ -107,7 +153,7 @@ def observations(
     elif isinstance(scores, str) and scores == SIMULATED:
         return from_simulation(dataset, params, videos=select_videos(dataset, limit, videos=videos))
     elif isinstance(scores, (str, os.PathLike)):
-        obs = from_cache(scores, videos=videos)
+        obs = from_cache(score_cache_folder(scores), videos=videos)
     else:
         raise TypeError(f"scores for {dataset}: expected 'simulated', a cache folder or "
                         f"Observations, got {type(scores).__name__}")  # fmt: skip
