@@ -132,10 +132,16 @@ def test_peaks_and_legend_follow_r1(figure, case):
         best = values[:, steps].argmax(axis=0)
         np.testing.assert_array_equal(sorted(hit.get_xdata()), sorted(best[hits] + 0.5))
         for step, got in zip(steps, hits, strict=True):
-            cell = figure.legend.cells[name, int(step)].get_text()
+            cell = figure.legend.cell(name, int(step))
             assert cell == ("\u2713 hit" if got else "\u2717 miss")
         unannotated = set(range(10)) - set(steps.tolist())
-        assert all(figure.legend.cells[name, s].get_text() == "\u2013" for s in unannotated)
+        assert all(figure.legend.cell(name, s) == "\u2013" for s in unannotated)
+        # what is drawn: one green text line per hit, one red per miss, in row order
+        green = figure.legend.cells[name]["hit"].get_text().split("\n")
+        red = figure.legend.cells[name]["miss"].get_text().split("\n")
+        hit_steps = {int(s) for s, h in zip(steps, hits, strict=True) if h}
+        assert [i for i, t in enumerate(green) if t] == sorted(hit_steps)  # one line per row
+        assert len([t for t in red if t]) == int((~hits).sum())
 
 
 def test_title_names_the_source(figure, case):
@@ -200,7 +206,7 @@ def test_online_strip_and_a_task_without_ground_truth(case):
     status = announced_status(video, said)
     assert status[8] == "false" and status[5] == "hit" and status[9] == "missed"
     assert status[0] == "-"
-    assert plot.legend.cells["announced", 8].get_text() == "\u2717 announced, not annotated"
+    assert plot.legend.cell("announced", 8) == "\u2717 announced, not annotated"
     np.testing.assert_array_equal(
         plot.strips["announced:right"].get_array()[0], right_wrong(video, said)
     )

@@ -31,8 +31,10 @@ STATUS_TEXT = {
 }
 #: Inches per character of the legend's 8 pt text (DejaVu Sans, generous).
 CHAR_IN = 0.066
-#: Inches per line of the table.
-LINE_IN = 0.17
+#: Inches per line of the table, and the matching matplotlib line spacing of 8 pt text.
+LINE_IN, LINE_SPACING = 0.17, 1.53
+#: The colour of each group of outcomes.
+GROUP_COLOURS = {"hit": HIT, "miss": MISS, "-": "0.5"}
 #: Above this many steps the legend lists the annotated steps only.
 MAX_LISTED_STEPS = 40
 
@@ -102,7 +104,9 @@ class StepLegend:
         free = width - 1.05 - self.when_in - sum(self.col_in.values())
         self.chars, self.when_chars = max(30, int(free / CHAR_IN)), int(self.when_in / CHAR_IN)
         self.note = self._note(notes)
-        self.cells: dict[tuple[str, int], object] = {}
+        self.cells: dict[str, dict[str, object]] = {}
+        self.status: dict[str, dict[int, str]] = {}
+        self.row_lines: list[int] = []
 
     def _note(self, notes: Sequence[str]) -> str:
         k, shown = len(self.steps), len(self.listed)
@@ -126,7 +130,11 @@ class StepLegend:
         return LINE_IN * lines + 0.1
 
     def draw(self, figure, top: float) -> list:
-        """Draw the table with its top at figure fraction ``top``; returns the outcome cells."""
+        """Draw the table with its top at figure fraction ``top``; returns the outcome texts.
+
+        Each outcome column is three multi-line texts (hits green, misses red, the rest grey),
+        one line per table line, so a redraw draws six texts, not one per cell.
+        """
         height = figure.get_figheight()
         x = {"swatch": 0.25, "num": 0.42, "text": 0.75}
         x["when"] = x["text"] + self.chars * CHAR_IN + 0.15
@@ -135,7 +143,7 @@ class StepLegend:
             x[col], x_col = x_col, x_col + self.col_in[col]
 
         def put(col: str, y: float, text: str, **kw):
-            kw = {"fontsize": 8, "va": "top", "ha": "left", **kw}
+            kw = {"fontsize": 8, "va": "top", "ha": "left", "linespacing": LINE_SPACING, **kw}
             return figure.text(x[col] / self.width, y, text, **kw)
 
         header = {"num": "#", "text": "step (full text)"}
@@ -143,7 +151,8 @@ class StepLegend:
             header["when"] = "annotated (mm:ss)"
         for col, text in {**header, **self.columns}.items():
             put(col, top, text, weight="bold")
-        y = top - LINE_IN / height
+        y = first = top - LINE_IN / height
+        self.row_lines = []
         for step in self.listed:
             text, when = self._lines(step)
             put("swatch", y, "\u25a0", color=self.colours[step], fontsize=10)
@@ -151,15 +160,25 @@ class StepLegend:
             put("text", y, "\n".join(text))
             if self.video:
                 put("when", y, "\n".join(when))
-            for col in self.columns:
-                self.cells[col, step] = put(col, y, "")
-            y -= max(len(text), len(when)) * LINE_IN / height
-        put("num", y - 0.04 / height, self.note, color="0.3", fontsize=7.5)
-        return list(self.cells.values())
+            self.row_lines.append(max(len(text), len(when)))
+            y -= self.row_lines[-1] * LINE_IN / height
+        for col in self.columns:
+            self.cells[col] = {g: put(col, first, "", color=c) for g, c in GROUP_COLOURS.items()}
+        put("num", y - 0.04 / height, self.note, color="0.3", fontsize=7.5, linespacing=1.2)
+        return [t for texts in self.cells.values() for t in texts.values()]
 
     def set_status(self, column: str, status: dict[int, str]) -> None:
-        """Fill a column's cells from ``{step: "hit" | "miss" | "missed" | "false" | "-"}``."""
-        for step in self.listed:
-            text, state = self.cells[column, step], status.get(step, "-")
-            text.set_text(STATUS_TEXT[state])
-            text.set_color(HIT if state == "hit" else "0.5" if state == "-" else MISS)
+        """Fill a column from ``{step: "hit" | "miss" | "missed" | "false" | "-"}``."""
+        self.status[column] = {step: status.get(step, "-") for step in self.listed}
+        lines: dict[str, list[str]] = {g: [] for g in GROUP_COLOURS}
+        for step, n in zip(self.listed, self.row_lines, strict=True):
+            state = self.status[column][step]
+            group = "hit" if state == "hit" else "-" if state == "-" else "miss"
+            for g, out in lines.items():
+                out += [STATUS_TEXT[state] if g == group else ""] + [""] * (n - 1)
+        for g, out in lines.items():
+            self.cells[column][g].set_text("\n".join(out) if any(out) else "")
+
+    def cell(self, column: str, step: int) -> str:
+        """The outcome text shown for ``step`` in ``column``."""
+        return STATUS_TEXT[self.status.get(column, {}).get(step, "-")]

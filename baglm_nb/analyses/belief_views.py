@@ -220,7 +220,7 @@ class BeliefFigure:
         self._strip_texts: list = []
         self.legend = self._make_legend() if self.with_legend else None
         stack = _Stack(self.width, left=2.35, right=0.8)
-        stack.add("title", 0.55)
+        stack.add("title", 0.42)
         if self._keyframes:
             stack.add("keyframes", 1.25, gap=0.1)
         panel_h = 1.6 if self.style == "lines" else float(np.clip(0.15 * (k + 1), 1.2, 6.0))
@@ -539,8 +539,9 @@ class BeliefFigure:
             canvas.restore_region(self._background)
         for artist in [*self._dynamic, *self._strip_texts]:
             (artist.axes or self.figure).draw_artist(artist)
-        rgba = np.asarray(canvas.buffer_rgba())
-        Image.fromarray(rgba[..., :3]).save(buf, format="png", compress_level=1)
+        width, height = canvas.get_width_height(physical=True)
+        rgba = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+        rgba.convert("RGB").save(buf, format="png", compress_level=1)  # the fastest route
         return buf.getvalue()
 
     def savefig(self, fname, **kwargs) -> None:

@@ -309,8 +309,13 @@ class Explorer:
             name: widgets.HTML(layout=widgets.Layout(**label)) for name in self.controls
         }
         self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%"))
-        self.recall = widgets.HTML()
-        self.status = widgets.HTML()
+        self.recall = widgets.HTML(
+            tooltip="Per-video R@1: the share of the video's annotated steps whose "
+            "highest-probability second lies inside their annotation."
+        )
+        self.status = widgets.HTML(
+            tooltip="Where the observations and D come from; the size of the recomputed video."
+        )
         for name, w in (("plot", self.image), ("recall", self.recall), ("status", self.status)):
             w.add_class(f"baglm-{name}")
         for name in self.controls:
@@ -339,7 +344,7 @@ class Explorer:
         tip = CONTROL_TIPS[name] if enabled else f"Disabled: {why}"
         w, label = self.controls[name], self._labels[name]
         w.disabled = not enabled
-        w.tooltip = tip
+        w.tooltip = label.tooltip = tip
         colour = "inherit" if enabled else "#888"
         label.value = (
             f'<span class="baglm-label" title="{html.escape(tip, quote=True)}" '
