@@ -29,6 +29,7 @@ The numbers behind every mark come from :mod:`baglm_nb.analyses.belief_data`. Ex
 from __future__ import annotations
 
 import io
+import math
 import textwrap
 from collections.abc import Sequence
 
@@ -144,7 +145,8 @@ class BeliefFigure:
     strips : dict
         The strip images by name (``"truth"``, each panel's name, ``"<panel>:right"``,
         ``"announced"``); ``get_array()`` holds each row's state (K = none) or right (1) /
-        wrong (0).
+        wrong (0): every ``row_step``-th row, where ``row_step`` is 1 unless the video has
+        more than two rows per pixel of the axes (heatmaps then draw each block's maximum).
     tops : dict
         Each drawn method's top state per row after the latest :meth:`update`.
     """
@@ -214,6 +216,9 @@ class BeliefFigure:
     def _build(self) -> None:
         fig, k = self.figure, len(self.steps)
         fig.clear()
+        # long videos: at most two drawn columns per pixel (heatmaps keep each block's maximum)
+        pixels = (self.width - 2.35 - 0.8) * self.dpi
+        self.row_step = max(1, math.ceil(self.num_rows / (2 * pixels)))
         self.axes, self.artists, self.markers, self.strips = {}, {}, {}, {}
         self.tops: dict[str, np.ndarray] = {}
         self._dynamic: list = []
@@ -325,7 +330,7 @@ class BeliefFigure:
         k, t = len(self.steps), max(self.num_rows, 1)
         ax.set_label(name)
         img = ax.imshow(
-            np.zeros((k + 1, t)),
+            np.zeros((k + 1, len(range(0, t, self.row_step)))),
             aspect="auto",
             cmap="Blues",
             norm=PowerNorm(0.6, vmin=0.0, vmax=1.0),
@@ -383,7 +388,7 @@ class BeliefFigure:
         for name, label, height in rows:
             cmap, top = (right, 1) if name.endswith(":right") else (states, k)
             img = ax.imshow(
-                np.zeros((1, t), dtype=np.int64),
+                np.zeros((1, len(range(0, t, self.row_step))), dtype=np.int64),
                 aspect="auto",
                 cmap=cmap,
                 vmin=-0.5,
@@ -412,7 +417,7 @@ class BeliefFigure:
         )
         if self.video:
             truth = truth_index(self.video, t)
-            self.strips["truth"].set_data(truth[None, :])
+            self.strips["truth"].set_data(truth[None, :: self.row_step])
             self._run_numbers(ax, truth, self.strips["truth"], static=True)
         self._dynamic += [img for name, img in self.strips.items() if name != "truth"]
 
@@ -479,7 +484,8 @@ class BeliefFigure:
             if v.shape != (t, k + 1):
                 raise ValueError(f"{name} must be ({t}, {k + 1}), got {v.shape}")
             if self.style == "heatmap":
-                self.artists[name][0].set_data(v.T)
+                starts = np.arange(0, t, self.row_step)
+                self.artists[name][0].set_data(np.maximum.reduceat(v, starts, axis=0).T)
             else:
                 for i, line in enumerate(self.artists[name]):
                     line.set_ydata(v[:, i])
@@ -514,10 +520,11 @@ class BeliefFigure:
 
     def _show_top(self, name: str, top: np.ndarray) -> None:
         self.tops[name] = top
-        self.strips[name].set_data(top[None, :])
+        self.strips[name].set_data(top[None, :: self.row_step])
         if not self.video:
             return
-        self.strips[f"{name}:right"].set_data(right_wrong(self.video, top)[None, :])
+        right = right_wrong(self.video, top)[None, :: self.row_step]
+        self.strips[f"{name}:right"].set_data(right)
         if name == "announced" and self.legend:
             self.legend.set_status(name, announced_status(self.video, top))
 
