@@ -273,3 +273,21 @@ def test_the_readme_follow_commands_run_as_written(tmp_path):
         for flag in ("--html", "--jsonl"):
             if flag in argv:
                 assert (tmp_path / argv[argv.index(flag) + 1]).stat().st_size > 0, command
+
+
+def test_a_file_named_by_a_dataset_uid_gets_its_ground_truth(tmp_path):
+    """``--model`` on a file named ``<uid>.mp4`` with ``--dataset``: the annotation is the task
+    and the report shows its ground truth (a tiny random model scores the clip)."""
+    video = load_dataset("coin")[0]
+    clip = tmp_path / f"{video.uid}.mp4"
+    clip.symlink_to(CLIPS / "cup.mp4")
+    report = tmp_path / "report.html"
+    out = _cli(str(clip), "--model", "random-init:internvl", "--dataset", "coin",
+               "--html", str(report))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert f"goal: {video.goal}" in out.stdout and "status: 4 segments" in out.stdout
+    page = report.read_text()
+    assert "(observations: lmm:random-init:internvl)" in page and "RANDOMLY INITIALISED" in page
+    rows = _cells(page, "truth")
+    assert [r[1] for r in rows] == list(video.steps)
+    assert f"followed: coin video {video.uid}" in page

@@ -180,6 +180,12 @@ def _source_banner(source: str) -> str:
             "observation model (baglm_nb.core.simulate), not from a real LMM; they show how the "
             "online filter behaves, not how well a model grounds steps.</p>"
         )
+    if "random-init" in source:
+        return (
+            '<p id="source" class="banner simulated">Source: '
+            f"{html.escape(source)}. A tiny RANDOMLY INITIALISED model: the scores are noise; "
+            "the run shows the mechanics only.</p>"
+        )
     return f'<p id="source" class="banner real">Source: {html.escape(source)}.</p>'
 
 

@@ -34,7 +34,8 @@ def register(verbs) -> None:
     p.add_argument("--task", help="task file (JSON or YAML); with --replay or a dataset video, "
                    "defaults to the video's annotation")  # fmt: skip
     group = p.add_mutually_exclusive_group(required=True)
-    group.add_argument("--model", help="scorer model id (needs local weights)")
+    group.add_argument("--model", help="scorer model id (needs local weights; "
+                       "random-init:<family>: a tiny random model, mechanics only)")  # fmt: skip
     group.add_argument("--replay", metavar="SCORES", nargs="?", const="simulated",
                        help="replay scores: 'simulated' (default: simulated on demand) or a "
                        "score-cache folder, or a folder above one")  # fmt: skip
@@ -162,7 +163,7 @@ def _model_setup(args):
     """The grounder and ground-truth video (or None) of a live run with ``--model``."""
     from baglm_nb.apps.online import OnlineGrounder
     from baglm_nb.inputs.datasets import load_dataset
-    from baglm_nb.models.registry import load_scorer
+    from baglm_nb.models.scoring import make_scorer
 
     if not args.source:
         raise ValueError("SOURCE (a video file or URL) is required with --model")
@@ -174,7 +175,7 @@ def _model_setup(args):
         raise ValueError("--task is required with --model (or --dataset with a file named by "
                          "its video uid)")  # fmt: skip
     goal, steps, dep, truth = _task_of(args, video)
-    scorer = load_scorer(args.model, trust_remote_code=args.trust_remote_code)
+    scorer = make_scorer(args.model, trust_remote_code=args.trust_remote_code)
     grounder = OnlineGrounder(
         scorer, goal, steps, dep, transition=args.transition, threshold=args.threshold,
         patience=args.patience, source=f"lmm:{args.model}",
