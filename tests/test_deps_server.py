@@ -68,9 +68,7 @@ class Server:
             env["GGUF_SERVER_KEY"] = api_key
         self.log = log
         self._log_file = open(log, "wb")  # noqa: SIM115 - closed in kill()
-        self.proc = subprocess.Popen(
-            cmd, stdout=self._log_file, stderr=subprocess.STDOUT, env=env
-        )
+        self.proc = subprocess.Popen(cmd, stdout=self._log_file, stderr=subprocess.STDOUT, env=env)
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
         deadline = time.monotonic() + timeout
