@@ -84,6 +84,19 @@ def test_find_video_file(tmp_path):
     assert find_video_file(None, "a[1]") is None and find_video_file(tmp_path / "no", "x") is None
 
 
+def test_find_video_file_ignores_sidecars(tmp_path):
+    # yt-dlp leaves subtitles, metadata and partial downloads beside the video; "cup.en.vtt" and
+    # "cup.info.json" sort before "cup.mp4"
+    for name in ("cup.en.vtt", "cup.info.json", "cup.mp4.part", "cup.MP4", "cupboard.mp4"):
+        (tmp_path / name).write_bytes(b"x")
+    assert find_video_file(tmp_path, "cup") == tmp_path / "cup.MP4"
+    (tmp_path / "cup.MP4").unlink()
+    assert find_video_file(tmp_path, "cup") is None  # no video: never a sidecar
+    (tmp_path / "v.1.en.vtt").write_bytes(b"x")
+    (tmp_path / "v.1.mkv").write_bytes(b"x")
+    assert find_video_file(tmp_path, "v.1") == tmp_path / "v.1.mkv"  # dots in the uid
+
+
 def test_killed_run_resumes_without_redoing_videos(tmp_path):
     uids = ["cup", "Megamind_bugy", "box"]
     ann = write_annotations(tmp_path / "ann", uids)
