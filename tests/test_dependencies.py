@@ -334,6 +334,61 @@ def test_openai_neither_token_is_a_failure_not_zero():
     assert info.value.group == "G"
 
 
+@pytest.mark.parametrize("raw", [float("nan"), float("inf"), 0.5, "abc", None])
+def test_openai_invalid_logprob_fails_the_pair_never_one(raw):
+    # a NaN or positive logprob from a server used to become P(Yes) = min(1, exp(.)) = 1.0
+    backend = OpenAIBackend("m", client=FakeClient([[("Yes", raw)]]))
+    with pytest.raises(dep.DependencyError) as info:
+        dep.dependency_matrix(GOAL, ["a", "b"], backend, group="G")
+    msg = str(info.value)
+    assert info.value.group == "G" and "'G'" in msg and "D[0, 0]" in msg
+    assert (
+        "'Yes'" in msg and repr(raw if raw is None or isinstance(raw, str) else float(raw)) in msg
+    )
+
+
+def test_openai_logprob_rounding_above_zero_is_one():
+    backend = OpenAIBackend("m", client=FakeClient([[("Yes", 5e-7)], [("No", 0.0)]]))
+    assert backend.score(GOAL, [("a", "b"), ("b", "a")]).tolist() == [1.0, 0.0]
+
+
+def test_api_key_env_must_be_a_name_and_a_pasted_key_is_never_echoed(monkeypatch):
+    from baglm_nb.models.llm_openai import read_api_key
+
+    pasted = "sk-proj-Abc123_secretsecretsecret"
+    with pytest.raises(ValueError, match="NAME of an environment variable") as info:
+        read_api_key(pasted)
+    assert pasted not in str(info.value)
+    long_name = "A" * 40 + "b1c2d3"  # a valid name, but long: maybe a key; not echoed
+    monkeypatch.delenv(long_name, raising=False)
+    with pytest.raises(ValueError, match="not set or empty") as info:
+        read_api_key(long_name)
+    assert long_name not in str(info.value)
+    monkeypatch.setenv("BAGLM_TEST_KEY", "k-1")
+    assert read_api_key("BAGLM_TEST_KEY") == "k-1"
+    with pytest.raises(ValueError, match="BAGLM_TEST_UNSET is not set"):
+        read_api_key("BAGLM_TEST_UNSET")
+
+
+def test_invalid_logits_are_an_error_naming_the_model():
+    import torch
+
+    from baglm_nb.models.logprobs import InvalidLogprob, check_logits, probability
+
+    check_logits(torch.tensor([[0.0, -float("inf"), 3.0]]), what="m")  # -inf: a masked token
+    for bad in (float("nan"), float("inf")):
+        logits = torch.zeros(2, 5)
+        logits[1, 3] = bad
+        with pytest.raises(InvalidLogprob, match=r"m: the model returned 1 NaN or \+inf logits "
+                           r"\(first at index \(1, 3\)\)"):  # fmt: skip
+            check_logits(logits, what="m")
+        with pytest.raises(InvalidLogprob):
+            check_logits(logits.numpy(), what="m")
+    assert probability(math.log(0.25), what="x") == pytest.approx(0.25)
+    with pytest.raises(InvalidLogprob, match="x: invalid log-probability 0.1"):
+        probability(0.1, what="x")
+
+
 def test_openai_request_and_system_prompt_option():
     ok = [("Yes", -0.1)]
     client = FakeClient([ok, ok])

@@ -91,6 +91,8 @@ def from_cache(path: str | os.PathLike, videos: Sequence[Video] | None = None) -
             raise ValueError(f"{path}: the cache holds videos that are not in {key.dataset}: "
                              f"{unknown[:5]}")  # fmt: skip
     covered = [v for v in videos if v.uid in stored]
+    if not covered:
+        raise ValueError(f"{path}: the score cache holds no scored video of {key.dataset}")
     vsg, progress = {}, {}
     for uid, scores in cache.read_all([v.uid for v in covered]).items():
         if scores.progress is None:

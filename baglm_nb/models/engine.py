@@ -51,6 +51,7 @@ from baglm_nb.models.kv_prefix import (
     right_pad,
     shared_length,
 )
+from baglm_nb.models.logprobs import check_logits
 from baglm_nb.models.prompts import (
     DIGITS,
     check_single_tokens,
@@ -472,6 +473,7 @@ class TransformersScorer:
             pen = float(self.repetition_penalty)
             score = torch.where(score < 0, score * pen, score / pen)
             logits = logits.scatter(1, full_ids, score)
+        check_logits(logits, what=f"{self.model_id}: first-position logits")
         p = torch.softmax(logits, dim=-1).gather(1, target.to(logits.device))
         return p.double().cpu().numpy()
 

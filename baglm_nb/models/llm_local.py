@@ -37,6 +37,7 @@ from baglm_nb.models.kv_prefix import (
     shared_length,
     take_row,
 )
+from baglm_nb.models.logprobs import check_logits
 
 __all__ = ["TransformersBackend", "load_smollm2", "smollm2_gguf"]
 
@@ -235,6 +236,7 @@ class TransformersBackend:
                 TopPLogitsWarper(self.top_p),
             ):
                 scores = warp(None, scores)
+        check_logits(scores, what=f"{self.name}: first-token logits")
         return torch.softmax(scores, dim=-1)[:, self.yes_id]
 
     def _full_batch(self, ids: Sequence[Sequence[int]]) -> torch.Tensor:

@@ -1,0 +1,91 @@
+"""The command line's error rule: one ``error:`` line, exit 2 for bad input, 1 for a failed run,
+the traceback only with ``--debug`` (:mod:`baglm_nb.apps.cli.main`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from baglm_nb.apps.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, error_line, exit_status, main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "baglm_nb", *args], capture_output=True, text=True, cwd=ROOT,
+        timeout=300,
+    )  # fmt: skip
+
+
+def one_error_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert "Traceback" not in stderr, stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    return lines[0]
+
+
+def test_missing_scores_folder_one_line_exit_2_and_debug_traceback(tmp_path):
+    missing = tmp_path / "no-such-cache"
+    out = run_cli("evaluate", "--dataset", "coin", "--scores", str(missing))
+    assert out.returncode == EXIT_BAD_INPUT
+    assert str(missing) in one_error_line(out.stderr) and out.stdout == ""
+    debug = run_cli("evaluate", "--dataset", "coin", "--scores", str(missing), "--debug")
+    assert debug.returncode == EXIT_BAD_INPUT
+    assert "Traceback (most recent call last)" in debug.stderr
+    assert debug.stderr.rstrip().splitlines()[-1] == one_error_line(out.stderr)
+
+
+@pytest.fixture(scope="module")
+def small_cache(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("sim")
+    assert main(["simulate", "--dataset", "coin", "--cache-root", str(root), "--limit", "2"]) == 0
+    return next(root.rglob("config.json")).parent
+
+
+def test_empty_and_truncated_caches_name_the_folder_or_file(small_cache, tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "config.json").write_bytes((small_cache / "config.json").read_bytes())
+    assert main(["evaluate", "--dataset", "coin", "--scores", str(empty)]) == EXIT_BAD_INPUT
+    line = one_error_line(capsys.readouterr().err)
+    assert str(empty) in line and "no scored video" in line
+
+    broken = tmp_path / "broken"
+    (broken / "videos").mkdir(parents=True)
+    (broken / "config.json").write_bytes((small_cache / "config.json").read_bytes())
+    files = sorted((small_cache / "videos").glob("*.parquet"))
+    for f in files:
+        (broken / "videos" / f.name).write_bytes(f.read_bytes())
+    cut = broken / "videos" / files[0].name
+    cut.write_bytes(files[0].read_bytes()[:300])  # a truncated Parquet file
+    assert main(["evaluate", "--dataset", "coin", "--scores", str(broken)]) == EXIT_BAD_INPUT
+    line = one_error_line(capsys.readouterr().err)
+    assert str(cut) in line and "not a readable Parquet file" in line
+
+
+def test_api_key_pasted_into_api_key_env_is_refused_and_never_echoed(tmp_path, capsys):
+    pasted = "sk-proj-9f8e7d6c5b4a_pasted_key"
+    code = main([
+        "deps", "--dataset", "htstep", "--backend", "openai", "--model", "m",
+        "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", pasted, "--limit", "1",
+        "--cache-root", str(tmp_path), "--no-progress",
+    ])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == EXIT_BAD_INPUT
+    assert "NAME of an environment variable" in one_error_line(captured.err)
+    assert pasted not in captured.out + captured.err
+
+
+def test_error_line_and_exit_status_rules():
+    assert error_line(FileNotFoundError("x.json: no such file")) == "error: x.json: no such file"
+    assert error_line(ValueError("error: already prefixed")) == "error: already prefixed"
+    assert error_line(KeyError("video_fps")).startswith("error: KeyError: missing key 'video_fps'")
+    unexpected = error_line(TypeError("bad operand"))
+    assert unexpected.startswith("error: TypeError: bad operand") and "--debug" in unexpected
+    assert exit_status(UnicodeDecodeError("utf-8", b"\xff", 0, 1, "bad")) == EXIT_BAD_INPUT
+    assert exit_status(RuntimeError("server went away")) == EXIT_FAILED
+    assert exit_status(TypeError("x")) == EXIT_FAILED
