@@ -89,3 +89,18 @@ def test_error_line_and_exit_status_rules():
     assert exit_status(UnicodeDecodeError("utf-8", b"\xff", 0, 1, "bad")) == EXIT_BAD_INPUT
     assert exit_status(RuntimeError("server went away")) == EXIT_FAILED
     assert exit_status(TypeError("x")) == EXIT_FAILED
+
+
+def test_files_that_are_not_utf8_are_named(tmp_path):
+    from baglm_nb.apps.online import load_task
+    from baglm_nb.inputs.datasets import AnnotationError, load_dataset
+
+    task = tmp_path / "tâche.json"
+    task.write_bytes('{"goal": "Faire du thé", "steps": ["a"]}'.encode("latin-1"))
+    with pytest.raises(ValueError, match=r"tâche\.json: not UTF-8 \(byte 22\)"):
+        load_task(task)
+    folder = tmp_path / "ann"
+    folder.mkdir()
+    (folder / "coin_video_annots.json").write_bytes('[{"video_uid": "é"}]'.encode("latin-1"))
+    with pytest.raises(AnnotationError, match=r"coin_video_annots\.json: not UTF-8"):
+        load_dataset("coin", folder)
