@@ -97,7 +97,7 @@ def test_files_that_are_not_utf8_are_named(tmp_path):
 
     task = tmp_path / "tâche.json"
     task.write_bytes('{"goal": "Faire du thé", "steps": ["a"]}'.encode("latin-1"))
-    with pytest.raises(ValueError, match=r"tâche\.json: not UTF-8 \(byte 22\)"):
+    with pytest.raises(ValueError, match=r"tâche\.json: not UTF-8 \(byte 21\)"):
         load_task(task)
     folder = tmp_path / "ann"
     folder.mkdir()

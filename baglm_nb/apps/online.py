@@ -90,7 +90,7 @@ def load_task(path: str | os.PathLike) -> Task:
     except OSError as exc:
         raise ValueError(f"{path}: cannot read task file ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 (byte {exc.start}); save the task file as UTF-8") from None
+        raise ValueError(f"{path}: not UTF-8 (byte {exc.start}); save it as UTF-8") from None
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             import yaml
