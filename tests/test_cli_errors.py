@@ -104,3 +104,26 @@ def test_files_that_are_not_utf8_are_named(tmp_path):
     (folder / "coin_video_annots.json").write_bytes('[{"video_uid": "é"}]'.encode("latin-1"))
     with pytest.raises(AnnotationError, match=r"coin_video_annots\.json: not UTF-8"):
         load_dataset("coin", folder)
+
+
+def test_a_cache_with_nan_names_the_file_video_and_segment(small_cache, tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bad = tmp_path / "nan"
+    (bad / "videos").mkdir(parents=True)
+    (bad / "config.json").write_bytes((small_cache / "config.json").read_bytes())
+    files = sorted((small_cache / "videos").glob("*.parquet"))
+    for f in files:
+        (bad / "videos" / f.name).write_bytes(f.read_bytes())
+    target = bad / "videos" / files[1].name
+    table = pq.read_table(target)
+    vsg = table.column("vsg").to_pylist()
+    vsg[3] = [float("nan")] + vsg[3][1:]
+    i = table.column_names.index("vsg")
+    table = table.set_column(i, "vsg", pa.array(vsg, type=table.schema.field("vsg").type))
+    pq.write_table(table, target)
+    assert main(["evaluate", "--dataset", "coin", "--scores", str(bad)]) == EXIT_BAD_INPUT
+    line = one_error_line(capsys.readouterr().err)
+    assert str(target) in line and f"video {target.stem!r}" in line
+    assert "vsg holds 1 NaN, infinite or negative value(s) (first nan at segment 3)" in line
