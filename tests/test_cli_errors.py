@@ -127,3 +127,27 @@ def test_a_cache_with_nan_names_the_file_video_and_segment(small_cache, tmp_path
     line = one_error_line(capsys.readouterr().err)
     assert str(target) in line and f"video {target.stem!r}" in line
     assert "vsg holds 1 NaN, infinite or negative value(s) (first nan at segment 3)" in line
+
+
+def test_a_cached_video_shorter_than_its_annotation_is_refused(small_cache, tmp_path, capsys):
+    from baglm_nb.stores.scores import ScoreCache
+
+    short = tmp_path / "short"
+    (short / "videos").mkdir(parents=True)
+    (short / "config.json").write_bytes((small_cache / "config.json").read_bytes())
+    for f in sorted((small_cache / "videos").glob("*.parquet")):
+        (short / "videos" / f.name).write_bytes(f.read_bytes())
+    cache = ScoreCache.open(short)
+    uid = cache.uids()[0]
+    full = cache.read_video(uid)
+    half = full.num_segments // 2
+    cache.write_video(uid, full.vsg[:half], full.progress[:half], steps=full.steps)
+    args = ["evaluate", "--dataset", "coin", "--scores", str(short)]
+    assert main(args) == EXIT_BAD_INPUT
+    line = one_error_line(capsys.readouterr().err)
+    assert f"{short / 'videos' / uid}.parquet has {half} segments" in line
+    assert f"gives {full.num_segments}" in line and "--allow-length-mismatch" in line
+    with pytest.warns(UserWarning, match=f"has {half} segments"):
+        assert main([*args, "--allow-length-mismatch", "--json"]) == 0
+    cache.write_video(uid, full.vsg[:-1], full.progress[:-1], steps=full.steps)  # one segment
+    assert main([*args, "--json"]) == 0

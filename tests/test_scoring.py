@@ -73,6 +73,25 @@ def test_full_run_from_real_clips_to_the_cache(tmp_path, scorer):
     assert again["scored"] == [] and again["already_cached"] == ["cup"]
 
 
+def test_a_file_whose_length_differs_from_its_annotation_is_a_failure(tmp_path, scorer):
+    # "cup" is a short clip; an annotation twice as long used to be scored without a word
+    ann = write_annotations(tmp_path / "ann", ["cup"])
+    path = ann / "coin_video_annots.json"
+    records = json.loads(path.read_text())
+    real_frames, fps = records[0]["video_num_frames"], records[0]["video_fps"]
+    records[0]["video_num_frames"] = 2 * real_frames + int(4 * fps)
+    path.write_text(json.dumps(records))
+    summary = score_dataset("coin", CLIPS, scorer, root=tmp_path / "cache", annotations=ann,
+                            show_progress=False)  # fmt: skip
+    assert summary["scored"] == [] and list(summary["failed"]) == ["cup"]
+    why = summary["failed"]["cup"]
+    assert str(CLIPS / "cup.mp4") in why and "but the annotation of video 'cup'" in why
+    assert f"{real_frames} frames at {fps:g} fps" in why
+    assert f"video_num_frames={2 * real_frames + int(4 * fps)}" in why
+    failures = json.loads((Path(summary["cache"]) / "failures.json").read_text())
+    assert failures == {"cup": why}
+
+
 def test_find_video_file(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a[1].mp4").write_bytes(b"x")

@@ -23,7 +23,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from baglm_nb.inputs.datasets import Video, load_dataset
-from baglm_nb.inputs.grid import num_segments
+from baglm_nb.inputs.grid import length_mismatch, num_segments
 from baglm_nb.inputs.video import find_video_file
 from baglm_nb.stores.atomic import atomic_write_json
 from baglm_nb.stores.keys import ScoreKey
@@ -58,10 +58,14 @@ def score_video(
     show_progress: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """Score one video file: ``vsg`` (S, K+1), ``progress`` (S, K, 10), per-segment timings."""
-    from baglm_nb.inputs.video import iter_segments, probe
+    from baglm_nb.inputs.video import VideoError, iter_segments, probe
 
     info = probe(path)
     total = num_segments(info.num_frames, info.fps, segment_duration, sampling_fps)
+    why = length_mismatch(video, total, what="the file", segment_duration=segment_duration,
+                          sampling_fps=sampling_fps)  # fmt: skip
+    if why:
+        raise VideoError(path, f"{why}: {info.num_frames} frames at {info.fps:g} fps")
     vsg, prog = [], []
     timings: dict[str, list[float]] = {"decode_s": [], "vsg_s": [], "progress_s": []}
     bar = tqdm(total=total, desc=video.uid, unit="seg", leave=False, disable=not show_progress)
