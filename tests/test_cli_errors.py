@@ -151,3 +151,15 @@ def test_a_cached_video_shorter_than_its_annotation_is_refused(small_cache, tmp_
         assert main([*args, "--allow-length-mismatch", "--json"]) == 0
     cache.write_video(uid, full.vsg[:-1], full.progress[:-1], steps=full.steps)  # one segment
     assert main([*args, "--json"]) == 0
+
+
+def test_score_checks_its_inputs_before_loading_a_model(tmp_path):
+    cache_root = tmp_path / "cache"
+    out = run_cli("score", "--dataset", "coin", "--video-dir", str(tmp_path / "missing"),
+                  "--model", "internvl2.5-8b", "--cache-root", str(cache_root))  # fmt: skip
+    assert out.returncode == EXIT_BAD_INPUT
+    assert one_error_line(out.stderr) == f"error: --video-dir {tmp_path / 'missing'}: not a folder"
+    assert not cache_root.exists()  # nothing left behind; no model was looked up
+    out = run_cli("score", "--dataset", "coin", "--video-dir", str(tmp_path), "--model", "x",
+                  "--limit", "0", "--cache-root", str(cache_root))  # fmt: skip
+    assert out.returncode == EXIT_BAD_INPUT and "--limit" in one_error_line(out.stderr)

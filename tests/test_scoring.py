@@ -92,6 +92,22 @@ def test_a_file_whose_length_differs_from_its_annotation_is_a_failure(tmp_path, 
     assert failures == {"cup": why}
 
 
+def test_a_truncated_cached_file_is_rescored_on_resume(tmp_path, scorer):
+    ann = write_annotations(tmp_path / "ann", ["cup"])
+    kw = {"root": tmp_path / "cache", "annotations": ann, "show_progress": False}
+    first = score_dataset("coin", CLIPS, scorer, **kw)
+    cache = ScoreCache.open(first["cache"])
+    before = cache.read_video("cup").vsg
+    good = cache.file("cup").read_bytes()
+    cache.file("cup").write_bytes(good[: len(good) // 2])  # e.g. a copy that was cut short
+    again = score_dataset("coin", CLIPS, scorer, **kw)
+    assert again["rescored_unreadable"] == ["cup"] and again["scored"] == ["cup"]
+    assert again["already_cached"] == [] and cache.is_readable("cup")
+    np.testing.assert_allclose(cache.read_video("cup").vsg, before, atol=1e-6)
+    third = score_dataset("coin", CLIPS, scorer, **kw)
+    assert third["already_cached"] == ["cup"] and third["rescored_unreadable"] == []
+
+
 def test_find_video_file(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a[1].mp4").write_bytes(b"x")
