@@ -163,3 +163,25 @@ def test_score_checks_its_inputs_before_loading_a_model(tmp_path):
     out = run_cli("score", "--dataset", "coin", "--video-dir", str(tmp_path), "--model", "x",
                   "--limit", "0", "--cache-root", str(cache_root))  # fmt: skip
     assert out.returncode == EXIT_BAD_INPUT and "--limit" in one_error_line(out.stderr)
+
+
+def test_a_huge_goal_is_refused_before_tokenising():
+    import time
+
+    import numpy as np
+
+    from baglm_nb.models.prompts import check_task_text
+    from baglm_nb.models.scoring import make_scorer
+
+    scorer = make_scorer("random-init:internvl")
+    assert scorer.context_tokens == 32768  # the tiny model's text config
+    goal = "Make tea. " * 1_000_000  # 10 MB
+    frames = np.zeros((1, 4, 3, 64, 64), dtype=np.uint8)
+    start = time.perf_counter()
+    pattern = (r"hold 10,000,0\d\d characters, more than a context of 32,768 tokens can "
+               r"hold \(goal: 'Make tea\. Make tea\.")  # fmt: skip
+    with pytest.raises(ValueError, match=pattern) as info:
+        scorer.score_segments(frames, goal, ["Boil water."])
+    assert time.perf_counter() - start < 5.0 and len(str(info.value)) < 250
+    check_task_text("Make tea.", ["Boil water."], context_tokens=32768)  # a normal task passes
+    check_task_text(goal, ["a"], context_tokens=None)  # unknown context: no check

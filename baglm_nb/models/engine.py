@@ -55,6 +55,7 @@ from baglm_nb.models.logprobs import check_logits
 from baglm_nb.models.prompts import (
     DIGITS,
     check_single_tokens,
+    check_task_text,
     format_choices,
     get_prompt,
     option_labels,
@@ -328,6 +329,14 @@ class TransformersScorer:
         return ids
 
     # -- scoring ------------------------------------------------------------------------
+    @property
+    def context_tokens(self) -> int | None:
+        """The language model's context length (``max_position_embeddings``), if known."""
+        cfg = getattr(self.model, "config", None)
+        text = getattr(cfg, "text_config", None) or getattr(cfg, "llm_config", None) or cfg
+        value = getattr(text, "max_position_embeddings", None)
+        return int(value) if isinstance(value, int) else None
+
     def score_segments(
         self,
         frames_batch: Any,
@@ -372,6 +381,7 @@ class TransformersScorer:
         steps = [str(s) for s in steps]
         if not steps:
             raise ValueError("steps is empty")
+        check_task_text(goal, steps, context_tokens=self.context_tokens)
         if vsg_prompt not in ("multiple_choice", "binary"):
             raise ValueError(
                 f"vsg_prompt must be 'multiple_choice' or 'binary', got {vsg_prompt!r}"
