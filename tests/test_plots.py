@@ -81,6 +81,11 @@ def test_a_chart_of_slots_draws_no_bar_and_says_so_in_its_title():
     part = plots.results_bars(table.assign(workbench=[50.0, np.nan, 55.0, np.nan]), title)
     assert not _text(part.axes[0].get_title()).startswith(plots.SLOTS_ONLY)
     assert len(part.axes[0].texts) == 2
+    legend = [t.get_text() for t in part.axes[0].get_legend().get_texts()]
+    assert legend == ["paper", "LLaMA-3.3-70B", "GPT-4.1-mini"]
+    unreported = plots.results_bars(table.assign(paper=np.nan, workbench=50.0), title)
+    legend = [t.get_text() for t in unreported.axes[0].get_legend().get_texts()]
+    assert legend == ["LLaMA-3.3-70B", "GPT-4.1-mini"]  # no "paper" without a paper value
 
 
 def test_results_bars_of_a_binned_table(obs):

@@ -78,8 +78,9 @@ def results_bars(df: pd.DataFrame, title: str, group: str = "dataset", bar: str 
     reports nothing): the main results, the ablations and the binned analyses. Rows without a
     workbench number (slot rows, ``note`` starting with ``slot:``) get no bar, only the words
     :data:`SLOT_TEXT` at the foot of their place, and a chart of slot rows only says
-    :data:`SLOTS_ONLY` first in its title; the paper's values are black ticks; the legend sits
-    below the axes and the title wraps, so neither hides a value.
+    :data:`SLOTS_ONLY` first in its title; the paper's values are black ticks (in the legend
+    when there is one); the legend sits below the axes and the title wraps, so neither hides a
+    value.
     """
     groups = list(dict.fromkeys(df[group]))
     bars = list(dict.fromkeys(df[bar]))
@@ -87,6 +88,7 @@ def results_bars(df: pd.DataFrame, title: str, group: str = "dataset", bar: str 
     fig_w = max(6.0, 1.4 + 0.45 * len(groups) * len(bars))
     fig, ax = plt.subplots(figsize=(fig_w, 4.2))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    has_paper = pd.to_numeric(df["paper"], errors="coerce").notna().any()
     top = 0.0
     for b_i, name in enumerate(bars):
         sub = df[df[bar] == name].set_index(group).reindex(groups)
@@ -105,7 +107,7 @@ def results_bars(df: pd.DataFrame, title: str, group: str = "dataset", bar: str 
             s=300,
             color="black",
             zorder=3,
-            label="paper" if b_i == 0 else None,
+            label="paper" if b_i == 0 and has_paper else None,
         )
         top = max(top, np.nanmax(np.concatenate([values, paper, [0.0]])))
     ax.set_ylim(0, max(top * 1.1, 1.0))
