@@ -523,6 +523,23 @@ def test_violations_table_layout():
     assert table.shape[0] == 4 and table["source"].tolist() == ["toy", "oracle"] * 2
 
 
+def test_violation_report_prints_the_papers_rows_for_htstep():
+    table, _ = violation_report("htstep", ["none"], thresholds=[0.0, 0.1, 0.55, 1.0])
+    assert table["source"].tolist() == ["none", "paper: LLaMA-3.3-70B", "paper: GPT-4.1-mini"] * 2
+    rows = table.set_index(["metric", "source"])
+    violated = rows.loc["Violated dependencies (%)"]
+    tasks = rows.loc["Tasks w/ violation (%)"]
+    # t = 0 keeps every pair, whatever the source: the workbench's row is the paper's
+    assert violated.loc["none", "0.00"] == violated.loc["paper: LLaMA-3.3-70B", "0.00"] == 26.1
+    assert tasks.loc["none", "0.00"] == tasks.loc["paper: GPT-4.1-mini", "0.00"] == 100.0
+    assert violated.loc["paper: LLaMA-3.3-70B", ["0.10", "1.00"]].tolist() == [8.6, 8.1]
+    assert tasks.loc["paper: GPT-4.1-mini", ["0.10", "1.00"]].tolist() == [74.0, 0.0]
+    assert np.isnan(violated.loc["paper: GPT-4.1-mini", "0.55"])  # a threshold it never printed
+    by_task, _ = violation_report("htstep", ["none"], limit=3, thresholds=[0.0], scope="task")
+    other, _ = violation_report("crosstask", ["oracle"], limit=3, thresholds=[0.0])
+    assert not any(t["source"].str.startswith("paper").any() for t in (by_task, other))
+
+
 def test_violation_report_compares_sources_on_common_groups(tmp_path):
     first = load_dataset("htstep")[0]
     cache = DependencyCache(tmp_path, DependencyKey("htstep", "llama-x", "published"))
@@ -536,7 +553,8 @@ def test_violation_report_compares_sources_on_common_groups(tmp_path):
         "htstep", ["oracle", str(cache.path)], root=tmp_path, thresholds=[0.0, 1.0]
     )
     assert set(long.tasks) == {1}  # only the group every source has
-    assert table.source.tolist() == ["oracle", "llama-x"] * 2
+    paper = ["paper: LLaMA-3.3-70B", "paper: GPT-4.1-mini"]
+    assert table.source.tolist() == ["oracle", "llama-x", *paper] * 2
     ones = long[long.source == "llama-x"]
     assert ones.dependencies.tolist() == [k * k, k * k]  # all ones: kept at every threshold
 
