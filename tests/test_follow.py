@@ -242,7 +242,7 @@ def test_bad_input_is_one_clear_line(args, names, tmp_path, htstep_cache):
         assert name.format(**fill) in lines[0]
     if "missing" in args[1]:  # --debug shows the traceback
         debug = _cli("--debug", *[a.format(**fill) for a in args])
-        assert debug.returncode == 1 and "Traceback" in debug.stderr
+        assert debug.returncode == 2 and "Traceback" in debug.stderr
 
 
 def _readme_follow_commands() -> list[str]:

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import os
+import re
+import shlex
+import subprocess
 from pathlib import Path
 
-import papermill
 import pytest
+
+from baglm_nb.apps.render import WIDGET_VIEW, strip_widgets
+from baglm_nb.apps.render import render as render_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
@@ -87,17 +94,90 @@ def test_notebook_is_committed_clean_with_parameters_cell(notebook):
     assert sum("parameters" in c.get("metadata", {}).get("tags", []) for c in code) == 1
 
 
+def render(notebook: Path, figures: Path, params: dict) -> Path:
+    """Run ``scripts/run_notebooks.sh`` (as ``make figures`` does) on one notebook.
+
+    The notebook runs with ``params`` into ``figures/<stem>/`` (executed copy, HTML, files);
+    returns that folder.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in ("PARAMS_FILE", "MPLBACKEND")}
+    env.update(FIGURES_DIR=str(figures), PAPERMILL_ARGS="-y " + shlex.quote(json.dumps(params)))
+    script = ROOT / "scripts" / "run_notebooks.sh"
+    done = subprocess.run(["bash", str(script), str(notebook)], env=env, capture_output=True,
+                          text=True, timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return figures / notebook.stem
+
+
+def html_images(html: str) -> list[str]:
+    """The ``src`` of every ``<img>`` of an HTML page, plus one entry per inline ``<svg>``."""
+    srcs = re.findall(r"<img\b[^>]*?\bsrc=[\"']([^\"']*)[\"']", html)
+    return srcs + ["<svg>"] * len(re.findall(r"<svg\b", html))
+
+
+#: Notebooks whose figures are displayed by their own code rather than as the saved files.
+DISPLAYED_OWN_WAY = {"08_qualitative"}
+
+
+def check_shareable(folder: Path, stem: str) -> None:
+    """The executed notebook and its HTML show every saved figure and carry no widget."""
+    html = (folder / f"{stem}.html").read_text()
+    nb = json.loads((folder / f"{stem}.ipynb").read_text())
+    outputs = [o for c in nb["cells"] for o in c.get("outputs", [])]
+    assert not [o for o in outputs if WIDGET_VIEW in o.get("data", {})]
+    assert "widgets" not in nb["metadata"]
+    assert "widget-state+json" not in html and "widget-view+json" not in html
+    figures = sorted(folder.glob("*.png"))
+    images = html_images(html)
+    assert all(src.startswith("data:image/") for src in images if src != "<svg>"), images
+    if stem == "08_qualitative" and len(images) < len(figures):
+        # The belief figure of notebook 08 is being redone in a branch of its own (issue 13,
+        # part B), which displays it; until that is merged, 08 prints it as text.
+        pytest.xfail("notebook 08 does not display its belief figure yet (issue 13, part B)")
+    assert len(images) == len(figures), ([p.name for p in figures], len(images))
+    assert "Figure size" not in html  # a figure printed as text instead of drawn
+    if stem not in DISPLAYED_OWN_WAY:  # the image shown is the file saved
+        shown = {base64.b64decode(src.split(",", 1)[1]) for src in images if src != "<svg>"}
+        assert [p.name for p in figures if p.read_bytes() in shown] == [p.name for p in figures]
+
+
+def test_render_strips_widgets_and_embeds_every_image(tmp_path):
+    import matplotlib.pyplot as plt
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    fig, ax = plt.subplots(figsize=(2, 1))
+    ax.plot([0, 1])
+    fig.savefig(tmp_path / "fig.png")
+    plt.close(fig)
+    png = (tmp_path / "fig.png").read_bytes()
+    bar = {
+        WIDGET_VIEW: {"model_id": "tqdm-model-7f3a", "version_major": 2},
+        "text/plain": "bar:  0%| 0/6",
+    }
+    shown = {"image/png": base64.b64encode(png).decode()}
+    cell = new_code_cell("run()", outputs=[new_output("display_data", data=bar),
+                                           new_output("display_data", data=shown)])  # fmt: skip
+    state = {"application/vnd.jupyter.widget-state+json": {"state": {"tqdm-model-7f3a": {}}}}
+    nb = new_notebook(cells=[new_markdown_cell("![a figure](fig.png)"), cell],
+                      metadata={"widgets": state})  # fmt: skip
+    nbformat.write(nb, tmp_path / "nb.ipynb")
+    out = render_notebook(tmp_path / "nb.ipynb")
+    assert out == tmp_path / "nb.html"
+    page = out.read_text()
+    assert "bar:  0%" not in page and "widget-state" not in page and "tqdm-model-7f3a" not in page
+    srcs = html_images(page)
+    assert len(srcs) == 2 and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert [base64.b64decode(s.split(",", 1)[1]) for s in srcs] == [png, png]
+    again = nbformat.read(tmp_path / "nb.ipynb", as_version=4)  # rewritten without widgets
+    assert "widgets" not in again.metadata and len(again.cells[1].outputs) == 1
+    assert strip_widgets(again) == 0
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_on_small_parameters(notebook, tmp_path):
     params, outputs = SMALL.get(notebook.stem, ({}, []))
-    papermill.execute_notebook(
-        str(notebook),
-        str(tmp_path / notebook.name),
-        parameters=params,
-        cwd=str(tmp_path),
-        kernel_name="python3",
-        progress_bar=False,
-    )
+    tmp_path = render(notebook, tmp_path, params)
     for name in outputs:
         assert (tmp_path / name).stat().st_size > 0, name
     if notebook.stem == "03_main_results":
@@ -110,3 +190,4 @@ def test_notebook_runs_on_small_parameters(notebook, tmp_path):
         assert "slot:" in text and "next-step" in text  # simulated: no next-step scores
     if notebook.stem == "07_timing":
         assert "no timings available" in (tmp_path / "timing.md").read_text()
+    check_shareable(tmp_path, notebook.stem)

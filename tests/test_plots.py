@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from baglm_nb.analyses import plots
-from baglm_nb.analyses.ablations import segment_duration_table, sensitivity_table
+from baglm_nb.analyses.ablations import llm_table, segment_duration_table, sensitivity_table
 from baglm_nb.analyses.breakdowns import breakdown_tables
 from baglm_nb.analyses.tables import title_for
 from baglm_nb.analyses.timing import timing_summary
@@ -55,14 +55,37 @@ def test_results_bars_draw_values_paper_ticks_and_slots():
     fig = plots.results_bars(df, title)
     ax = fig.axes[0]
     heights = sorted(round(p.get_height(), 1) for p in ax.patches)
-    # 4 bars (the slot drawn as 0) + the dashed slot bar at the paper's height 50.1
-    assert heights == [0.0, 40.0, 50.1, 52.0, 62.8]
-    assert [t.get_text() for t in ax.texts] == ["slot"]
+    # 4 bars, the slot's of height 0: nothing at the paper's height 50.1
+    assert heights == [0.0, 40.0, 52.0, 62.8]
+    assert [t.get_text() for t in ax.texts] == [plots.SLOT_TEXT]
+    bar_x = [p.get_x() + p.get_width() / 2 for p in ax.patches if p.get_height() == 0]
+    assert ax.texts[0].get_position()[0] == pytest.approx(bar_x[0])  # at the slot's place
     ticks = np.concatenate([c.get_offsets()[:, 1] for c in ax.collections])
     np.testing.assert_allclose(np.sort(ticks[np.isfinite(ticks)]), [37.9, 43.5, 50.1])
     assert [t.get_text() for t in ax.get_xticklabels()] == ["HT-Step", "COIN"]
     assert _text(ax.get_title()) == title
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["paper", "BaGLM", "LMM"]
+
+
+def test_a_chart_of_slots_draws_no_bar_and_says_so_in_its_title():
+    obs = [from_simulation(name, limit=3) for name in ("htstep", "crosstask")]
+    table = llm_table(obs, {"LLaMA-3.3-70B": {}, "GPT-4.1-mini": {}})  # no caches: all slots
+    assert table["note"].str.startswith("slot:").all() and table["paper"].notna().all()
+    title = title_for("LLM ablation (Tab. LLM), R@1", "simulated")
+    ax = plots.results_bars(table, title).axes[0]
+    assert [p.get_height() for p in ax.patches] == [0.0] * len(table)  # no bar, none at paper
+    assert [t.get_text() for t in ax.texts] == [plots.SLOT_TEXT] * len(table)
+    assert _text(ax.get_title()).startswith(plots.SLOTS_ONLY) and title in _text(ax.get_title())
+    ticks = np.sort(np.concatenate([c.get_offsets()[:, 1] for c in ax.collections]))
+    np.testing.assert_allclose(ticks, np.sort(table["paper"]))  # the paper's values: ticks only
+    part = plots.results_bars(table.assign(workbench=[50.0, np.nan, 55.0, np.nan]), title)
+    assert not _text(part.axes[0].get_title()).startswith(plots.SLOTS_ONLY)
+    assert len(part.axes[0].texts) == 2
+    legend = [t.get_text() for t in part.axes[0].get_legend().get_texts()]
+    assert legend == ["paper", "LLaMA-3.3-70B", "GPT-4.1-mini"]
+    unreported = plots.results_bars(table.assign(paper=np.nan, workbench=50.0), title)
+    legend = [t.get_text() for t in unreported.axes[0].get_legend().get_texts()]
+    assert legend == ["LLaMA-3.3-70B", "GPT-4.1-mini"]  # no "paper" without a paper value
 
 
 def test_results_bars_of_a_binned_table(obs):
@@ -93,6 +116,14 @@ def test_duration_lines_draw_the_table():
     [paper] = ax.collections
     np.testing.assert_allclose(paper.get_offsets(), [[2, 57.4], [2, 52.0]])
     assert list(ax.get_xticks()) == [1, 2]
+    fig.canvas.draw()  # one narrow panel: the legend still fits in the figure
+    [legend] = fig.legends
+    box, page = legend.get_window_extent(), fig.bbox
+    assert box.x0 >= page.x0 and box.x1 <= page.x1 and box.y0 >= page.y0
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "BaGLM (simulated)", "off-the-shelf LMM (simulated)", "paper (InternVL2.5-8B)"
+    ]  # fmt: skip
+    assert box.y1 < ax.get_window_extent().y0  # below the panel, not on it
 
 
 def test_duration_lines_one_panel_per_dataset_and_one_line_per_source():
@@ -119,7 +150,10 @@ def test_sensitivity_lines_draw_the_table():
     table = sensitivity_table("htstep", [4.0, 0.0], limit=6)
     title = title_for("BaGLM's gain vs observation quality", "simulated")
     fig = plots.sensitivity_lines(table, title, calibrated=1.244)
-    assert fig.axes[0].get_title() == "HT-Step" and fig.get_suptitle() == title
+    assert fig.axes[0].get_title() == "HT-Step" and _text(fig.get_suptitle()) == title
+    fig.canvas.draw()  # one narrow column: the wrapped title fits in the figure
+    box = fig._suptitle.get_window_extent()  # noqa: SLF001
+    assert box.x0 >= fig.bbox.x0 and box.x1 <= fig.bbox.x1 and box.y1 <= fig.bbox.y1
     top, bottom = fig.axes
     rows = table.sort_values("signal")
     for ax, label, column in (
@@ -163,7 +197,7 @@ def test_steps_lines_draw_the_table(obs):
     title = title_for("R@1 by number of candidate steps K", obs.label)
     fig = plots.steps_lines(steps, title)
     [ax] = fig.axes
-    assert ax.get_title() == title and SIMULATED in title
+    assert _text(ax.get_title()) == title and SIMULATED in title
     methods = ["off-the-shelf LMM", "BaGLM"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == methods
     for method in methods:
@@ -193,7 +227,7 @@ def test_timing_bars_stack_the_summary():
     title = title_for("Seconds per segment by number of steps K", "lmm:m")
     fig = plots.timing_bars(summary, title, segment_duration=2.0)
     [ax] = fig.axes
-    assert ax.get_title() == title and "lmm:m" in title
+    assert _text(ax.get_title()) == title and "lmm:m" in title
     stages = ["decode_s", "vsg_s", "progress_s"]
     assert len(ax.patches) == len(stages) * len(summary) == 6
     bottom = np.zeros(len(summary))

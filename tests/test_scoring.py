@@ -73,6 +73,41 @@ def test_full_run_from_real_clips_to_the_cache(tmp_path, scorer):
     assert again["scored"] == [] and again["already_cached"] == ["cup"]
 
 
+def test_a_file_whose_length_differs_from_its_annotation_is_a_failure(tmp_path, scorer):
+    # "cup" is a short clip; an annotation twice as long used to be scored without a word
+    ann = write_annotations(tmp_path / "ann", ["cup"])
+    path = ann / "coin_video_annots.json"
+    records = json.loads(path.read_text())
+    real_frames, fps = records[0]["video_num_frames"], records[0]["video_fps"]
+    records[0]["video_num_frames"] = 2 * real_frames + int(4 * fps)
+    path.write_text(json.dumps(records))
+    summary = score_dataset("coin", CLIPS, scorer, root=tmp_path / "cache", annotations=ann,
+                            show_progress=False)  # fmt: skip
+    assert summary["scored"] == [] and list(summary["failed"]) == ["cup"]
+    why = summary["failed"]["cup"]
+    assert str(CLIPS / "cup.mp4") in why and "but the annotation of video 'cup'" in why
+    assert f"{real_frames} frames at {fps:g} fps" in why
+    assert f"video_num_frames={2 * real_frames + int(4 * fps)}" in why
+    failures = json.loads((Path(summary["cache"]) / "failures.json").read_text())
+    assert failures == {"cup": why}
+
+
+def test_a_truncated_cached_file_is_rescored_on_resume(tmp_path, scorer):
+    ann = write_annotations(tmp_path / "ann", ["cup"])
+    kw = {"root": tmp_path / "cache", "annotations": ann, "show_progress": False}
+    first = score_dataset("coin", CLIPS, scorer, **kw)
+    cache = ScoreCache.open(first["cache"])
+    before = cache.read_video("cup").vsg
+    good = cache.file("cup").read_bytes()
+    cache.file("cup").write_bytes(good[: len(good) // 2])  # e.g. a copy that was cut short
+    again = score_dataset("coin", CLIPS, scorer, **kw)
+    assert again["rescored_unreadable"] == ["cup"] and again["scored"] == ["cup"]
+    assert again["already_cached"] == [] and cache.is_readable("cup")
+    np.testing.assert_allclose(cache.read_video("cup").vsg, before, atol=1e-6)
+    third = score_dataset("coin", CLIPS, scorer, **kw)
+    assert third["already_cached"] == ["cup"] and third["rescored_unreadable"] == []
+
+
 def test_find_video_file(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a[1].mp4").write_bytes(b"x")
@@ -82,6 +117,19 @@ def test_find_video_file(tmp_path):
     (tmp_path / "a[1].webm").write_bytes(b"y")  # the top folder before sub-folders
     assert find_video_file(tmp_path, "a[1]") == tmp_path / "a[1].webm"
     assert find_video_file(None, "a[1]") is None and find_video_file(tmp_path / "no", "x") is None
+
+
+def test_find_video_file_ignores_sidecars(tmp_path):
+    # yt-dlp leaves subtitles, metadata and partial downloads beside the video; "cup.en.vtt" and
+    # "cup.info.json" sort before "cup.mp4"
+    for name in ("cup.en.vtt", "cup.info.json", "cup.mp4.part", "cup.MP4", "cupboard.mp4"):
+        (tmp_path / name).write_bytes(b"x")
+    assert find_video_file(tmp_path, "cup") == tmp_path / "cup.MP4"
+    (tmp_path / "cup.MP4").unlink()
+    assert find_video_file(tmp_path, "cup") is None  # no video: never a sidecar
+    (tmp_path / "v.1.en.vtt").write_bytes(b"x")
+    (tmp_path / "v.1.mkv").write_bytes(b"x")
+    assert find_video_file(tmp_path, "v.1") == tmp_path / "v.1.mkv"  # dots in the uid
 
 
 def test_killed_run_resumes_without_redoing_videos(tmp_path):

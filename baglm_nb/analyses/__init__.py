@@ -4,5 +4,6 @@
 - :mod:`.tables`: what every result table shares (names, titles, rows, items, files);
 - :mod:`.results`, :mod:`.ablations`, :mod:`.breakdowns`, :mod:`.timing`, :mod:`.qualitative`:
   the result tables beside the paper;
-- :mod:`.localization`: LoG step localization and its metrics; :mod:`.plots`: the figures.
+- :mod:`.localization`: LoG step localization and its metrics; :mod:`.plots`: the figures;
+- :mod:`.display`: what a notebook shows (tables in full, figures saved and shown inline).
 """

@@ -25,6 +25,8 @@ from baglm_nb.analyses.belief_views import (  # noqa: E402
 )
 
 __all__ = [
+    "SLOTS_ONLY",
+    "SLOT_TEXT",
     "BeliefFigure",
     "belief_figure",
     "duration_lines",
@@ -35,6 +37,12 @@ __all__ = [
     "steps_lines",
     "timing_bars",
 ]
+
+#: What :func:`results_bars` writes where a slot row (no workbench number) would have its bar.
+SLOT_TEXT = "slot: not computed"
+
+#: How the title of a :func:`results_bars` chart of slot rows only begins.
+SLOTS_ONLY = "Nothing computed: every row is an empty slot, the black ticks are the paper's values"
 
 
 def save_figure(fig, stem: str | os.PathLike) -> list[Path]:
@@ -60,9 +68,11 @@ def results_bars(df: pd.DataFrame, title: str, group: str = "dataset", bar: str 
 
     ``df`` has the columns ``group``, ``bar``, ``workbench`` and ``paper`` (NaN where the paper
     reports nothing): the main results, the ablations and the binned analyses. Rows without a
-    workbench number (slot rows, ``note`` starting with ``slot:``) get an empty dashed bar
-    marked "slot"; the paper's values are black ticks; the legend sits below the axes and the
-    title wraps, so neither hides a value.
+    workbench number (slot rows, ``note`` starting with ``slot:``) get no bar, only the words
+    :data:`SLOT_TEXT` at the foot of their place, and a chart of slot rows only says
+    :data:`SLOTS_ONLY` first in its title; the paper's values are black ticks (in the legend
+    when there is one); the legend sits below the axes and the title wraps, so neither hides a
+    value.
     """
     groups = list(dict.fromkeys(df[group]))
     bars = list(dict.fromkeys(df[bar]))
@@ -70,6 +80,7 @@ def results_bars(df: pd.DataFrame, title: str, group: str = "dataset", bar: str 
     fig_w = max(6.0, 1.4 + 0.45 * len(groups) * len(bars))
     fig, ax = plt.subplots(figsize=(fig_w, 4.2))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    has_paper = pd.to_numeric(df["paper"], errors="coerce").notna().any()
     top = 0.0
     for b_i, name in enumerate(bars):
         sub = df[df[bar] == name].set_index(group).reindex(groups)
@@ -78,21 +89,9 @@ def results_bars(df: pd.DataFrame, title: str, group: str = "dataset", bar: str 
         paper = pd.to_numeric(sub["paper"], errors="coerce").to_numpy(dtype=float)
         colour = colours[b_i % len(colours)]
         ax.bar(x, np.nan_to_num(values), width, color=colour, label=str(name))
-        missing = np.isnan(values)
-        if missing.any():
-            height = np.where(np.isnan(paper), 10.0, paper)[missing]
-            ax.bar(x[missing], height, width, fill=False, ls="--", edgecolor=colour)
-            for xi, h in zip(x[missing], height, strict=True):
-                ax.text(
-                    xi,
-                    h / 2,
-                    "slot",
-                    rotation=90,
-                    ha="center",
-                    va="center",
-                    fontsize=7,
-                    color="grey",
-                )
+        for xi in x[np.isnan(values)]:
+            ax.text(xi, 0.02, SLOT_TEXT, transform=ax.get_xaxis_transform(), rotation=90,
+                    ha="center", va="bottom", fontsize=7, color=colour)  # fmt: skip
         ax.scatter(
             x,
             paper,
@@ -100,12 +99,14 @@ def results_bars(df: pd.DataFrame, title: str, group: str = "dataset", bar: str 
             s=300,
             color="black",
             zorder=3,
-            label="paper" if b_i == 0 else None,
+            label="paper" if b_i == 0 and has_paper else None,
         )
         top = max(top, np.nanmax(np.concatenate([values, paper, [0.0]])))
     ax.set_ylim(0, max(top * 1.1, 1.0))
     ax.set_xticks(np.arange(len(groups)), groups)
     ax.set_ylabel("R@1 (%)")
+    if pd.to_numeric(df["workbench"], errors="coerce").isna().all():
+        title = f"{SLOTS_ONLY}. {title}"
     ax.set_title(_wrapped(title, fig_w), fontsize=9)
     ax.legend(
         fontsize=7, ncol=min(len(bars) + 1, 4), loc="upper center", bbox_to_anchor=(0.5, -0.1)
@@ -161,9 +162,10 @@ def duration_lines(df: pd.DataFrame, title: str):
         ax.set_xticks(sorted(sub["segment_duration"].unique()))
     axes[0, 0].set_ylabel("R@1 (%)")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=min(len(labels), 4))
+    ncol = max(1, min(len(labels), 4, int(fig.get_figwidth() // 2.4)))  # no entry cut off
+    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=ncol)
     fig.suptitle(_wrapped(title, fig.get_figwidth()), fontsize=9)
-    rows = -(-len(labels) // 4)
+    rows = -(-len(labels) // ncol)
     fig.tight_layout(rect=(0, 0.05 + 0.05 * rows, 1, 1))
     return fig
 
@@ -205,7 +207,7 @@ def sensitivity_lines(df: pd.DataFrame, title: str, calibrated: float | None = N
     axes[1, 0].set_ylabel("gain (points)")
     axes[0, -1].legend(fontsize=6)
     axes[1, -1].legend(fontsize=6)
-    fig.suptitle(title, fontsize=9)
+    fig.suptitle(_wrapped(title, fig.get_figwidth()), fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -235,7 +237,7 @@ def steps_lines(df: pd.DataFrame, title: str):
     ax.set_ylim(0, 100)
     ax.set_xlabel("candidate steps K (grey: videos per K)")
     ax.set_ylabel("R@1 (%)")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(_wrapped(title, fig.get_figwidth()), fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
@@ -259,7 +261,7 @@ def timing_bars(summary: pd.DataFrame, title: str, segment_duration: float = 2.0
     ax.axhline(segment_duration, color="black", ls="--", lw=1, label="real time")
     ax.set_xlabel("steps in the task (K)")
     ax.set_ylabel("seconds per segment")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(_wrapped(title, fig.get_figwidth()), fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

@@ -35,14 +35,19 @@ _VARIANT_COLUMNS = ("dataset", "method", "workbench", "paper", "off_the_shelf", 
 
 
 def dataset_table(names: Iterable[str] = tuple(DATASETS)) -> pd.DataFrame:
-    """Statistics of the annotation files beside the figures the paper states."""
+    """Statistics of the annotation files beside the figures the paper states.
+
+    ``workbench`` keeps each statistic's own type (counts are integers, means floats: an object
+    column); ``paper`` is the paper's text, None where it states nothing.
+    """
     rows = []
     for name in names:
         stats = dataset_stats(name)
         for key, paper in PAPER_STATS[name].items():
             rows.append({"dataset": DATASET_NAMES[name], "statistic": key,
-                         "workbench": stats[key], "paper": paper})  # fmt: skip
-    return pd.DataFrame(rows)
+                         "workbench": stats[key], "paper": paper or None})  # fmt: skip
+    columns = ["dataset", "statistic", "workbench", "paper"]
+    return pd.DataFrame(rows, columns=columns, dtype=object)
 
 
 def main_results_table(observations: Iterable[Observations], deps: Any = "oracle") -> pd.DataFrame:

@@ -8,7 +8,8 @@ steps occur, step j does not occur strictly before step i: ``first(j) >= first(i
 a "task", the diagonal and why these conventions reproduce the paper's numbers exactly.
 
 Exports :data:`THRESHOLDS`, :func:`violations` (one source), :func:`violations_table` (the
-paper's layout) and :func:`violation_report` (several sources on the groups they all hold).
+paper's layout, with the paper's rows beside the workbench's) and :func:`violation_report`
+(several sources on the groups they all hold).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from baglm_nb.analyses.paper import PAPER_VIOLATIONS
 from baglm_nb.core import sources
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import first_starts
@@ -176,22 +178,43 @@ def _threshold_row(
     }
 
 
-def violations_table(results: Mapping[str, pd.DataFrame], decimals: int = 1) -> pd.DataFrame:
+def violations_table(
+    results: Mapping[str, pd.DataFrame], decimals: int = 1, *, paper: bool = False
+) -> pd.DataFrame:
     """The paper's layout: rows (metric, source), one column per threshold, rounded.
 
-    ``results`` maps a source label to a :func:`violations` frame.
+    ``results`` maps a source label to a :func:`violations` frame. With ``paper`` (HT-Step,
+    ``scope="group"``: what the paper's table is), each metric's rows are followed by the
+    paper's two rows, ``source`` ``"paper: <LLM>"``, at the same thresholds
+    (:data:`~baglm_nb.analyses.paper.PAPER_VIOLATIONS`; NaN at a threshold it does not print).
     """
     rows = []
     for metric, col in (
         ("Violated dependencies (%)", "violated_pct"),
         ("Tasks w/ violation (%)", "tasks_violated_pct"),
     ):
+        thresholds: list[float] = []
         for label, df in results.items():
             row: dict[str, Any] = {"metric": metric, "source": label}
             for t, v in zip(df["threshold"], df[col], strict=True):
                 row[f"{t:.2f}"] = round(float(v), decimals)
+                thresholds.append(float(t))
             rows.append(row)
+        if paper:
+            rows += _paper_rows(metric, col, list(dict.fromkeys(thresholds)))
     return pd.DataFrame(rows)
+
+
+def _paper_rows(metric: str, col: str, thresholds: Sequence[float]) -> list[dict[str, Any]]:
+    """The paper's rows of one metric at ``thresholds`` (NaN where it prints no value)."""
+    rows = []
+    for llm, values in PAPER_VIOLATIONS[col].items():
+        printed = {round(t, 6): v for t, v in zip(THRESHOLDS, values, strict=True)}
+        row: dict[str, Any] = {"metric": metric, "source": f"paper: {llm}"}
+        for t in thresholds:
+            row[f"{t:.2f}"] = printed.get(round(t, 6), float("nan"))
+        rows.append(row)
+    return rows
 
 
 def violation_report(
@@ -213,8 +236,9 @@ def violation_report(
     Returns
     -------
     (table, long)
-        ``table``: the paper's layout (:func:`violations_table`); ``long``: the
-        :func:`violations` rows of every source, concatenated.
+        ``table``: the paper's layout (:func:`violations_table`), with the paper's rows for
+        HT-Step at ``scope="group"``; ``long``: the :func:`violations` rows of every source,
+        concatenated.
     """
     videos = load_dataset(dataset)
     keys = list(dict.fromkeys(v.group for v in videos))
@@ -232,4 +256,5 @@ def violation_report(
     if not chosen:
         raise ValueError(f"no group of {dataset!r} has a matrix in every source")
     frames = {dep.label: violations(dep, chosen, thresholds, scope=scope) for dep in opened}
-    return violations_table(frames), pd.concat(frames.values(), ignore_index=True)
+    paper = dataset == "htstep" and scope == "group"
+    return violations_table(frames, paper=paper), pd.concat(frames.values(), ignore_index=True)

@@ -89,6 +89,8 @@ def load_task(path: str | os.PathLike) -> Task:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(f"{path}: cannot read task file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 (byte {exc.start}); save it as UTF-8") from None
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             import yaml

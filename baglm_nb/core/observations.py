@@ -12,12 +12,15 @@ Exports :class:`Observations`, :func:`from_cache` and :func:`from_simulation`.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from baglm_nb.inputs import grid
 from baglm_nb.inputs.datasets import Video, load_dataset
 
 __all__ = ["Observations", "from_cache", "from_simulation"]
@@ -74,13 +77,24 @@ class Observations:
         )
 
 
-def from_cache(path: str | os.PathLike, videos: Sequence[Video] | None = None) -> Observations:
+def from_cache(
+    path: str | os.PathLike,
+    videos: Sequence[Video] | None = None,
+    *,
+    length_mismatch: str = "error",
+) -> Observations:
     """Load every video of the score cache at ``path`` (a folder with ``config.json``).
 
-    ``videos`` is the dataset's annotation list when the caller already has it.
+    ``videos`` is the dataset's annotation list when the caller already has it. A video whose
+    stored segment count differs from its annotation by more than one segment
+    (:func:`baglm_nb.inputs.grid.length_mismatch`) is an error naming the file
+    (``length_mismatch="error"``), or a warning (``"warn"``) for users who know the
+    difference. Imported authors' files are evaluated on their own length, as published.
     """
     from baglm_nb.stores.scores import ScoreCache
 
+    if length_mismatch not in ("error", "warn"):
+        raise ValueError(f"length_mismatch must be 'error' or 'warn', got {length_mismatch!r}")
     cache = ScoreCache.open(Path(path))
     key = cache.key
     stored = set(cache.uids())
@@ -91,14 +105,31 @@ def from_cache(path: str | os.PathLike, videos: Sequence[Video] | None = None) -
             raise ValueError(f"{path}: the cache holds videos that are not in {key.dataset}: "
                              f"{unknown[:5]}")  # fmt: skip
     covered = [v for v in videos if v.uid in stored]
+    if not covered:
+        raise ValueError(f"{path}: the score cache holds no scored video of {key.dataset}")
     vsg, progress = {}, {}
-    for uid, scores in cache.read_all([v.uid for v in covered]).items():
+    for video, (uid, scores) in zip(
+        covered, cache.read_all([v.uid for v in covered]).items(), strict=True
+    ):
         if scores.progress is None:
             raise ValueError(f"{path}: video {uid!r} has no progress scores; the filter needs them")
+        if key.source != "imported":
+            _check_length(cache, video, scores.num_segments, length_mismatch)
         vsg[uid], progress[uid] = scores.per_second()
     return Observations(
         key.dataset, key.source_label, key.segment_duration, vsg, progress, videos=covered
     )
+
+
+def _check_length(cache: Any, video: Video, segments: int, mode: str) -> None:
+    why = grid.length_mismatch(
+        video, segments, what=f"{cache.videos_dir / video.uid}.parquet",
+        segment_duration=cache.key.segment_duration, sampling_fps=cache.key.sampling_fps,
+    )  # fmt: skip
+    if why and mode == "error":
+        raise ValueError(f"{why} (evaluate with --allow-length-mismatch to use it anyway)")
+    if why:
+        warnings.warn(why, stacklevel=3)
 
 
 def from_simulation(

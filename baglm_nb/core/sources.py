@@ -129,6 +129,7 @@ def observations(
     limit: int | None = None,
     params: Any = None,
     videos: Sequence[Video] | None = None,
+    length_mismatch: str = "error",
 ) -> Observations:
     """The observations of ``dataset`` from a scores setting (module docstring).
 
@@ -144,6 +145,9 @@ def observations(
         Parameters of the simulated source (default: the calibrated CPU default).
     videos : list of Video, optional
         The dataset's annotations, when the caller already loaded them.
+    length_mismatch : {"error", "warn"}
+        What a cached video whose length disagrees with its annotation gives
+        (:func:`~baglm_nb.core.observations.from_cache`).
     """
     _check_limit(limit)
     if _per_dataset(scores):
@@ -153,7 +157,7 @@ def observations(
     elif isinstance(scores, str) and scores == SIMULATED:
         return from_simulation(dataset, params, videos=select_videos(dataset, limit, videos=videos))
     elif isinstance(scores, (str, os.PathLike)):
-        obs = from_cache(score_cache_folder(scores), videos=videos)
+        obs = from_cache(score_cache_folder(scores), videos=videos, length_mismatch=length_mismatch)
     else:
         raise TypeError(f"scores for {dataset}: expected 'simulated', a cache folder or "
                         f"Observations, got {type(scores).__name__}")  # fmt: skip

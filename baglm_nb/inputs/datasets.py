@@ -248,6 +248,8 @@ def _load_cached(name: str, path_str: str, _mtime: float) -> tuple[Video, ...]:
     spec, path = _spec(name), Path(path_str)
     try:
         records = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise AnnotationError(f"{path}: not UTF-8 (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise AnnotationError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(records, list):

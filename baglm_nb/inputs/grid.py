@@ -7,10 +7,12 @@ One place for each rule the rest of the package shares:
   (reference-protocol §1.2-1.3);
 - per-second rows: each segment's scores repeated ``segment_duration`` times (§2.4);
 - ground truth: rows ``floor(start)`` to ``ceil(end)`` of a step's column (§6.1);
-- a step's first annotated start (step order, temporal position, oracle chains).
+- a step's first annotated start (step order, temporal position, oracle chains);
+- a video's length agrees with its annotation within one segment (:func:`length_mismatch`).
 
 Exports :func:`frame_indices`, :func:`segment_frame_indices`, :func:`num_segments`,
-:func:`num_rows`, :func:`per_second`, :func:`ground_truth` and :func:`first_starts`.
+:func:`num_rows`, :func:`per_second`, :func:`ground_truth`, :func:`first_starts` and
+:func:`length_mismatch`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = [
     "frame_indices",
     "frames_per_segment",
     "ground_truth",
+    "length_mismatch",
     "num_rows",
     "num_segments",
     "per_second",
@@ -131,3 +134,39 @@ def first_starts(video: Video) -> dict[int, float]:
     for seg in video.segments:
         first[seg.step_index] = min(first.get(seg.step_index, math.inf), seg.start)
     return dict(sorted(first.items(), key=lambda kv: (kv[1], kv[0])))
+
+
+def length_mismatch(
+    video: Video,
+    segments: int,
+    *,
+    what: str,
+    segment_duration: int = 2,
+    sampling_fps: float = 2.0,
+) -> str | None:
+    """Why ``segments`` segments of ``video`` disagree with its annotation, or None.
+
+    The annotation's ``video_num_frames`` and ``video_fps`` give the expected number of
+    segments; a difference of more than one segment means the file or the scores belong to
+    another video (or a cut copy), and evaluating them would drop or invent ground truth.
+
+    Parameters
+    ----------
+    video : Video
+        The annotated video.
+    segments : int
+        The number of segments found (probed from the file, or stored in a cache).
+    what : str
+        What holds them, for the message (a file path, "the cache file ...").
+    segment_duration, sampling_fps
+        The grid.
+    """
+    expected = num_segments(video.num_frames, video.fps, segment_duration, sampling_fps)
+    if abs(int(segments) - expected) <= 1:
+        return None
+    return (
+        f"{what} has {segments} segments of {segment_duration} s "
+        f"({segments * segment_duration} s) but the annotation of video {video.uid!r} "
+        f"(video_num_frames={video.num_frames}, video_fps={video.fps:g}) gives {expected} "
+        f"({video.num_frames / video.fps:.1f} s)"
+    )

@@ -441,11 +441,21 @@ def _glob_escape(text: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in text)
 
 
+#: File extensions :func:`find_video_file` takes for a video (yt-dlp leaves sidecars such as
+#: ``<uid>.en.vtt``, ``<uid>.info.json`` or ``<uid>.mp4.part`` beside the video).
+VIDEO_EXTENSIONS = frozenset(
+    {"mp4", "m4v", "mkv", "webm", "mov", "avi", "ts", "mts", "m2ts", "mpg", "mpeg", "flv",
+     "3gp", "ogv", "wmv"}
+)  # fmt: skip
+
+
 def find_video_file(video_dir: str | os.PathLike | None, uid: str) -> Path | None:
     """The file of video ``uid`` in ``video_dir``: ``<uid>.<ext>``, or one folder down; else None.
 
-    The first match in sorted order wins, ``video_dir`` itself before its sub-folders. Scoring
-    and the qualitative figures find files with this one rule.
+    Only video extensions count (:data:`VIDEO_EXTENSIONS`, any case), so subtitles and other
+    sidecars named after the video are never taken for it. The first match in sorted order wins,
+    ``video_dir`` itself before its sub-folders. Scoring and the qualitative figures find files
+    with this one rule.
     """
     if not video_dir:
         return None
@@ -453,7 +463,11 @@ def find_video_file(video_dir: str | os.PathLike | None, uid: str) -> Path | Non
     if not base.is_dir():
         return None
     for folder in (base, *(p for p in sorted(base.iterdir()) if p.is_dir())):
-        hits = sorted(p for p in folder.glob(f"{_glob_escape(uid)}.*") if p.is_file())
+        hits = sorted(
+            p
+            for p in folder.glob(f"{_glob_escape(uid)}.*")
+            if p.is_file() and p.name[len(uid) + 1 :].lower() in VIDEO_EXTENSIONS
+        )
         if hits:
             return hits[0]
     return None

@@ -51,9 +51,11 @@ from baglm_nb.models.kv_prefix import (
     right_pad,
     shared_length,
 )
+from baglm_nb.models.logprobs import check_logits
 from baglm_nb.models.prompts import (
     DIGITS,
     check_single_tokens,
+    check_task_text,
     format_choices,
     get_prompt,
     option_labels,
@@ -327,6 +329,14 @@ class TransformersScorer:
         return ids
 
     # -- scoring ------------------------------------------------------------------------
+    @property
+    def context_tokens(self) -> int | None:
+        """The language model's context length (``max_position_embeddings``), if known."""
+        cfg = getattr(self.model, "config", None)
+        text = getattr(cfg, "text_config", None) or getattr(cfg, "llm_config", None) or cfg
+        value = getattr(text, "max_position_embeddings", None)
+        return int(value) if isinstance(value, int) else None
+
     def score_segments(
         self,
         frames_batch: Any,
@@ -371,6 +381,7 @@ class TransformersScorer:
         steps = [str(s) for s in steps]
         if not steps:
             raise ValueError("steps is empty")
+        check_task_text(goal, steps, context_tokens=self.context_tokens)
         if vsg_prompt not in ("multiple_choice", "binary"):
             raise ValueError(
                 f"vsg_prompt must be 'multiple_choice' or 'binary', got {vsg_prompt!r}"
@@ -472,6 +483,7 @@ class TransformersScorer:
             pen = float(self.repetition_penalty)
             score = torch.where(score < 0, score * pen, score / pen)
             logits = logits.scatter(1, full_ids, score)
+        check_logits(logits, what=f"{self.model_id}: first-position logits")
         p = torch.softmax(logits, dim=-1).gather(1, target.to(logits.device))
         return p.double().cpu().numpy()
 

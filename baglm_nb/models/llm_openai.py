@@ -11,9 +11,9 @@ environment, given to the client only, and redacted from every message.
 
 from __future__ import annotations
 
-import math
 import os
 import random
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -21,13 +21,45 @@ from typing import Any
 import numpy as np
 
 from baglm_nb.models.dependencies import PairFailure, pair_messages, pair_prompt_version
+from baglm_nb.models.logprobs import probability
 
-__all__ = ["NO_WORDS", "YES_WORDS", "OpenAIBackend"]
+__all__ = ["NO_WORDS", "YES_WORDS", "OpenAIBackend", "read_api_key"]
 
 YES_WORDS = ("Yes", "yes")
 """First tokens read as "Yes" (§4.3)."""
 NO_WORDS = ("No", "no")
 """First tokens read as "No" (§4.3)."""
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def read_api_key(api_key_env: str) -> str:
+    """The API key held by the environment variable named ``api_key_env``.
+
+    Raises ``ValueError`` when the name is not a valid variable name (a key pasted in its
+    place is never printed) or the variable is unset or empty.
+    """
+    if not _ENV_NAME.fullmatch(api_key_env or ""):
+        raise ValueError(
+            "--api-key-env must be the NAME of an environment variable (letters, digits and _), "
+            f"not the key itself; the value given ({len(api_key_env or '')} characters) is not "
+            "shown. Put the key in a variable, e.g. export MY_KEY=..., and pass --api-key-env "
+            "MY_KEY"
+        )
+    key = os.environ.get(api_key_env)
+    if not key:
+        # a long name may be a key pasted by mistake: do not echo it
+        name = (
+            api_key_env
+            if len(api_key_env) <= 32
+            else f"named by --api-key-env ({len(api_key_env)} characters)"
+        )
+        raise ValueError(
+            f"environment variable {name} is not set or empty: it must hold the "
+            "API key (for a local server without a key, set it to any placeholder)"
+        )
+    return key
 
 
 class OpenAIBackend:
@@ -111,12 +143,7 @@ class OpenAIBackend:
         if client is None:
             import openai
 
-            key = os.environ.get(api_key_env)
-            if not key:
-                raise ValueError(
-                    f"environment variable {api_key_env} is not set or empty: it must hold the "
-                    "API key (for a local server without a key, set it to any placeholder)"
-                )
+            key = read_api_key(api_key_env)
             client = openai.OpenAI(
                 base_url=base_url, api_key=key, timeout=self.timeout, max_retries=0
             )
@@ -199,9 +226,9 @@ class OpenAIBackend:
             ) from None
         for entry in top:
             if entry.token in YES_WORDS:
-                return float(min(1.0, math.exp(entry.logprob)))
+                return probability(entry.logprob, what=f"the logprob of {entry.token!r}")
             if entry.token in NO_WORDS:
-                return float(max(0.0, 1.0 - math.exp(entry.logprob)))
+                return 1.0 - probability(entry.logprob, what=f"the logprob of {entry.token!r}")
         seen = [entry.token for entry in top]
         raise RuntimeError(
             f"neither Yes/yes nor No/no among the top {len(top)} first tokens {seen!r}"

@@ -40,6 +40,7 @@ __all__ = [
     "common_prefix_length",
     "Prompt",
     "check_single_tokens",
+    "check_task_text",
     "excel_label",
     "first_token_id",
     "format_choices",
@@ -382,3 +383,30 @@ def common_prefix_length(seqs: Sequence[Sequence[int]]) -> int:
         if any(s[i] != t for s in seqs):
             return i
     return n
+
+
+#: More characters per token than any tokenizer packs on average: a goal and steps longer than
+#: ``MAX_CHARS_PER_TOKEN`` x the context cannot fit, so they are refused without tokenising.
+MAX_CHARS_PER_TOKEN = 32
+
+
+def check_task_text(goal: str, steps: Sequence[str], *, context_tokens: int | None) -> None:
+    """Refuse a goal and steps that cannot fit a model's context, before tokenising them.
+
+    A 10 MB goal would take a minute to tokenise and then fail on allocation; this check takes
+    microseconds. The message quotes at most the goal's first 60 characters.
+
+    Raises
+    ------
+    ValueError
+        When the text is longer than ``MAX_CHARS_PER_TOKEN * context_tokens`` characters.
+    """
+    if not context_tokens:
+        return
+    total = len(goal) + sum(len(s) for s in steps)
+    if total > MAX_CHARS_PER_TOKEN * context_tokens:
+        head = goal.splitlines()[0][:60] if goal.strip() else ""
+        raise ValueError(
+            f"the goal and steps hold {total:,} characters, more than a context of "
+            f"{context_tokens:,} tokens can hold (goal: {head!r}...)"
+        )

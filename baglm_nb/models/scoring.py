@@ -23,13 +23,13 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from baglm_nb.inputs.datasets import Video, load_dataset
-from baglm_nb.inputs.grid import num_segments
+from baglm_nb.inputs.grid import length_mismatch, num_segments
 from baglm_nb.inputs.video import find_video_file
 from baglm_nb.stores.atomic import atomic_write_json
 from baglm_nb.stores.keys import ScoreKey
 from baglm_nb.stores.scores import ScoreCache
 
-__all__ = ["make_scorer", "score_dataset", "score_video"]
+__all__ = ["check_inputs", "make_scorer", "score_dataset", "score_video"]
 
 RANDOM_PREFIX = "random-init:"
 
@@ -58,10 +58,14 @@ def score_video(
     show_progress: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """Score one video file: ``vsg`` (S, K+1), ``progress`` (S, K, 10), per-segment timings."""
-    from baglm_nb.inputs.video import iter_segments, probe
+    from baglm_nb.inputs.video import VideoError, iter_segments, probe
 
     info = probe(path)
     total = num_segments(info.num_frames, info.fps, segment_duration, sampling_fps)
+    why = length_mismatch(video, total, what="the file", segment_duration=segment_duration,
+                          sampling_fps=sampling_fps)  # fmt: skip
+    if why:
+        raise VideoError(path, f"{why}: {info.num_frames} frames at {info.fps:g} fps")
     vsg, prog = [], []
     timings: dict[str, list[float]] = {"decode_s": [], "vsg_s": [], "progress_s": []}
     bar = tqdm(total=total, desc=video.uid, unit="seg", leave=False, disable=not show_progress)
@@ -91,6 +95,25 @@ def score_video(
     return v, p, {name: np.asarray(x, dtype=np.float64) for name, x in timings.items()}
 
 
+def check_inputs(
+    dataset: str,
+    video_dir: str | os.PathLike,
+    *,
+    annotations: str | os.PathLike | None = None,
+    limit: int | None = None,
+) -> list[Video]:
+    """The videos to score, after checking the inputs (before any model is loaded).
+
+    Raises ``ValueError`` / ``FileNotFoundError`` naming the folder, file or option: a
+    ``video_dir`` that is not a folder, an unreadable annotation file, a non-positive limit.
+    """
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit must be a positive number of videos, got {limit}")
+    if not Path(video_dir).is_dir():
+        raise FileNotFoundError(f"--video-dir {video_dir}: not a folder")
+    return list(load_dataset(dataset, annotations))[:limit]
+
+
 def score_dataset(
     dataset: str,
     video_dir: str | os.PathLike,
@@ -108,7 +131,8 @@ def score_dataset(
     """Score the videos of ``dataset`` found in ``video_dir`` into a score cache.
 
     ``root`` defaults to the project's ``data/cache``. Returns a summary: the cache folder,
-    videos scored now, already cached, failed (with their errors, also kept in
+    videos scored now, already cached, cached files found unreadable (truncated) and rescored,
+    failed (with their errors, also kept in
     ``failures.json`` in the cache folder) and the label of the scorer (``random-init`` for
     tiny test models).
     """
@@ -117,7 +141,10 @@ def score_dataset(
     from baglm_nb.models.prompts import PROMPTS
 
     root = data_dir() / "cache" if root is None else root
-    videos = list(load_dataset(dataset, annotations) if videos is None else videos)[:limit]
+    if videos is None:
+        videos = check_inputs(dataset, video_dir, annotations=annotations, limit=limit)
+    else:
+        videos = list(videos)[:limit]
     model_id = scorer.model_id
     if getattr(scorer, "label", "") == "random-init" and "random-init" not in model_id:
         model_id = RANDOM_PREFIX + model_id  # the cache folder says what made the scores
@@ -128,8 +155,10 @@ def score_dataset(
     failures: dict[str, str] = {}
     if failures_path.exists():
         failures = json.loads(failures_path.read_text(encoding="utf-8"))
-    done_before = [v.uid for v in videos if cache.has(v.uid)]
-    todo = [v for v in videos if not cache.has(v.uid)]
+    stored = [v.uid for v in videos if cache.has(v.uid)]
+    unreadable = [uid for uid in stored if not cache.is_readable(uid)]  # rescored below
+    done_before = [uid for uid in stored if uid not in unreadable]
+    todo = [v for v in videos if v.uid not in done_before]
     scored = []
     for video in tqdm(todo, desc=f"score {dataset}", unit="video", disable=not show_progress):
         path = find_video_file(video_dir, video.uid)
@@ -155,5 +184,6 @@ def score_dataset(
         "label": getattr(scorer, "label", ""),
         "scored": scored,
         "already_cached": done_before,
+        "rescored_unreadable": unreadable,
         "failed": {u: failures[u] for u in failures if u in {v.uid for v in videos}},
     }

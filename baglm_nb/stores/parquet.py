@@ -223,6 +223,15 @@ class ParquetFolder:
 
     __contains__ = has
 
+    def is_readable(self, name: str) -> bool:
+        """Whether entry ``name`` is stored with a readable Parquet footer (a truncated or
+        overwritten file is not: a resumed run redoes it)."""
+        try:
+            pq.read_metadata(self.file(name))
+        except (OSError, pa.ArrowException):
+            return False
+        return True
+
     def names(self) -> list[str]:
         """Sorted names of the stored entries."""
         return list_entries(self.entries_dir)

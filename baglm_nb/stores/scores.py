@@ -132,6 +132,21 @@ def _as_float_array(value: Any, uid: str, name: str, ndim: int) -> np.ndarray:
     return arr
 
 
+def _check_values(path: Path, uid: str, **arrays: np.ndarray | None) -> None:
+    """Stored scores are finite and non-negative (as written); the error names the file, the
+    video and the segment. (The filter checks the [0, 1] range of what it is given.)"""
+    for name, arr in arrays.items():
+        if arr is None or arr.size == 0:
+            continue
+        bad = ~np.isfinite(arr) | (arr < 0)
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(
+                f"{path}: video {uid!r}: {name} holds {int(bad.sum())} NaN, infinite or "
+                f"negative value(s) (first {float(arr[where])!r} at segment {where[0]})"
+            )
+
+
 def _checked_scores(
     uid: str,
     vsg: np.ndarray,
@@ -308,6 +323,7 @@ class ScoreCache(ParquetFolder):
             progress = None
         else:
             progress = _flat_values(prog_col, rows, k * 10, path, "progress").reshape(rows, k, 10)
+        _check_values(path, uid, vsg=vsg, progress=progress)
         timings = {
             name: table.column(name).to_numpy().astype(np.float64, copy=True)
             for name in table.column_names

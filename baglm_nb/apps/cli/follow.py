@@ -4,7 +4,8 @@
 ``follow --replay [SCORES] [--dataset NAME] -- UID`` replays scores through the online filter:
 ``simulated`` (the default; one video simulated on demand through :mod:`baglm_nb.core.sources`)
 or a score-cache folder (or a folder above one). Without a uid, ``--replay`` lists the videos
-it can replay. Bad input ends with one ``error:`` line naming the path or uid and exit code 2
+it can replay. Bad input raises ``ValueError`` / ``FileNotFoundError`` naming the path or uid,
+which :func:`baglm_nb.apps.cli.main.main` turns into one ``error:`` line and exit code 2
 (``--debug`` shows the traceback).
 """
 
@@ -13,9 +14,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-
-#: Exceptions that are the user's input, not a bug: one line without --debug.
-INPUT_ERRORS = (ValueError, KeyError, FileNotFoundError, NotADirectoryError, PermissionError)
 
 
 def register(verbs) -> None:
@@ -56,7 +54,6 @@ def register(verbs) -> None:
     p.add_argument("--jsonl", help="write the event log here (JSON lines)")
     p.add_argument("--html", help="write a self-contained HTML report here")
     p.add_argument("--trust-remote-code", action="store_true")
-    p.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     p.set_defaults(func=run)
 
 
@@ -188,18 +185,7 @@ def _model_setup(args):
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the ``follow`` verb (input errors: one line and exit code 2, unless ``--debug``)."""
-    try:
-        return _run(args)
-    except INPUT_ERRORS as exc:
-        if args.debug:
-            raise
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"error: {message}", file=sys.stderr)
-        return 2
-
-
-def _run(args: argparse.Namespace) -> int:
+    """Run the ``follow`` verb (errors: :func:`baglm_nb.apps.cli.main.main`'s rule)."""
     from baglm_nb.apps.online import follow, replay
 
     ended: list[str] = []

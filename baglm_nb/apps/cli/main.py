@@ -1,28 +1,81 @@
-"""Command line: ``python -m baglm_nb <verb>``; one module per verb, each a thin call."""
+"""Command line: ``python -m baglm_nb <verb>``; one module per verb, each a thin call.
+
+Errors follow one rule (:func:`main`): a failure prints ``error: <message>`` on stderr, naming
+the file, video or field, and exits **2** for bad input (a missing, unreadable or invalid file,
+a bad option value) or **1** for a run that failed (a server that went away, a video that could
+not be scored). ``--debug`` (after the verb) prints the Python traceback too.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+import traceback
 
 #: The verb modules of this package, each with ``register(verbs)``.
 VERBS = ("stats", "evaluate", "import_files", "simulate", "score", "deps", "localize", "follow")
 
+#: Exit status of bad input (argparse's own usage errors exit 2 too).
+EXIT_BAD_INPUT = 2
+#: Exit status of a run that failed.
+EXIT_FAILED = 1
+#: Exit status after Ctrl-C.
+EXIT_INTERRUPTED = 130
+
+#: Exceptions that mean the input is wrong, not the run. ``ValueError`` covers
+#: ``UnicodeDecodeError``, ``json.JSONDecodeError`` and pyarrow's ``ArrowInvalid``.
+BAD_INPUT = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``python -m baglm_nb``."""
+    """The argument parser of ``python -m baglm_nb``; every verb takes ``--debug``."""
     parser = argparse.ArgumentParser(prog="python -m baglm_nb", description=__doc__)
     verbs = parser.add_subparsers(dest="verb", required=True)
     for name in VERBS:
         importlib.import_module(f"baglm_nb.apps.cli.{name}").register(verbs)
+    for sub in verbs.choices.values():
+        sub.add_argument(
+            "--debug", action="store_true", help="on an error, show the Python traceback"
+        )
     return parser
 
 
+def error_line(exc: BaseException) -> str:
+    """The one ``error: ...`` line printed for ``exc``."""
+    text = str(exc).strip()
+    if isinstance(exc, KeyError) and len(exc.args) == 1:
+        text = f"missing key {exc.args[0]!r}"
+    if not isinstance(exc, BAD_INPUT + (RuntimeError,)):
+        text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        text += " (an unexpected error: run again with --debug for the traceback)"
+    text = text or type(exc).__name__
+    return text if text.startswith("error: ") else f"error: {text}"
+
+
+def exit_status(exc: BaseException) -> int:
+    """:data:`EXIT_BAD_INPUT` for bad input, else :data:`EXIT_FAILED`."""
+    return EXIT_BAD_INPUT if isinstance(exc, BAD_INPUT) else EXIT_FAILED
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point."""
+    """Entry point: run the verb; turn an error into one line and an exit status."""
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt as exc:
+        error, line, status = exc, "error: interrupted", EXIT_INTERRUPTED
+    except SystemExit as exc:  # the verbs' own `raise SystemExit("error: ...")`: bad input
+        if not isinstance(exc.code, str):
+            raise
+        error, line, status = exc, exc.code, EXIT_BAD_INPUT
+        line = line if line.startswith("error: ") else f"error: {line}"
+    except Exception as exc:
+        error, line, status = exc, error_line(exc), exit_status(exc)
+    if args.debug:
+        traceback.print_exception(error)
+    print(line, file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

@@ -18,6 +18,9 @@ def add_observation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--progress", default="scores", choices=["scores", "oracle"])
     p.add_argument("--limit", type=int, default=None,
                    help="use the first N videos (annotation-file order)")  # fmt: skip
+    p.add_argument("--allow-length-mismatch", action="store_true",
+                   help="warn, instead of refusing, when a cached video's length differs from "
+                   "its annotation by more than one segment")  # fmt: skip
 
 
 def filter_options(args: argparse.Namespace) -> dict[str, str]:
@@ -30,7 +33,10 @@ def observations_from_args(args: argparse.Namespace):
     from baglm_nb.core import sources
 
     try:
-        return sources.observations(args.dataset, args.scores, limit=args.limit)
+        return sources.observations(
+            args.dataset, args.scores, limit=args.limit,
+            length_mismatch="warn" if getattr(args, "allow_length_mismatch", False) else "error",
+        )  # fmt: skip
     except (ValueError, FileNotFoundError) as exc:
         raise SystemExit(f"error: {exc}") from None
 

@@ -37,8 +37,9 @@ def register(verbs) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``score`` verb."""
-    from baglm_nb.models.scoring import make_scorer, score_dataset
+    from baglm_nb.models.scoring import check_inputs, make_scorer, score_dataset
 
+    check_inputs(args.dataset, args.video_dir, annotations=args.annotations, limit=args.limit)
     scorer = make_scorer(args.model, trust_remote_code=args.trust_remote_code)
     summary = score_dataset(
         args.dataset, args.video_dir, scorer, root=args.cache_root,

@@ -1,0 +1,203 @@
+"""What a notebook shows: a table in full, a figure saved and shown inline.
+
+The notebooks end their cells with these instead of a bare DataFrame or a figure that is only
+saved, so the executed notebook and its HTML copy (``scripts/run_notebooks.sh``) carry every
+table and figure, readable as they are:
+
+- :func:`show_table` renders a table in full (:func:`format_cells`): every row up to
+  :data:`MAX_ROWS` and every cell without truncation, integers as integers, floats with the
+  decimals they need (1 to 3), one missing-value marker :data:`MISSING` for NaN, None, NA and
+  empty text, no row index (a meaningful index becomes a column), text left-aligned, the title as
+  the caption.
+- :func:`show_figure` saves a figure (:func:`~baglm_nb.analyses.plots.save_figure`: PNG + PDF),
+  shows the saved PNG (embedded in the notebook) and closes the figure, so that the inline
+  backend does not show it a second time.
+
+Exports :data:`MISSING`, :data:`MAX_ROWS`, :class:`TableView`, :func:`format_cells`,
+:func:`show_table` and :func:`show_figure`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from typing import Any
+
+import pandas as pd
+
+from baglm_nb.analyses.plots import save_figure
+
+__all__ = ["MAX_ROWS", "MISSING", "TableView", "format_cells", "show_figure", "show_table"]
+
+#: The one marker of a missing value (NaN, None, pd.NA, empty text) in every shown table.
+MISSING = "\u2013"
+
+#: Tables up to this many rows are shown in full; longer ones show their first MAX_ROWS rows.
+MAX_ROWS = 200
+
+#: Most decimals a float is printed with (a column uses the fewest that show all its values).
+MAX_DECIMALS = 3
+
+#: Cells of a column whose longest text is at most this long never wrap in the HTML.
+WRAP_CHARS = 40
+
+
+def _missing(value: Any) -> bool:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _decimals(values: list[float]) -> int:
+    """The fewest decimals (1 to :data:`MAX_DECIMALS`) that print every value exactly."""
+    for d in range(1, MAX_DECIMALS):
+        if all(abs(v - round(v, d)) <= 1e-9 * max(1.0, abs(v)) for v in values):
+            return d
+    return MAX_DECIMALS
+
+
+def _cell(value: Any, decimals: int | None = None) -> str:
+    """One value as text: the marker, an integer, a float with ``decimals`` (or its own)."""
+    if _missing(value):
+        return MISSING
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        v = float(value)
+        if math.isinf(v):
+            return str(v)
+        return f"{v:.{_decimals([v]) if decimals is None else decimals}f}"
+    return str(value)
+
+
+def _column(series: pd.Series) -> list[str]:
+    """A column's cells as text; a float column shares one number of decimals."""
+    values = series.tolist()
+    if pd.api.types.is_float_dtype(series.dtype):
+        finite = [float(v) for v in values if not _missing(v) and math.isfinite(v)]
+        decimals = _decimals(finite) if finite else 1
+        return [_cell(v, decimals) for v in values]
+    return [_cell(v) for v in values]
+
+
+def _without_index(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with a plain row index dropped, or a meaningful one turned into columns."""
+    index = df.index
+    plain = index.nlevels == 1 and index.name is None and pd.api.types.is_integer_dtype(index)
+    if plain:
+        return df.reset_index(drop=True)
+    names = [n if n is not None else ("index" if index.nlevels == 1 else f"level_{i}")
+             for i, n in enumerate(index.names)]  # fmt: skip
+    return df.rename_axis(names).reset_index()
+
+
+def format_cells(df: pd.DataFrame | pd.Series) -> pd.DataFrame:
+    """``df`` as text, cell by cell, the way :func:`show_table` shows it.
+
+    Integer columns (also nullable ``Int64``) and Python integers print as integers; a float
+    column prints every value with the fewest decimals (1 to :data:`MAX_DECIMALS`) that show all
+    of them; NaN, None, ``pd.NA`` and empty or blank text print as :data:`MISSING`. A plain
+    integer row index is dropped; any other index becomes the first column(s). Column names
+    become text.
+    """
+    frame = df.to_frame() if isinstance(df, pd.Series) else df
+    frame = _without_index(frame)
+    cells = {str(name): _column(frame.iloc[:, i]) for i, name in enumerate(frame.columns)}
+    if len(cells) != frame.shape[1]:
+        raise ValueError(f"duplicate column names: {list(frame.columns)}")
+    return pd.DataFrame(cells, index=pd.RangeIndex(len(frame)), dtype=object)
+
+
+class TableView:
+    """A table as shown in a notebook: full HTML (with the title as caption) and full text.
+
+    Built by :func:`show_table`; ``cells`` are the :func:`format_cells` text of the shown rows,
+    ``rows`` the number of rows of the table.
+    """
+
+    def __init__(self, cells: pd.DataFrame, title: str | None, rows: int) -> None:
+        self.cells, self.title, self.rows = cells, title, rows
+
+    @property
+    def caption(self) -> str | None:
+        """The title, and, for a table longer than :data:`MAX_ROWS`, which rows are shown."""
+        if self.rows <= len(self.cells):
+            return self.title
+        note = f"the first {len(self.cells)} of {self.rows} rows (all of them in the CSV file)"
+        return f"{self.title}: {note}" if self.title else note
+
+    def _repr_html_(self) -> str:
+        styler = self.cells.style.hide(axis="index").format(escape="html")
+        numeric = [c for c in self.cells.columns if self.cells[c].map(_is_number_text).all()]
+        long = [c for c in self.cells.columns if self.cells[c].str.len().max() > WRAP_CHARS]
+        short = [c for c in self.cells.columns if c not in long]
+        text = [c for c in self.cells.columns if c not in numeric]
+        if text:
+            styler = styler.set_properties(subset=text, **{"text-align": "left"})
+        if short:  # labels and numbers stay on one line; long text wraps, not too narrow
+            styler = styler.set_properties(subset=short, **{"white-space": "nowrap"})
+        if long:
+            styler = styler.set_properties(subset=long, **{"min-width": "18em"})
+        styler = styler.set_table_styles(
+            [{"selector": "th", "props": "text-align: left; vertical-align: bottom;"},
+             {"selector": "caption", "props": "caption-side: top; text-align: left;"
+                                              " font-weight: bold; padding-bottom: 4px;"}]
+        )  # fmt: skip
+        if self.caption:
+            styler = styler.set_caption(self.caption)
+        return styler.to_html(max_rows=len(self.cells) + 1, max_columns=self.cells.shape[1] + 1)
+
+    def __repr__(self) -> str:
+        body = self.cells.to_string(index=False, max_colwidth=None)
+        return f"{self.caption}\n\n{body}" if self.caption else body
+
+
+def _is_number_text(text: str) -> bool:
+    if text == MISSING:
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def show_table(df: pd.DataFrame | pd.Series, title: str | None = None) -> TableView:
+    """The table to show in a notebook (end a cell with it): in full, see :func:`format_cells`.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame or pandas.Series
+        The table (a result table, or any frame).
+    title : str, optional
+        Shown as the table's caption (e.g. the title given to
+        :func:`~baglm_nb.analyses.tables.write_table`).
+
+    Returns
+    -------
+    TableView
+        Rendered as HTML in a notebook and as full text elsewhere; tables longer than
+        :data:`MAX_ROWS` show their first :data:`MAX_ROWS` rows and say so in the caption.
+    """
+    frame = df.to_frame() if isinstance(df, pd.Series) else df
+    return TableView(format_cells(frame.iloc[:MAX_ROWS]), title, len(frame))
+
+
+def show_figure(fig, stem: str | os.PathLike) -> None:
+    """Save ``fig`` as ``<stem>.png`` and ``.pdf``, show the PNG inline and close ``fig``.
+
+    The PNG shown is the saved file's bytes, embedded in the notebook (so also in its HTML
+    copy), at the figure's size at 100 dpi. Closing the figure keeps Jupyter's inline backend
+    from showing it a second time. Returns nothing, so a cell ending with it prints nothing more.
+    """
+    import matplotlib.pyplot as plt
+    from IPython.display import Image, display
+
+    png = save_figure(fig, stem)[0]
+    display(Image(data=png.read_bytes(), format="png", width=round(fig.get_figwidth() * 100)))
+    plt.close(fig)
