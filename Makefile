@@ -1,7 +1,8 @@
 # baglm-workbench: set-up, tests, lint and notebook figures.
 #
 #   make setup      apt ffmpeg + chromium (when root) + .venv + pip install -e ".[dev,server-tests]"
-#                   + Jupyter kernel, with a timing line per phase (scripts/setup.sh)
+#                   + llama.cpp's GGUF converter + Jupyter kernel, with a timing line per phase
+#                   (scripts/setup.sh)
 #   make test       the whole suite in .venv; a test that cannot run fails (never skips)
 #   make test-fast  the quick subset: -m "not slow and not browser and not server"
 #   make lint       ruff check + ruff format --check
@@ -34,8 +35,9 @@ help:
 	@echo "baglm-workbench targets:"
 	@echo "  make setup          everything the tests need: ffmpeg + chromium (apt-get when root, else the"
 	@echo "                      command is printed), $(VENV), pip install -e \".[dev,server-tests]\" and"
-	@echo "                      requirements-nodeps.txt (no compiling), the 'python3' Jupyter kernel; timing"
-	@echo "                      per phase (re-runs are quick)"
+	@echo "                      requirements-nodeps.txt (no compiling), llama.cpp's GGUF converter from the"
+	@echo "                      xllamacpp sdist (scripts/fetch_gguf_converter.sh), the 'python3' Jupyter"
+	@echo "                      kernel; timing per phase (re-runs are quick)"
 	@echo "  make test           the whole suite; a test that cannot run fails with the install command"
 	@echo "                      [PYTEST_ARGS=\"-x\"]"
 	@echo "  make test-fast      the quick subset: -m \"not slow and not browser and not server\""

@@ -52,14 +52,8 @@ from baglm_nb.models.kv_prefix import (
     shared_length,
 )
 from baglm_nb.models.logprobs import check_logits
-from baglm_nb.models.prompts import (
-    DIGITS,
-    check_single_tokens,
-    check_task_text,
-    format_choices,
-    get_prompt,
-    option_labels,
-)
+from baglm_nb.models.prompts import DIGITS, check_single_tokens, check_task_text, option_labels
+from baglm_nb.models.questions import YES_NO, build_questions, combine
 
 __all__ = ["PRETRAINED", "RANDOM_INIT", "ScoreResult", "Scorer", "TransformersScorer"]
 
@@ -86,7 +80,8 @@ class ScoreResult:
     labels
         The K+1 option labels used (§2.2).
     model_id, label
-        Which model produced the scores, and ``"random-init"`` or ``"pretrained"``.
+        Which model produced the scores, and ``"random-init"`` or ``"pretrained"`` (``"served"``
+        for :class:`~baglm_nb.models.served.ServedScorer`'s).
     family, vsg_prompt, renormalised, prompt_versions
         How the scores were produced; the prompt versions belong in cache keys.
     """
@@ -143,11 +138,6 @@ def _as_frames(frames_batch: Any) -> torch.Tensor:
     if x.shape[2] == 1:
         x = x.expand(-1, -1, 3, -1, -1)
     return x
-
-
-def _renormalised(p: np.ndarray) -> np.ndarray:
-    """Each row divided by its sum over the options."""
-    return p / p.sum(-1, keepdims=True)
 
 
 class TransformersScorer:
@@ -277,7 +267,7 @@ class TransformersScorer:
 
     def _yes_no_ids(self) -> list[int]:
         if self._yes_no is None:
-            self._yes_no = list(check_single_tokens(self.tokenizer, ["Yes", "No"], None).values())
+            self._yes_no = list(check_single_tokens(self.tokenizer, YES_NO, None).values())
         return self._yes_no
 
     # -- prompts ------------------------------------------------------------------------
@@ -379,35 +369,19 @@ class TransformersScorer:
         """
         frames = _as_frames(frames_batch)
         steps = [str(s) for s in steps]
-        if not steps:
-            raise ValueError("steps is empty")
         check_task_text(goal, steps, context_tokens=self.context_tokens)
-        if vsg_prompt not in ("multiple_choice", "binary"):
-            raise ValueError(
-                f"vsg_prompt must be 'multiple_choice' or 'binary', got {vsg_prompt!r}"
-            )
-        labels = self.labels(len(steps) + 1)
-        vsg_kind = None if prompt is None else ("vsg" if vsg_prompt == "multiple_choice" else "bin")
-        questions, versions = self._questions(
-            goal, steps, labels, prompt, vsg_kind, progress, next_step
-        )
-        probs = self._score(frames, [q[1] for q in questions], [q[2] for q in questions])
-        by_kind: dict[str, list[np.ndarray]] = {}
-        for (kind, _, _), p in zip(questions, probs, strict=True):
-            by_kind.setdefault(kind, []).append(p)
-        take = {kind: np.stack(ps, axis=1) for kind, ps in by_kind.items()}
-        norm = _renormalised if renormalise else (lambda x: x)
-        vsg = None
-        if vsg_kind == "vsg":
-            vsg = norm(take["vsg"][:, 0])
-        elif vsg_kind == "bin":
-            yn = take["bin"]  # (S, K, 2)
-            yes = yn[..., 0] / yn.sum(-1) if renormalise else yn[..., 0]
-            vsg = np.concatenate([yes, 1.0 - yes.max(-1, keepdims=True)], axis=1)
+        labels = self.labels(len(steps) + 1) if steps else []
+        questions, versions, vsg_kind = build_questions(
+            goal, steps, labels, prompt=prompt, vsg_prompt=vsg_prompt, progress=progress,
+            next_step=next_step,
+        )  # fmt: skip
+        targets = [self._answer_ids(q.kind, labels) for q in questions]
+        probs = self._score(frames, [q.text for q in questions], targets)
+        vsg, prog, nxt = combine(questions, probs, vsg_kind, renormalise=renormalise)
         return ScoreResult(
             vsg=vsg,
-            progress=norm(take["prog"]) if progress else None,
-            next_step=norm(take["next"][:, 0]) if next_step else None,
+            progress=prog,
+            next_step=nxt,
             labels=tuple(labels),
             model_id=self.model_id,
             label=self.label,
@@ -417,41 +391,11 @@ class TransformersScorer:
             prompt_versions=versions,
         )
 
-    def _questions(
-        self,
-        goal: str,
-        steps: list[str],
-        labels: list[str],
-        prompt: str | None,
-        vsg_kind: str | None,
-        progress: bool,
-        next_step: bool,
-    ) -> tuple[list[tuple[str, str, list[int]]], dict[str, str]]:
-        """The (kind, question text, target token ids) to score, and the prompt versions."""
-        label_ids = self._label_ids(labels)
-        choices = format_choices(steps, labels)
-        questions: list[tuple[str, str, list[int]]] = []
-        versions: dict[str, str] = {}
-        if vsg_kind == "vsg":
-            p = get_prompt(prompt)
-            questions.append(("vsg", p.format(goal=goal, choices=choices), label_ids))
-            versions["vsg"] = p.version
-        elif vsg_kind == "bin":
-            p = get_prompt("vsg_binary" if prompt == "vsg" else prompt)
-            yn = self._yes_no_ids()
-            questions += [("bin", p.format(goal=goal, step=s), yn) for s in steps]
-            versions["vsg"] = p.version
-        if progress:
-            p = get_prompt("prog")
-            questions += [("prog", p.format(goal=goal, step=s), self._digit_ids) for s in steps]
-            versions["prog"] = p.version
-        if next_step:
-            p = get_prompt("next")
-            questions.append(("next", p.format(goal=goal, choices=choices), label_ids))
-            versions["next"] = p.version
-        if not questions:
-            raise ValueError("nothing to score: prompt=None, progress=False, next_step=False")
-        return questions, versions
+    def _answer_ids(self, kind: str, labels: list[str]) -> list[int]:
+        """Token ids of the answers of a question of ``kind`` (labels, Yes/No or digits)."""
+        if kind in ("vsg", "next"):
+            return self._label_ids(labels)
+        return self._yes_no_ids() if kind == "bin" else self._digit_ids
 
     @torch.inference_mode()
     def _score(

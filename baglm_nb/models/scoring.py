@@ -2,7 +2,9 @@
 
 Videos are written to the cache one by one (atomically), so a killed run resumes without
 redoing finished videos and never leaves a half-written file. A video that cannot be read is
-recorded in ``failures.json`` next to the cache and the run goes on. Per-segment timings
+recorded in ``failures.json`` next to the cache and the run goes on; so is a video whose
+scores a scorer refuses (a :class:`~baglm_nb.models.questions.ScoringError`, e.g. an answer
+token missing from a server's response), with the segment named. Per-segment timings
 (``decode_s``, ``vsg_s``, ``progress_s``) are stored with the scores, for the timing figure.
 
 VSG and progress are scored in two calls per batch of segments, so that their times can be
@@ -25,6 +27,7 @@ from tqdm.auto import tqdm
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import length_mismatch, num_segments
 from baglm_nb.inputs.video import find_video_file
+from baglm_nb.models.questions import ScoringError
 from baglm_nb.stores.atomic import atomic_write_json
 from baglm_nb.stores.keys import ScoreKey
 from baglm_nb.stores.scores import ScoreCache
@@ -35,9 +38,15 @@ RANDOM_PREFIX = "random-init:"
 
 
 def make_scorer(model: str, *, trust_remote_code: bool = False, **kwargs: Any):
-    """A scorer from a model id: a registry id or local folder (real weights), or
+    """A scorer from a model id: a registry id or local folder (real weights),
     ``random-init:<family>`` for a tiny randomly initialised model (labelled ``random-init``,
-    for tests and demos of the mechanics only)."""
+    for tests and demos of the mechanics only), or ``openai:<name>`` for a model behind an
+    OpenAI-compatible server (:class:`~baglm_nb.models.served.ServedScorer`; ``kwargs`` such as
+    ``base_url``, ``api_key_env`` go to it)."""
+    from baglm_nb.models.served import PREFIX, ServedScorer
+
+    if model.startswith(PREFIX):
+        return ServedScorer(model[len(PREFIX) :], **kwargs)
     if model.startswith(RANDOM_PREFIX):
         from baglm_nb.models.testing import make_random_scorer
 
@@ -78,9 +87,13 @@ def score_video(
     for batch in batches:
         b = batch.num_segments
         t0 = time.perf_counter()
-        r_vsg = scorer.score_segments(batch.frames, video.goal, video.steps, progress=False)
-        t1 = time.perf_counter()
-        r_prog = scorer.score_segments(batch.frames, video.goal, video.steps, prompt=None)
+        try:
+            r_vsg = scorer.score_segments(batch.frames, video.goal, video.steps, progress=False)
+            t1 = time.perf_counter()
+            r_prog = scorer.score_segments(batch.frames, video.goal, video.steps, prompt=None)
+        except ScoringError as exc:  # name the video and the segment
+            done = len(timings["decode_s"])
+            raise exc.located(video.uid, done, segment_duration) from None
         t2 = time.perf_counter()
         vsg.append(r_vsg.vsg)
         prog.append(r_prog.progress)
@@ -170,7 +183,7 @@ def score_dataset(
                 sampling_fps=sampling_fps, batch_segments=batch_segments,
                 show_progress=show_progress,
             )  # fmt: skip
-        except VideoError as exc:
+        except (VideoError, ScoringError) as exc:
             failures[video.uid] = str(exc)
             atomic_write_json(failures_path, failures)
             continue
