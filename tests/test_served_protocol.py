@@ -180,8 +180,10 @@ def test_family_layouts_and_system_messages():
 
 @pytest.mark.parametrize(
     ("value", "match"),
-    [(float("nan"), "not a number"), (0.5, "positive logprob"), (None, "not a number"),
-     ("BAD", "not a number")],
+    [(float("nan"), r"answer 'B'.*invalid log-probability nan"),
+     (0.5, r"answer 'B'.*invalid log-probability 0\.5"),
+     (float("inf"), "invalid log-probability inf"), (None, "None is not a number"),
+     ("BAD", "'BAD' is not a number"), (True, "True is not a number")],
 )  # fmt: skip
 def test_bad_logprob_is_an_error_never_p1(value, match):
     top = [entry("A", math.log(0.2)), entry("B", value), entry("C", -3.0)]

@@ -48,7 +48,6 @@ def register(verbs) -> None:
         help="allow the original InternVL2.5 repository code (runs remote code)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    p.add_argument("--debug", action="store_true", help="show tracebacks")
     add_served_arguments(p)
     p.set_defaults(func=run)
 
