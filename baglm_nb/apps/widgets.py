@@ -80,6 +80,7 @@ def compute_video(
     prior: str = "uniform",
     stepping: str = "second",
     next_step: np.ndarray | None = None,
+    precision: str = "float64",
 ) -> VideoResult:
     """Filter one video and score it, the explorer's recompute path (no widgets involved).
 
@@ -99,8 +100,9 @@ def compute_video(
         A deps setting of :mod:`baglm_nb.core.sources` (no source: D = 0).
     threshold : float, optional
         Binarise D at this threshold (:func:`binarise`); None keeps D as it is.
-    transition, prior, stepping, next_step
-        Passed to :func:`baglm_nb.core.filtering.run_filter`.
+    transition, prior, stepping, next_step, precision
+        Passed to :func:`baglm_nb.core.filtering.run_filter` (``precision``: the observations'
+        own, ``float32-published`` on imported files; ``label`` should record it).
     """
     start = time.perf_counter()
     params = SimulationParams() if params is None else params
@@ -122,6 +124,7 @@ def compute_video(
         next_step=next_step if prior == "next_step" else None,
         stepping=stepping,
         segment_duration=int(params.segment_duration),
+        precision=precision,
     )
     return VideoResult(
         uid=video.uid,
@@ -377,11 +380,12 @@ class Explorer:
                 signal=float(self.signal.value),
                 segment_duration=int(self.segment_duration.value),
             )
-            rows, label, next_step = None, "simulated", None
+            rows, label, next_step, precision = None, "simulated", None, "float64"
         else:
             params = replace(self.params, segment_duration=int(obs.segment_duration))
             rows = (obs.vsg[video.uid], obs.progress[video.uid])
             label, next_step = obs.label, obs.next_step.get(video.uid)
+            precision = obs.precision
         result = compute_video(
             video,
             rows=rows,
@@ -393,6 +397,7 @@ class Explorer:
             prior=self.prior.value,
             stepping=self.stepping.value,
             next_step=next_step,
+            precision=precision,
         )
         t_rows = result.beliefs.shape[0]
         key = (name, video.uid, t_rows)

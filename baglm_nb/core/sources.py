@@ -14,7 +14,8 @@ opened :class:`~baglm_nb.stores.dependencies.DependencyCache`, a mapping ``{uid 
 or a mapping ``{dataset: one of those}`` (a dataset missing from it has no source: ``None``).
 
 ``limit`` always means the first ``limit`` videos in annotation-file order (of those a cache
-holds).
+holds). ``precision`` picks the filter's arithmetic (``None``: ``float32-published`` on the
+authors' imported files, ``float64`` otherwise; see :mod:`baglm_nb.core.observations`).
 
 Exports :data:`SIMULATED`, :class:`Dependencies`, :func:`select_videos`,
 :func:`observations`, :func:`observations_for`, :func:`dependencies` and :func:`label_of`.
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,7 @@ def observations(
     limit: int | None = None,
     params: Any = None,
     videos: Sequence[Video] | None = None,
+    precision: str | None = None,
 ) -> Observations:
     """The observations of ``dataset`` from a scores setting (module docstring).
 
@@ -98,7 +100,15 @@ def observations(
         Parameters of the simulated source (default: the calibrated CPU default).
     videos : list of Video, optional
         The dataset's annotations, when the caller already loaded them.
+    precision : {"float64", "float32-published"}, optional
+        The filter's arithmetic; ``None`` keeps the source's default (``float32-published`` on
+        imported files, else ``float64``; already built observations keep theirs).
     """
+    obs = _observations(dataset, scores, limit, params, videos)
+    return obs if precision is None else obs.with_precision(precision)
+
+
+def _observations(dataset, scores, limit, params, videos) -> Observations:
     _check_limit(limit)
     if _per_dataset(scores):
         scores = scores.get(dataset, SIMULATED)
@@ -119,11 +129,19 @@ def observations(
 
 
 def observations_for(
-    datasets: Iterable[str], scores: Any = None, *, limit: int | None = None, params: Any = None
+    datasets: Iterable[str],
+    scores: Any = None,
+    *,
+    limit: int | None = None,
+    params: Any = None,
+    precision: str | None = None,
 ) -> list[Observations]:
     """:func:`observations` of each dataset, in the order of ``datasets``."""
     scores = {} if scores is None else scores
-    return [observations(name, scores, limit=limit, params=params) for name in datasets]
+    return [
+        observations(name, scores, limit=limit, params=params, precision=precision)
+        for name in datasets
+    ]
 
 
 @dataclass(frozen=True)
@@ -136,9 +154,13 @@ class Dependencies:
 
     label: str
     source: Any
+    _read: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def matrix(self, video: Video) -> np.ndarray:
-        """D (K, K) of ``video``; a missing or mis-shaped matrix raises naming the video."""
+        """D (K, K) of ``video``; a missing or mis-shaped matrix raises naming the video.
+
+        A cache's matrix is read once per uid or group (a copy is returned each time).
+        """
         src = self.source
         if isinstance(src, str):
             if src == "oracle":
@@ -148,7 +170,12 @@ class Dependencies:
         key = video.uid if has(video.uid) else video.group
         if not has(key):
             raise KeyError(f"no dependency matrix for video {video.uid!r} (group {video.group!r})")
-        d = np.asarray(src[key] if isinstance(src, Mapping) else src.read(key), dtype=np.float64)
+        if isinstance(src, Mapping):
+            d = np.asarray(src[key], dtype=np.float64)
+        else:
+            if key not in self._read:
+                self._read[key] = np.asarray(src.read(key), dtype=np.float64)
+            d = self._read[key].copy()
         if d.shape != (video.num_steps, video.num_steps):
             raise ValueError(
                 f"dependency matrix for group {key!r} is {d.shape}, video {video.uid!r} has "

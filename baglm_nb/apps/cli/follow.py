@@ -42,6 +42,7 @@ def _replay_setup(args):
 
     from baglm_nb.apps.online import OnlineGrounder, load_task
     from baglm_nb.core import sources
+    from baglm_nb.core.observations import labelled
     from baglm_nb.inputs.datasets import load_dataset
     from baglm_nb.stores.scores import ScoreCache
 
@@ -66,7 +67,7 @@ def _replay_setup(args):
     if scores.vsg.shape[1] != len(steps) + 1:
         raise SystemExit(f"error: the cache has K={scores.vsg.shape[1] - 1} steps for "
                          f"{args.source!r}, the task has {len(steps)}")  # fmt: skip
-    label = cache.key.source_label
+    label = labelled(cache.key.source_label, "float64")  # the online filter is float64
     grounder = OnlineGrounder(
         None, goal, steps, np.asarray(dep), transition=args.transition,
         segment_duration=cache.key.segment_duration, threshold=args.threshold,

@@ -18,6 +18,13 @@ def add_observation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--progress", default="scores", choices=["scores", "oracle"])
     p.add_argument("--limit", type=int, default=None,
                    help="use the first N videos (annotation-file order)")  # fmt: skip
+    p.add_argument(
+        "--precision",
+        default=None,
+        choices=["float64", "float32-published"],
+        help="the filter's arithmetic (default: float32-published on the authors' imported "
+        "files, as the published code computes; float64 otherwise)",
+    )
 
 
 def filter_options(args: argparse.Namespace) -> dict[str, str]:
@@ -26,11 +33,13 @@ def filter_options(args: argparse.Namespace) -> dict[str, str]:
 
 
 def observations_from_args(args: argparse.Namespace):
-    """``--dataset``, ``--scores`` and ``--limit`` as observations (through ``sources``)."""
+    """``--dataset``, ``--scores``, ``--limit`` and ``--precision`` as observations."""
     from baglm_nb.core import sources
 
     try:
-        return sources.observations(args.dataset, args.scores, limit=args.limit)
+        return sources.observations(
+            args.dataset, args.scores, limit=args.limit, precision=args.precision
+        )
     except (ValueError, FileNotFoundError) as exc:
         raise SystemExit(f"error: {exc}") from None
 
