@@ -272,9 +272,14 @@ class TableBuilder:
 
 
 def title_for(what: str, source: str) -> str:
-    """A table or figure title that names the observation source (and says ``simulated``)."""
-    if source == "simulated":
-        return f"{what} (simulated observations, not a real model)"
+    """A table or figure title that names the observation source (and says ``simulated``).
+
+    ``source`` is an observations label, possibly ending in its precision (``", float64"``).
+    """
+    base, _, precision = source.partition(", ")
+    if base == "simulated":
+        extra = f", {precision}" if precision else ""
+        return f"{what} (simulated observations, not a real model{extra})"
     return f"{what} (observations: {source})"
 
 

@@ -117,6 +117,7 @@ def compute_video(
     prior: str = "uniform",
     stepping: str = "second",
     next_step: np.ndarray | None = None,
+    precision: str = "float64",
 ) -> VideoResult:
     """Filter one video and score it, the explorer's recompute path (no widgets involved).
 
@@ -136,8 +137,9 @@ def compute_video(
         A deps setting of :mod:`baglm_nb.core.sources` (no source: D = 0).
     threshold : float, optional
         Binarise D at this threshold (:func:`binarise`); None keeps D as it is.
-    transition, prior, stepping, next_step
-        Passed to :func:`baglm_nb.core.filtering.run_filter`.
+    transition, prior, stepping, next_step, precision
+        Passed to :func:`baglm_nb.core.filtering.run_filter` (``precision``: the observations'
+        own, ``float32-published`` on imported files; ``label`` should record it).
     """
     start = time.perf_counter()
     params = SimulationParams() if params is None else params
@@ -159,6 +161,7 @@ def compute_video(
         next_step=next_step if prior == "next_step" else None,
         stepping=stepping,
         segment_duration=int(params.segment_duration),
+        precision=precision,
     )
     return VideoResult(
         uid=video.uid,
@@ -450,8 +453,8 @@ class Explorer:
 
     # -- recompute -------------------------------------------------------------------------
 
-    def _inputs(self, name: str, video: Video) -> tuple[Any, SimulationParams, str, Any]:
-        """``(rows, params, label, next_step)`` of the current source for ``video``."""
+    def _inputs(self, name: str, video: Video) -> tuple[Any, SimulationParams, str, Any, str]:
+        """``(rows, params, label, next_step, precision)`` of the current source for ``video``."""
         obs = self._obs(name)
         if obs is None:
             params = replace(
@@ -459,10 +462,10 @@ class Explorer:
                 signal=float(self.signal.value),
                 segment_duration=int(self.segment_duration.value),
             )
-            return None, params, "simulated", None
+            return None, params, "simulated", None, "float64"
         params = replace(self.params, segment_duration=int(obs.segment_duration))
         rows = (obs.vsg[video.uid], obs.progress[video.uid])
-        return rows, params, obs.label, obs.next_step.get(video.uid)
+        return rows, params, obs.label, obs.next_step.get(video.uid), obs.precision
 
     def recompute(self) -> VideoResult:
         """Recompute the current video and redraw; returns the new :class:`VideoResult`."""
@@ -470,7 +473,7 @@ class Explorer:
         name = self.dataset.value
         video = self._by_uid[self.video.value]
         deps, deps_text = self._deps_for(name)
-        rows, params, label, next_step = self._inputs(name, video)
+        rows, params, label, next_step, precision = self._inputs(name, video)
         result = compute_video(
             video,
             rows=rows,
@@ -482,6 +485,7 @@ class Explorer:
             prior=self.prior.value,
             stepping=self.stepping.value,
             next_step=next_step,
+            precision=precision,
         )
         off = self.control_state(video, deps)
         for control in self.controls:

@@ -14,7 +14,8 @@ opened :class:`~baglm_nb.stores.dependencies.DependencyCache`, a mapping ``{uid 
 or a mapping ``{dataset: one of those}`` (a dataset missing from it has no source: ``None``).
 
 ``limit`` always means the first ``limit`` videos in annotation-file order (of those a cache
-holds).
+holds). ``precision`` picks the filter's arithmetic (``None``: ``float32-published`` on the
+authors' imported files, ``float64`` otherwise; see :mod:`baglm_nb.core.observations`).
 
 A score-cache folder may also be given by a folder above it that holds exactly one score cache
 (e.g. ``data/cache/scores/htstep/simulated``): :func:`score_cache_folder`.
@@ -29,7 +30,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,7 @@ def observations(
     params: Any = None,
     videos: Sequence[Video] | None = None,
     length_mismatch: str = "error",
+    precision: str | None = None,
 ) -> Observations:
     """The observations of ``dataset`` from a scores setting (module docstring).
 
@@ -148,7 +150,15 @@ def observations(
     length_mismatch : {"error", "warn"}
         What a cached video whose length disagrees with its annotation gives
         (:func:`~baglm_nb.core.observations.from_cache`).
+    precision : {"float64", "float32-published"}, optional
+        The filter's arithmetic; ``None`` keeps the source's default (``float32-published`` on
+        imported files, else ``float64``; already built observations keep theirs).
     """
+    obs = _observations(dataset, scores, limit, params, videos, length_mismatch)
+    return obs if precision is None else obs.with_precision(precision)
+
+
+def _observations(dataset, scores, limit, params, videos, length_mismatch) -> Observations:
     _check_limit(limit)
     if _per_dataset(scores):
         scores = scores.get(dataset, SIMULATED)
@@ -157,7 +167,8 @@ def observations(
     elif isinstance(scores, str) and scores == SIMULATED:
         return from_simulation(dataset, params, videos=select_videos(dataset, limit, videos=videos))
     elif isinstance(scores, (str, os.PathLike)):
-        obs = from_cache(score_cache_folder(scores), videos=videos, length_mismatch=length_mismatch)
+        folder = score_cache_folder(scores)
+        obs = from_cache(folder, videos=videos, length_mismatch=length_mismatch)
     else:
         raise TypeError(f"scores for {dataset}: expected 'simulated', a cache folder or "
                         f"Observations, got {type(scores).__name__}")  # fmt: skip
@@ -169,11 +180,19 @@ def observations(
 
 
 def observations_for(
-    datasets: Iterable[str], scores: Any = None, *, limit: int | None = None, params: Any = None
+    datasets: Iterable[str],
+    scores: Any = None,
+    *,
+    limit: int | None = None,
+    params: Any = None,
+    precision: str | None = None,
 ) -> list[Observations]:
     """:func:`observations` of each dataset, in the order of ``datasets``."""
     scores = {} if scores is None else scores
-    return [observations(name, scores, limit=limit, params=params) for name in datasets]
+    return [
+        observations(name, scores, limit=limit, params=params, precision=precision)
+        for name in datasets
+    ]
 
 
 @dataclass(frozen=True)
@@ -186,9 +205,13 @@ class Dependencies:
 
     label: str
     source: Any
+    _read: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def matrix(self, video: Video) -> np.ndarray:
-        """D (K, K) of ``video``; a missing or mis-shaped matrix raises naming the video."""
+        """D (K, K) of ``video``; a missing or mis-shaped matrix raises naming the video.
+
+        A cache's matrix is read once per uid or group (a copy is returned each time).
+        """
         src = self.source
         if isinstance(src, str):
             if src == "oracle":
@@ -198,7 +221,12 @@ class Dependencies:
         key = video.uid if has(video.uid) else video.group
         if not has(key):
             raise KeyError(f"no dependency matrix for video {video.uid!r} (group {video.group!r})")
-        d = np.asarray(src[key] if isinstance(src, Mapping) else src.read(key), dtype=np.float64)
+        if isinstance(src, Mapping):
+            d = np.asarray(src[key], dtype=np.float64)
+        else:
+            if key not in self._read:
+                self._read[key] = np.asarray(src.read(key), dtype=np.float64)
+            d = self._read[key].copy()
         if d.shape != (video.num_steps, video.num_steps):
             raise ValueError(
                 f"dependency matrix for group {key!r} is {d.shape}, video {video.uid!r} has "

@@ -146,6 +146,10 @@ def _deps(args: argparse.Namespace) -> int:
                 show_progress=progress,
             )  # fmt: skip
             print(json.dumps(summary, indent=2))
+            if summary["files_refused"]:
+                print(f"error: {summary['files_refused']} files refused (listed above)",
+                      file=sys.stderr)  # fmt: skip
+                return 1
         try:
             source = sources.dependencies(
                 "imported", args.dataset, root=args.cache_root, llm=args.llm

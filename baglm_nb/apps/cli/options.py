@@ -22,6 +22,13 @@ def add_observation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-length-mismatch", action="store_true",
                    help="warn, instead of refusing, when a cached video's length differs from "
                    "its annotation by more than one segment")  # fmt: skip
+    p.add_argument(
+        "--precision",
+        default=None,
+        choices=["float64", "float32-published"],
+        help="the filter's arithmetic (default: float32-published on the authors' imported "
+        "files, as the published code computes; float64 otherwise)",
+    )
 
 
 def filter_options(args: argparse.Namespace) -> dict[str, str]:
@@ -30,12 +37,12 @@ def filter_options(args: argparse.Namespace) -> dict[str, str]:
 
 
 def observations_from_args(args: argparse.Namespace):
-    """``--dataset``, ``--scores`` and ``--limit`` as observations (through ``sources``)."""
+    """``--dataset``, ``--scores``, ``--limit`` and ``--precision`` as observations."""
     from baglm_nb.core import sources
 
     try:
         return sources.observations(
-            args.dataset, args.scores, limit=args.limit,
+            args.dataset, args.scores, limit=args.limit, precision=getattr(args, "precision", None),
             length_mismatch="warn" if getattr(args, "allow_length_mismatch", False) else "error",
         )  # fmt: skip
     except (ValueError, FileNotFoundError) as exc:
