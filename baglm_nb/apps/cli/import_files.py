@@ -28,7 +28,6 @@ def register(verbs) -> None:
     p.add_argument("--cache-root", default="data/cache")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="also print the summary as JSON")
-    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     p.set_defaults(func=run)
 
 
