@@ -1,8 +1,13 @@
-"""Options shared by the verbs that run the filter, and their resolution through ``sources``."""
+"""Options shared by the verbs that run the filter, and their resolution through ``sources``;
+the stdout guard of the verbs that print a JSON summary while Ray runs."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -43,3 +48,25 @@ def deps_from_args(args: argparse.Namespace) -> Any:
         return sources.dependencies(args.deps, args.dataset)
     except (ValueError, FileNotFoundError) as exc:
         raise SystemExit(f"error: {exc}") from None
+
+
+@contextlib.contextmanager
+def stdout_to_stderr(active: bool = True) -> Iterator[None]:
+    """Send everything written to stdout (Python's and the file descriptor's) to stderr.
+
+    Verbs that print a JSON summary on stdout run Ray inside this, so that the lines Ray and its
+    workers print (forwarded to the driver's stdout) never mix into the summary.
+    """
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)

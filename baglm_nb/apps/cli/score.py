@@ -1,9 +1,22 @@
-"""``python -m baglm_nb score``: score a dataset's videos into the score cache."""
+"""``python -m baglm_nb score``: score a dataset's videos into the score cache.
+
+Examples::
+
+    python -m baglm_nb score --dataset htstep --video-dir /data/htstep --model internvl3-8b
+    ray start --head --num-gpus 8      # then, on the same machine:
+    python -m baglm_nb score --dataset htstep --video-dir /shared/htstep --model internvl3-8b \\
+        --engine ray --address auto
+
+With ``--engine ray`` the videos are scored by Ray actors (one model per worker, ``--workers``,
+``--num-gpus-per-worker``); the driver alone writes the cache, ``failures.json`` and the JSON
+summary, which is the only thing printed on stdout (Ray's own lines go to stderr).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 
 def register(verbs) -> None:
@@ -30,21 +43,73 @@ def register(verbs) -> None:
     p.add_argument(
         "--trust-remote-code",
         action="store_true",
-        help="allow the original InternVL2.5 repository code (runs remote code)",
+        help="allow the original InternVL repository code (runs remote code)",
     )
+    add_engine_arguments(p, "videos")
     p.set_defaults(func=run)
+
+
+def add_engine_arguments(p: argparse.ArgumentParser, items: str | None) -> None:
+    """``--engine`` and the Ray options (shared with ``deps``, which has its own
+    ``--max-attempts``: ``items=None``)."""
+    g = p.add_argument_group("engine")
+    g.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local: in this process (default); ray: actors on a cluster")  # fmt: skip
+    g.add_argument("--address", default=None,
+                   help="ray: 'auto' (the cluster of `ray start` on this machine) or HOST:PORT "
+                   "of the head node; default: RAY_ADDRESS, else a local Ray instance")  # fmt: skip
+    g.add_argument("--workers", type=int, default=None,
+                   help="ray: actors to start (default: as many as fit)")  # fmt: skip
+    g.add_argument("--num-gpus-per-worker", type=float, default=None,
+                   help="ray: GPUs per actor (default: 1 with GPUs, else 0)")  # fmt: skip
+    g.add_argument("--num-cpus-per-worker", type=float, default=1.0,
+                   help="ray: CPU cores (and torch threads) per actor (default 1)")  # fmt: skip
+    if items is not None:
+        g.add_argument("--max-attempts", type=int, default=3,
+                       help=f"ray: workers that may die on one of the {items} before it is "
+                       "recorded as failed (default 3)")  # fmt: skip
+    g.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+
+
+def engine_from_args(args: argparse.Namespace):
+    """``"local"`` or the :class:`~baglm_nb.models.ray_pool.RayOptions` of the arguments."""
+    if args.engine == "local":
+        return "local"
+    from baglm_nb.models.ray_pool import RayOptions
+
+    return RayOptions(
+        address=args.address, workers=args.workers, num_gpus_per_worker=args.num_gpus_per_worker,
+        num_cpus_per_worker=args.num_cpus_per_worker, max_attempts=args.max_attempts,
+    )  # fmt: skip
+
+
+def scorer_spec(args: argparse.Namespace):
+    """The :class:`~baglm_nb.models.scoring.ScorerSpec` of ``--model``."""
+    from baglm_nb.models.scoring import ScorerSpec
+
+    return ScorerSpec(args.model, trust_remote_code=args.trust_remote_code)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``score`` verb."""
-    from baglm_nb.models.scoring import make_scorer, score_dataset
+    from baglm_nb.apps.cli.options import stdout_to_stderr
+    from baglm_nb.models.ray_pool import WorkerStartError
+    from baglm_nb.models.scoring import score_dataset
 
-    scorer = make_scorer(args.model, trust_remote_code=args.trust_remote_code)
-    summary = score_dataset(
-        args.dataset, args.video_dir, scorer, root=args.cache_root,
-        segment_duration=args.segment_duration, sampling_fps=args.sampling_fps,
-        limit=args.limit, batch_segments=args.batch_segments, annotations=args.annotations,
-    )  # fmt: skip
+    try:
+        engine = engine_from_args(args)
+        with stdout_to_stderr(args.engine == "ray"):
+            summary = score_dataset(
+                args.dataset, args.video_dir, scorer_spec(args), root=args.cache_root,
+                segment_duration=args.segment_duration, sampling_fps=args.sampling_fps,
+                limit=args.limit, batch_segments=args.batch_segments,
+                annotations=args.annotations, engine=engine,
+            )  # fmt: skip
+    except (ValueError, FileNotFoundError, ImportError, WorkerStartError) as exc:
+        if args.debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(json.dumps({**summary, "scored": len(summary["scored"]),
                       "already_cached": len(summary["already_cached"])}, indent=2))  # fmt: skip
     return 1 if summary["failed"] else 0
