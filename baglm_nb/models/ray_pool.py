@@ -62,6 +62,9 @@ class RayOptions:
         CPU cores per actor, and its torch thread count.
     max_attempts
         Workers that may try one item before it is recorded as failed (a worker that dies).
+    wait_for_workers
+        Start handing out work only once every worker has loaded its model (for timing
+        comparisons; by default work starts as soon as the first worker is ready).
     """
 
     address: str | None = None
@@ -69,6 +72,7 @@ class RayOptions:
     num_gpus_per_worker: float | None = None
     num_cpus_per_worker: float = 1.0
     max_attempts: int = 3
+    wait_for_workers: bool = False
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -273,9 +277,10 @@ class RayPool:
         self._idle.append(actor)
 
     def identity(self) -> Any:
-        """What the workers report once ready (waits for the first one)."""
+        """What the workers report once ready (waits for the first one, or for all with
+        ``wait_for_workers``)."""
         ray = _ray()
-        while not self._has_identity:
+        while not self._has_identity or (self.options.wait_for_workers and self._starting):
             if not self._starting:
                 raise WorkerStartError("no Ray worker is starting")
             done, _ = ray.wait(list(self._starting), num_returns=1)

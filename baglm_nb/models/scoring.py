@@ -321,8 +321,10 @@ def score_dataset(
     :class:`~baglm_nb.models.ray_pool.RayOptions`. ``root`` defaults to the project's
     ``data/cache``. Returns a summary: the cache folder, videos scored now, already cached,
     failed (with their errors, also kept in ``failures.json`` in the cache folder), the videos
-    that needed more than one attempt (``attempts``, uid -> workers that tried it), the engine
-    and the label of the scorer (``random-init`` for tiny test models).
+    that needed more than one attempt (``attempts``, uid -> workers that tried it), the engine,
+    the label of the scorer (``random-init`` for tiny test models) and ``seconds``: ``startup``
+    (until the model is loaded), ``scoring`` (from then to the last video) and ``driver`` (the
+    part of it the driver spent writing and reporting).
     """
     from baglm_nb.inputs.datasets import data_dir
     from baglm_nb.models.prompts import PROMPTS
@@ -330,8 +332,10 @@ def score_dataset(
     root = data_dir() / "cache" if root is None else root
     videos = list(load_dataset(dataset, annotations) if videos is None else videos)[:limit]
     by_uid = {v.uid: v for v in videos}
+    t0 = time.perf_counter()
     with _engine(engine, scorer) as eng:
         model_id, label = eng.identity()
+        t_ready = time.perf_counter()
         version = f"{PROMPTS['vsg'].version}+{PROMPTS['prog'].version}"
         cache = ScoreCache(root, ScoreKey(dataset, model_id, version, segment_duration,
                                           sampling_fps, source="lmm"))  # fmt: skip
@@ -342,20 +346,20 @@ def score_dataset(
         done_before = [v.uid for v in videos if cache.has(v.uid)]
         tasks = [_task(v, video_dir, segment_duration, sampling_fps, batch_segments)
                  for v in videos if not cache.has(v.uid)]  # fmt: skip
-        scored, attempts = [], {}
+        scored, attempts, driver = [], {}, 0.0
         bar = _DriverBar(len(tasks), f"score {dataset}", eng, show_progress)
         try:
             for r in eng.run(tasks, show_progress):
-                if r is None:  # no video finished for a while (ray engine)
-                    bar.update()
-                    continue
-                if _record(cache, failures_path, failures, by_uid[r.uid], r):
+                d0 = time.perf_counter()
+                if r is not None and _record(cache, failures_path, failures, by_uid[r.uid], r):
                     scored.append(r.uid)
-                if r.attempts > 1:
+                if r is not None and r.attempts > 1:
                     attempts[r.uid] = r.attempts
-                bar.update(r)
+                bar.update(r)  # None: no video finished for a while (ray engine)
+                driver += time.perf_counter() - d0
         finally:
             bar.close()
+        t_end = time.perf_counter()
     return {
         "cache": str(cache.path),
         "model": model_id,
@@ -365,6 +369,11 @@ def score_dataset(
         "already_cached": done_before,
         "failed": {u: failures[u] for u in failures if u in by_uid},
         "attempts": attempts,
+        "seconds": {
+            "startup": round(t_ready - t0, 3),
+            "scoring": round(t_end - t_ready, 3),
+            "driver": round(driver, 3),
+        },
     }
 
 
