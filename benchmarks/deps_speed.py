@@ -3,14 +3,16 @@
 Reports the **median of ``--runs`` (3) alternating runs** (batched, one at a time, batched, ...),
 after one untimed warm-up of each method, with ``--threads`` torch threads (default 1).
 
-Why a single figure varied (2.4x to 3.4x on the same code; the one-at-a-time time itself from
-157 s to 297 s): the methods differ in how they use the cores. Batched passes are large matrix
-products that use every thread; one prompt at a time is many small products, mostly one thread
-and Python overhead. With torch's default of one thread per core on a 2-core machine that other
-jobs share, a busy second core slows the batched passes (their threads wait for each other) much
-more than the one-at-a-time loop, so the ratio follows the machine's load; the first calls also
-pay one-off costs (allocations, lazy initialisation). One thread, a warm-up and the median of
-alternating runs make the figure reproducible; ``--threads 2`` shows the effect.
+Why a single figure varied (2.38x to 3.4x on the same code; the one-at-a-time time itself from
+157 s to 297 s): the two methods use threads differently, and the machine is shared. Batched
+passes are a few large matrix products; one prompt at a time is thousands of small ones, and with
+torch's default of one thread per core each small product waits for both threads. When other jobs
+keep a core busy, that wait dominates: measured on 3 groups (189 prompts) with the machine's load
+between 4 and 10, 2 threads gave 3.71x in one run and 6.99x in the next (one at a time 249 s ->
+1,342 s, batched 67 s -> 192 s), while 1 thread gave 2.76x, 2.85x and 2.11x. The warm-up removes
+the first call's one-off costs (allocations, lazy initialisation) from whichever method ran
+first. One thread and the median of alternating runs give the reproducible figure; more threads
+help the batched method only while the cores are free.
 
 Times the K*K prerequisite questions of the first ``--tasks`` HT-Step groups (default 10, in
 annotation order) with :class:`baglm_nb.models.llm_local.TransformersBackend` on the

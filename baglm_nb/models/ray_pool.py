@@ -21,8 +21,8 @@ Faults:
 * any other exception raised by a task stops the run, as it would in the local engine.
 
 Workers are placed with ``num_gpus`` per worker (default: 1 when the cluster has GPUs, else CPU
-workers of ``num_cpus_per_worker`` cores, which is also their torch thread count). They read the
-videos from paths the driver resolved, so every node must see the same files (a shared
+workers of ``num_cpus_per_worker`` cores, which is also their torch and numba thread count). They
+read the videos from paths the driver resolved, so every node must see the same files (a shared
 filesystem, or an object store mounted at the same path) and have the workbench installed.
 
 Exports :class:`RayOptions`, :class:`RayPool`, :class:`Outcome`, :class:`RayEngine` (the
@@ -103,9 +103,11 @@ class _Worker:
     """The actor: builds its object once (loads the model), then runs calls on it."""
 
     def __init__(self, factory: Callable[[], Any], threads: int, describe: Callable | None):
+        import numba
         import torch
 
-        torch.set_num_threads(threads)
+        torch.set_num_threads(threads)  # each worker uses its own cores, and no others
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # frame resizing
         self.obj = factory()
         self.identity = None if describe is None else describe(self.obj)
 
