@@ -122,6 +122,8 @@ class VideoTask:
     sampling_fps: float = 2.0
     batch_segments: int = 16
     found: bool = True  # False: ``path`` is where the file was looked for
+    num_frames: int = 0  # the annotation's video_num_frames and video_fps (0: unknown, no check)
+    fps: float = 0.0
 
 
 @dataclass
@@ -170,8 +172,10 @@ def score_video(
 
     info = probe(path)
     total = num_segments(info.num_frames, info.fps, segment_duration, sampling_fps)
-    why = length_mismatch(video, total, what="the file", segment_duration=segment_duration,
-                          sampling_fps=sampling_fps)  # fmt: skip
+    why = None
+    if getattr(video, "num_frames", 0) and getattr(video, "fps", 0):  # annotated length known
+        why = length_mismatch(video, total, what="the file", segment_duration=segment_duration,
+                              sampling_fps=sampling_fps)  # fmt: skip
     if why:
         raise VideoError(path, f"{why}: {info.num_frames} frames at {info.fps:g} fps")
     vsg, prog = [], []
@@ -319,6 +323,14 @@ class _DriverBar:
         self.bar.close()
 
 
+def _cached(cache: ScoreCache, videos: Sequence[Video]) -> tuple[list[str], list[str]]:
+    """The videos already in the cache, and the cached files that are unreadable (truncated:
+    they are scored again)."""
+    stored = [v.uid for v in videos if cache.has(v.uid)]
+    unreadable = [uid for uid in stored if not cache.is_readable(uid)]
+    return [uid for uid in stored if uid not in unreadable], unreadable
+
+
 def _record(
     cache: ScoreCache, failures_path: Path, failures: dict[str, str], video: Video, r: VideoResult
 ) -> bool:
@@ -366,10 +378,11 @@ def score_dataset(
     from baglm_nb.models.prompts import PROMPTS
 
     root = data_dir() / "cache" if root is None else root
-    if videos is None:
-        videos = check_inputs(dataset, video_dir, annotations=annotations, limit=limit)
-    else:
-        videos = list(videos)[:limit]
+    videos = (
+        check_inputs(dataset, video_dir, annotations=annotations, limit=limit)
+        if videos is None
+        else list(videos)[:limit]
+    )
     by_uid = {v.uid: v for v in videos}
     t0 = time.perf_counter()
     with _engine(engine, scorer) as eng:
@@ -379,25 +392,16 @@ def score_dataset(
         cache = ScoreCache(root, ScoreKey(dataset, model_id, version, segment_duration,
                                           sampling_fps, source="lmm"))  # fmt: skip
         failures_path = cache.path / "failures.json"
-        failures: dict[str, str] = {}
-        if failures_path.exists():
-            failures = json.loads(failures_path.read_text(encoding="utf-8"))
-        stored = [v.uid for v in videos if cache.has(v.uid)]
-        unreadable = [uid for uid in stored if not cache.is_readable(uid)]  # rescored below
-        done_before = [uid for uid in stored if uid not in unreadable]
+        failures: dict[str, str] = (
+            json.loads(failures_path.read_text(encoding="utf-8")) if failures_path.exists() else {}
+        )
+        done_before, unreadable = _cached(cache, videos)
         tasks = [_task(v, video_dir, segment_duration, sampling_fps, batch_segments)
                  for v in videos if v.uid not in done_before]  # fmt: skip
-        scored, attempts, driver = [], {}, 0.0
         bar = _DriverBar(len(tasks), f"score {dataset}", eng, show_progress)
         try:
-            for r in eng.run(tasks, show_progress):
-                d0 = time.perf_counter()
-                if r is not None and _record(cache, failures_path, failures, by_uid[r.uid], r):
-                    scored.append(r.uid)
-                if r is not None and r.attempts > 1:
-                    attempts[r.uid] = r.attempts
-                bar.update(r)  # None: no video finished for a while (ray engine)
-                driver += time.perf_counter() - d0
+            scored, attempts, driver = _drive(eng, tasks, bar, cache, failures_path, failures,
+                                              by_uid, show_progress)  # fmt: skip
         finally:
             bar.close()
         t_end = time.perf_counter()
@@ -419,6 +423,23 @@ def score_dataset(
     }
 
 
+def _drive(
+    eng: Any, tasks: list, bar: _DriverBar, cache: ScoreCache, failures_path: Path,
+    failures: dict[str, str], by_uid: dict[str, Video], show_progress: bool,
+) -> tuple[list[str], dict[str, int], float]:  # fmt: skip
+    """Run the engine, recording each result as it comes: (scored uids, attempts, driver s)."""
+    scored, attempts, driver = [], {}, 0.0
+    for r in eng.run(tasks, show_progress):
+        d0 = time.perf_counter()
+        if r is not None and _record(cache, failures_path, failures, by_uid[r.uid], r):
+            scored.append(r.uid)
+        if r is not None and r.attempts > 1:
+            attempts[r.uid] = r.attempts
+        bar.update(r)  # None: no video finished for a while (ray engine)
+        driver += time.perf_counter() - d0
+    return scored, attempts, driver
+
+
 def _task(
     video: Video, video_dir: Any, segment_duration: int, sampling_fps: float, batch_segments: int
 ) -> VideoTask:
@@ -427,5 +448,5 @@ def _task(
     where = Path(video_dir or ".") / video.uid if path is None else Path(path).resolve()
     return VideoTask(
         video.uid, str(where), video.goal, tuple(video.steps), segment_duration, sampling_fps,
-        batch_segments, found=path is not None,
+        batch_segments, found=path is not None, num_frames=video.num_frames, fps=video.fps,
     )  # fmt: skip
