@@ -8,6 +8,8 @@
   mid-stream (:meth:`RtspServer.drop`) or stop sending (:meth:`RtspServer.stall`).
 * :func:`http_ts`: FFmpeg serving live MPEG-TS over HTTP to one client (``-listen 1``).
 * :func:`udp_ts`: FFmpeg sending MPEG-TS to a UDP port.
+* :func:`http_hls`: a live HLS playlist (FFmpeg's HLS muxer, 1-s segments, a sliding window)
+  served over HTTP.
 
 Every server listens on 127.0.0.1 only and is stopped when its ``with`` block ends.
 """
@@ -60,11 +62,12 @@ def _source_args(clip: Path, *, loop: bool, speed: float = 1.0) -> list[str]:
 
 
 @contextlib.contextmanager
-def http_ts(clip: Path, *, loop: bool = True) -> Iterator[str]:
-    """``http://127.0.0.1:PORT/live.ts``: live MPEG-TS of ``clip`` for one client."""
+def http_ts(clip: Path, *, loop: bool = True, speed: float = 1.0) -> Iterator[str]:
+    """``http://127.0.0.1:PORT/live.ts``: live MPEG-TS of ``clip`` for one client, at ``speed``
+    times its frame rate."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/live.ts"
-    proc = subprocess.Popen([*FFMPEG, *_source_args(clip, loop=loop),
+    proc = subprocess.Popen([*FFMPEG, *_source_args(clip, loop=loop, speed=speed),
                              "-f", "mpegts", "-listen", "1", url])  # fmt: skip
     try:
         wait_listening(port)
@@ -75,15 +78,41 @@ def http_ts(clip: Path, *, loop: bool = True) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def udp_ts(clip: Path, port: int, *, loop: bool = True) -> Iterator[subprocess.Popen]:
-    """Send MPEG-TS of ``clip`` to ``udp://127.0.0.1:port`` (at its frame rate)."""
-    proc = subprocess.Popen([*FFMPEG, *_source_args(clip, loop=loop),
+def udp_ts(
+    clip: Path, port: int, *, loop: bool = True, speed: float = 1.0
+) -> Iterator[subprocess.Popen]:
+    """Send MPEG-TS of ``clip`` to ``udp://127.0.0.1:port`` (at ``speed`` times its frame rate)."""
+    proc = subprocess.Popen([*FFMPEG, *_source_args(clip, loop=loop, speed=speed),
                              "-f", "mpegts", f"udp://127.0.0.1:{port}?pkt_size=1316"])  # fmt: skip
     try:
         yield proc
     finally:
         proc.kill()
         proc.wait()
+
+
+@contextlib.contextmanager
+def http_hls(clip: Path, *, speed: float = 1.0) -> Iterator[str]:
+    """``http://127.0.0.1:PORT/live.m3u8``: a live HLS stream of ``clip`` (looped, at ``speed``
+    times its frame rate)."""
+    from range_server import serve
+
+    with tempfile.TemporaryDirectory() as folder:
+        playlist = Path(folder) / "live.m3u8"
+        proc = subprocess.Popen([*FFMPEG, *_source_args(clip, loop=True, speed=speed), "-f", "hls",
+                                 "-hls_time", "1", "-hls_list_size", "6", "-hls_flags",
+                                 "delete_segments", str(playlist)])  # fmt: skip
+        try:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:  # two segments listed: a client can start
+                if playlist.exists() and playlist.read_text().count("#EXTINF") >= 2:
+                    break
+                time.sleep(0.05)
+            with serve(folder) as base:
+                yield f"{base}/live.m3u8"
+        finally:
+            proc.kill()
+            proc.wait()
 
 
 class RtspServer:

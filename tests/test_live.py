@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from stream_servers import RtspServer, free_port, http_ts, udp_ts
+from stream_servers import RtspServer, free_port, http_hls, http_ts, udp_ts
 
 from baglm_nb.apps.cli.main import main
 from baglm_nb.apps.online import OnlineGrounder, follow
@@ -126,10 +126,15 @@ def _no_device(n: int = 7) -> int:
         (["--camera", "-2"], ["camera number"]),
         (["rtsp://127.0.0.1:9/x", "--no-live"], ["live source"]),
         (["{clip}", "--lag", "drop"], ["--lag drop needs a live source"]),
+        (["{empty}", "--live"], ["{empty}: cannot open (Invalid data"]),
     ],
 )
-def test_camera_and_live_options_fail_before_the_model_loads(args, words, task_file, capsys):
-    fill = {"cam": str(_no_device()), "clip": str(CUP)}
+def test_camera_and_live_options_fail_before_the_model_loads(
+    args, words, task_file, capsys, tmp_path
+):
+    empty = tmp_path / "empty.ts"
+    empty.write_bytes(b"")
+    fill = {"cam": str(_no_device()), "clip": str(CUP), "empty": str(empty)}
     # a model id that cannot load: reaching the model would be a different error
     code = main(["follow", *[a.format(**fill) for a in args], "--task", str(task_file),
                  "--model", "no-such-model"])  # fmt: skip
@@ -138,6 +143,13 @@ def test_camera_and_live_options_fail_before_the_model_loads(args, words, task_f
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
     for word in words:
         assert word.format(**fill) in lines[0]
+
+
+def test_an_unreachable_stream_fails_before_the_model_loads(task_file, capsys):
+    url = f"rtsp://127.0.0.1:{free_port()}/live"  # nothing listens there
+    code = main(["follow", url, "--task", str(task_file), "--model", "no-such-model"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.strip() == f"error: {url}: cannot open (Connection refused)"
 
 
 # --------------------------------------------------------------------------------------------
@@ -195,6 +207,22 @@ def test_the_filter_steps_over_a_gap(gaps):
     np.testing.assert_allclose(belief, batch[9], atol=1e-12)
     np.testing.assert_allclose(est.belief, batch[11], atol=1e-12)
     assert not np.allclose(belief, before)
+
+
+def test_the_report_lists_gaps_and_leaves_their_rows_blank():
+    from baglm_nb.apps.online_report import _rows, render_html
+
+    rng = np.random.default_rng(1)
+    g = grounder(None)
+    ests = [g.push_scores(rng.random(4), rng.dirichlet(np.ones(10), size=3)) for _ in range(2)]
+    gap = Gap(2, 3, 4.0, 10.0, "lag")
+    g.skip(3)
+    ests.append(g.push_scores(rng.random(4), rng.dirichlet(np.ones(10), size=3)))
+    beliefs, said = _rows(ests, STEPS)
+    assert beliefs.shape == (12, 4) and not beliefs[4:10].any() and beliefs[10:].sum() == 2
+    page = render_html(ests, STEPS, title="t", gaps=[gap])
+    assert '<table id="gaps">' in page and "3 segments not scored" in page
+    assert "00:04\u201300:10</td><td>3</td><td>skipped to keep up with live" in page
 
 
 # --------------------------------------------------------------------------------------------
@@ -296,18 +324,16 @@ def test_lag_drop_logs_gaps_under_a_slow_scorer_and_keeps_up(scorer):
 
 
 @pytest.mark.slow
-def test_live_http_mpegts_and_udp_mpegts(scorer):
+def test_live_http_mpegts_hls_and_udp_mpegts(scorer):
     """Endless streams (the clip looped): segments in order on the stream's clock; with ``drop``
     every segment is either scored or logged as a gap."""
-    for kind in ("http", "udp"):
+    for kind in ("http", "hls", "udp"):
         items, ends = [], []
-        if kind == "http":
-            ctx = http_ts(CUP)
-        else:
-            port = free_port(socket.SOCK_DGRAM)
-            ctx = udp_ts(CUP, port)
+        port = free_port(socket.SOCK_DGRAM)
+        ctx = {"http": http_ts(CUP, speed=2), "hls": http_hls(CUP, speed=2),
+               "udp": udp_ts(CUP, port, speed=2)}[kind]  # fmt: skip
         with ctx as handle:
-            url = handle if kind == "http" else f"udp://127.0.0.1:{port}"
+            url = f"udp://127.0.0.1:{port}" if kind == "udp" else handle
             stream = follow(url, grounder(scorer), timeout=10, on_end=ends.append)
             for item in stream:
                 items.append(item)
@@ -396,7 +422,7 @@ def test_ctrl_c_keeps_the_event_log_and_the_report_complete(task_file, tmp_path,
                 return
             time.sleep(0.05)
 
-    with http_ts(CUP) as url:
+    with http_ts(CUP, speed=2) as url:
         threading.Thread(target=interrupt_after_two_events, daemon=True).start()
         code = main(["follow", url, "--task", str(task_file), "--model", "random-init:internvl",
                      "--jsonl", str(log), "--html", str(report)])  # fmt: skip

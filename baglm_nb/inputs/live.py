@@ -3,7 +3,8 @@
 :func:`live_source` turns what the user typed into a :class:`LiveSource` (no I/O):
 
 * ``rtsp://`` / ``rtsps://`` (over TCP by default, ``transport="udp"`` for UDP), ``udp://``,
-  ``srt://``, ``rtmp://``, ``rtp://``, ``tcp://``: live streams FFmpeg reads;
+  ``rtmp://``, ``rtp://``, ``tcp://``, ``srt://``: live streams FFmpeg reads (SRT only where
+  PyAV's FFmpeg is built with it; the PyPI wheel is not);
 * ``http(s)://``: live MPEG-TS or HLS when the stream has no known duration, else a file (the
   decision is made when it is opened, :func:`open_live`);
 * a V4L2 camera: ``/dev/videoN``, or ``camera=N``;
@@ -200,7 +201,10 @@ def open_live(source: LiveSource, timeout: float = 10.0) -> Any | None:
         container = av.open(source.url, format=source.format, options=options,
                             timeout=(timeout, timeout))  # fmt: skip
     except (av.FFmpegError, OSError) as exc:
-        raise SourceError(source.label, f"cannot open ({_describe(exc)})") from None
+        why = _describe(exc)
+        if why == "Protocol not found":
+            why += f": the FFmpeg inside PyAV {av.__version__} cannot read {source.url.split(':')[0]}://"
+        raise SourceError(source.label, f"cannot open ({why})") from None
     if not container.streams.video:
         container.close()
         raise SourceError(source.label, "no video stream")

@@ -202,7 +202,12 @@ def _model_setup(args):
                          "its video uid)")  # fmt: skip
     goal, steps, dep, truth = _task_of(args, video)
     reader = _check_source(args)
-    scorer = make_scorer(args.model, trust_remote_code=args.trust_remote_code)
+    try:
+        scorer = make_scorer(args.model, trust_remote_code=args.trust_remote_code)
+    except BaseException:
+        if reader is not None:
+            reader.stop()
+        raise
     grounder = OnlineGrounder(
         scorer, goal, steps, dep, transition=args.transition, threshold=args.threshold,
         patience=args.patience, source=f"lmm:{args.model}",
@@ -213,13 +218,20 @@ def _model_setup(args):
 def _check_source(args):
     """Open a live source (its reader, started unless it is a file), or check a file."""
     from baglm_nb.apps.online_live import live_reader_for
+    from baglm_nb.inputs.live import SourceError
     from baglm_nb.inputs.video import check_video_file
 
     if args.reconnect < 0 or not args.timeout > 0:
         raise ValueError("--reconnect must be >= 0 and --timeout > 0")
-    reader = live_reader_for(args.source, live=args.live, lag=args.lag, timeout=args.timeout,
-                             reconnect=args.reconnect, transport=args.transport, pace=args.pace,
-                             camera=args.camera)  # fmt: skip
+    try:
+        reader = live_reader_for(args.source, live=args.live, lag=args.lag,
+                                 timeout=args.timeout, reconnect=args.reconnect,
+                                 transport=args.transport, pace=args.pace,
+                                 camera=args.camera)  # fmt: skip
+    except SourceError as exc:  # a local file or device that is no video: bad input
+        if args.source is not None and "://" not in str(args.source):
+            raise ValueError(str(exc)) from None
+        raise
     if args.camera is not None:
         args.source = reader.source.label
     if reader is None:
