@@ -334,3 +334,24 @@ def test_make_scorer_openai_prefix(server):
                      api_key_env=KEY_ENV, strategy="full-vocab")  # fmt: skip
     assert isinstance(sc, ServedScorer) and sc.family == "qwen2_5_vl"
     assert sc.model_id == "openai:Qwen/Qwen2.5-VL-7B-Instruct, full-vocab"
+
+
+def test_follow_scores_through_a_served_model(server, tmp_path, capsys):
+    from baglm_nb.apps.cli.main import main
+
+    videos = short_clips(tmp_path / "videos", ["v1"], 4.2)
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps({"goal": GOAL, "steps": STEPS}))
+    jsonl = tmp_path / "events.jsonl"
+    code = main([
+        "follow", str(videos / "v1.mp4"), "--task", str(task), "--model", "openai:m",
+        "--base-url", server.url, "--api-key-env", KEY_ENV, "--family", "qwen2_5_vl",
+        "--strategy", "full-vocab", "--request-timeout", "10", "--jsonl", str(jsonl),
+    ])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    events = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    segments = [e for e in events if e.get("event", "segment") == "segment"]
+    assert len(segments) == 2  # 4.2 s: two whole 2-s segments
+    asked = [b for b in server.requests if "messages" in b]
+    assert len(asked) == 2 * (1 + len(STEPS))  # per segment: VSG + K progress questions
+    assert all(b["model"] == "m" for b in asked)

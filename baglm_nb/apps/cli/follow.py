@@ -19,6 +19,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from baglm_nb.apps.cli.options import add_served_arguments
+
 
 def register(verbs) -> None:
     """Add the ``follow`` verb."""
@@ -63,6 +65,7 @@ def register(verbs) -> None:
     p.add_argument("--jsonl", help="write the event log here (JSON lines)")
     p.add_argument("--html", help="write a self-contained HTML report here")
     p.add_argument("--trust-remote-code", action="store_true")
+    add_served_arguments(p, timeout_option="--request-timeout")
     p.set_defaults(func=run)
 
 
@@ -187,6 +190,7 @@ def _replay_setup(args):
 def _model_setup(args):
     """The grounder, the ground-truth video (or None) and the live reader (or None for a file)
     of a run with ``--model``; the source is checked before the model loads."""
+    from baglm_nb.apps.cli.options import served_scorer  # noqa: PLC0415
     from baglm_nb.apps.online import OnlineGrounder
     from baglm_nb.inputs.datasets import load_dataset
     from baglm_nb.models.scoring import make_scorer
@@ -203,7 +207,10 @@ def _model_setup(args):
     goal, steps, dep, truth = _task_of(args, video)
     reader = _check_source(args)
     try:
-        scorer = make_scorer(args.model, trust_remote_code=args.trust_remote_code)
+        if args.backend == "openai" or args.model.startswith("openai:"):
+            scorer = served_scorer(args, args.model.removeprefix("openai:"))
+        else:
+            scorer = make_scorer(args.model, trust_remote_code=args.trust_remote_code)
     except BaseException:
         if reader is not None:
             reader.stop()

@@ -64,9 +64,15 @@ def deps_from_args(args: argparse.Namespace) -> Any:
         raise SystemExit(f"error: {exc}") from None
 
 
-def add_served_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of a model behind an OpenAI-compatible server (``--backend openai``)."""
+def add_served_arguments(p: argparse.ArgumentParser, *, timeout_option: str = "--timeout") -> None:
+    """The options of a model behind an OpenAI-compatible server (``--backend openai``).
+
+    ``timeout_option`` names the per-request timeout (``follow`` has its own ``--timeout``,
+    for a stalled source, and uses ``--request-timeout``)."""
     g = p.add_argument_group("served model (--backend openai, or --model openai:NAME)")
+    g.add_argument("--backend", choices=["local", "openai"], default="local",
+                   help="local: load --model here (default); openai: --model is served by an "
+                   "OpenAI-compatible server at --base-url")  # fmt: skip
     g.add_argument("--base-url", help="server URL, e.g. http://127.0.0.1:8000/v1 "
                    "(default: the OpenAI API)")  # fmt: skip
     g.add_argument("--api-key-env", default="OPENAI_API_KEY",
@@ -84,7 +90,8 @@ def add_served_arguments(p: argparse.ArgumentParser) -> None:
                    help="full-vocab: top_logprobs to ask for (default: the vocabulary size, "
                    "else -1)")  # fmt: skip
     g.add_argument("--concurrency", type=int, default=4, help="requests in flight (default 4)")
-    g.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    g.add_argument(timeout_option, type=float, default=120.0, dest="request_timeout",
+                   help="seconds per request (default 120)")  # fmt: skip
     g.add_argument("--request-attempts", type=int, default=3,
                    help="attempts per request, with backoff (default 3)")  # fmt: skip
     g.add_argument("--tokenizer", help="the served model's tokenizer (folder or id in the local "
@@ -103,7 +110,8 @@ def served_scorer(args: argparse.Namespace, model: str) -> Any:
     return ServedScorer(
         model, family=args.family, base_url=args.base_url, api_key_env=args.api_key_env,
         strategy=args.strategy, allow_approx=args.allow_approx, top_logprobs=args.top_logprobs,
-        concurrency=args.concurrency, timeout=args.timeout, max_attempts=args.request_attempts,
+        concurrency=args.concurrency, timeout=args.request_timeout,
+        max_attempts=args.request_attempts,
         tokenizer=tokenizer,
     )  # fmt: skip
 

@@ -42,8 +42,6 @@ def register(verbs) -> None:
     p.add_argument("--dataset", required=True, choices=sorted(DATASETS))
     p.add_argument("--video-dir", required=True, help="folder with <video_uid>.<ext> files")
     p.add_argument("--model", required=True)
-    p.add_argument("--backend", choices=["local", "openai"], default="local",
-                   help="local weights (default) or an OpenAI-compatible server")  # fmt: skip
     p.add_argument("--limit", type=int, default=None, help="score the first N videos only")
     p.add_argument("--segment-duration", type=int, default=2)
     p.add_argument("--sampling-fps", type=float, default=2.0)
