@@ -185,3 +185,23 @@ def test_a_huge_goal_is_refused_before_tokenising():
     assert time.perf_counter() - start < 5.0 and len(str(info.value)) < 250
     check_task_text("Make tea.", ["Boil water."], context_tokens=32768)  # a normal task passes
     check_task_text(goal, ["a"], context_tokens=None)  # unknown context: no check
+
+
+def test_the_filter_refuses_probabilities_above_one_naming_the_video():
+    import numpy as np
+
+    from baglm_nb.core import sources
+    from baglm_nb.core.filtering import run_filter
+    from baglm_nb.core.pipeline import run_baglm
+
+    obs = sources.observations("coin", "simulated", limit=2)
+    uid = obs.videos[1].uid
+    run_baglm(obs, "oracle")  # the simulated source passes
+    obs.progress[uid] = obs.progress[uid] * 3.0  # e.g. a file of 3.0s
+    with pytest.raises(ValueError, match=rf"coin video '{uid}' \(simulated\): progress holds "
+                       r"values above 1 \(max 3"):  # fmt: skip
+        run_baglm(obs, "oracle")
+    k = obs.vsg[uid].shape[1] - 1
+    vsg = np.full((4, k + 1), 1.0 / (k + 1))
+    vsg[2, 0] += 2e-6  # float rounding: accepted
+    run_filter(vsg, np.full((4, k, 10), 0.1), np.zeros((k, k)))

@@ -175,7 +175,7 @@ def test_propagated_prior_equals_slow_reference():
 def test_next_step_prior_divides_out_the_scores():
     rng = np.random.default_rng(5)
     vsg, progress, dep = random_inputs(rng)
-    nxt = rng.random(vsg.shape) + 0.05
+    nxt = rng.random(vsg.shape) * 0.9 + 0.05  # probabilities in [0.05, 0.95]
     fast = run_filter(vsg, progress, dep, prior="next_step", next_step=nxt)
     slow = slow_published_filter(vsg, progress, dep, "both", "next_step", nxt)
     np.testing.assert_allclose(fast, slow, rtol=1e-10)

@@ -328,6 +328,10 @@ def _forward(static, weights, obs, divisor, propagate):  # pragma: no cover - co
     return out
 
 
+#: How far above 1 an input probability may be from float rounding.
+PROBABILITY_TOL = 1e-5
+
+
 def _check_array(name: str, x, ndim: int) -> np.ndarray:
     a = np.asarray(x, dtype=np.float64)
     if a.ndim != ndim:
@@ -336,6 +340,12 @@ def _check_array(name: str, x, ndim: int) -> np.ndarray:
         raise ValueError(f"{name} contains NaN or infinite values")
     if (a < 0).any():
         raise ValueError(f"{name} contains negative values")
+    if a.size and a.max() > 1 + PROBABILITY_TOL:
+        where = tuple(int(i) for i in np.unravel_index(int(a.argmax()), a.shape))
+        raise ValueError(
+            f"{name} holds values above 1 (max {a.max():.6g} at {where}): probabilities must lie "
+            f"in [0, 1] (tolerance {PROBABILITY_TOL:g})"
+        )
     return a
 
 

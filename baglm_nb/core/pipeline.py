@@ -56,17 +56,20 @@ def run_baglm(
         prog = obs.progress[video.uid]
         if progress == "oracle":
             prog = oracle_progress(video, vsg.shape[0])
-        beliefs[video.uid] = run_filter(
-            vsg,
-            prog,
-            resolved.matrix(video),
-            transition=transition,
-            prior=prior,
-            next_step=obs.next_step.get(video.uid) if prior == "next_step" else None,
-            stepping=stepping,
-            segment_duration=obs.segment_duration,
-            precision=obs.precision,
-        )
+        try:
+            beliefs[video.uid] = run_filter(
+                vsg,
+                prog,
+                resolved.matrix(video),
+                transition=transition,
+                prior=prior,
+                next_step=obs.next_step.get(video.uid) if prior == "next_step" else None,
+                stepping=stepping,
+                segment_duration=obs.segment_duration,
+                precision=obs.precision,
+            )
+        except ValueError as exc:  # bad inputs: name the video and the source
+            raise ValueError(f"{obs.dataset} video {video.uid!r} ({obs.label}): {exc}") from None
     return beliefs
 
 
