@@ -24,8 +24,13 @@ def register(verbs) -> None:
     p.set_defaults(func=run)
 
 
-def format_table(result: dict, transition: str, prior: str, stepping: str) -> str:
-    """A small text table: BaGLM and the off-the-shelf baseline beside the paper's values."""
+def format_table(
+    result: dict, transition: str, prior: str, stepping: str, deps: str | None = None
+) -> str:
+    """A small text table: BaGLM and the off-the-shelf baseline beside the paper's values.
+
+    ``deps`` (the dependency source's label) is printed under the table.
+    """
     from baglm_nb.analyses.paper import paper_value
     from baglm_nb.analyses.tables import title_for
 
@@ -42,6 +47,8 @@ def format_table(result: dict, transition: str, prior: str, stepping: str) -> st
     lines = [title_for(f"{ds} {metric} (%)", result["source"])]
     lines += [f"{a:<{width}}  {b:>9}  {c:>5}" for a, b, c in rows]
     lines.append(f"videos evaluated: {result['videos']}")
+    if deps is not None:
+        lines.append(f"D (BaGLM's dependency matrices): {deps}")
     return "\n".join(lines)
 
 
@@ -50,8 +57,10 @@ def run(args: argparse.Namespace) -> int:
     from baglm_nb.core.pipeline import compare
 
     obs = observations_from_args(args)
-    result = compare(obs, deps_from_args(args), **filter_options(args))
-    print(format_table(result, args.transition, args.prior, args.stepping))
+    deps = deps_from_args(args)
+    result = compare(obs, deps, **filter_options(args))
+    result["D"] = deps.label
+    print(format_table(result, args.transition, args.prior, args.stepping, deps.label))
     if args.json:
         print(json.dumps(result))
     return 0
