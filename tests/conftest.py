@@ -1,10 +1,10 @@
 """Shared pytest fixtures, and the rule that a test never skips.
 
-``make setup`` installs everything the suite needs (ffmpeg, chromium, the server extra), so a
-test that cannot run because something is missing **fails**, with the reason it gives (the
-install command) and a pointer to ``make setup``. To run a subset, deselect by marker instead
-(``make test-fast``: ``-m "not slow and not browser and not server"``); deselected tests are
-not skipped.
+``make setup`` installs everything the suite needs (ffmpeg, chromium, the server and ray
+extras), so a test that cannot run because something is missing **fails**, with the reason it
+gives (the install command) and a pointer to ``make setup``. To run a subset, deselect by marker
+instead (``make test-fast``: ``-m "not slow and not browser and not server and not ray"``);
+deselected tests are not skipped.
 """
 
 from __future__ import annotations

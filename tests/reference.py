@@ -1,10 +1,13 @@
-"""A slow, explicit reference of the R@1 protocols for tests (reference-protocol §6).
+"""Slow, explicit references for tests: the R@1 protocols (reference-protocol §6) and the filter.
 
 Written from the protocol's words with plain loops, without ``baglm_nb.core.evaluation`` or the
 time-grid module: a (video, step) pair is evaluable when some per-second row ``t`` lies in the
 step's ground truth (``floor(start) <= t <= ceil(end)`` of one of its segments); it is a hit
 when the earliest row with the highest belief for the step lies in it. CrossTask averages the
 per-task R@1 over 20 random subsets (``random.seed(0..19)``) of at most 1850 videos.
+
+:func:`published_filter_torch` is the published filter written with torch float32 ops from the
+spec (§5.2-5.3), the slow reference of the ``float32-published`` precision.
 """
 
 from __future__ import annotations
@@ -64,3 +67,47 @@ def reference_recall(
                 count[task[uid]] += 1
         values.append(sum(hits[t] / count[t] for t in count) / len(count))
     return 100 * sum(values) / len(values)
+
+
+def published_filter_torch(vsg, progress, dependency, transition: str = "both") -> np.ndarray:
+    """The published filter (reference-protocol §5.2-5.3) written literally with torch float32 ops.
+
+    One row at a time, in the spec's order: the static matrix from D (no-prerequisite columns
+    before the diagonal, none row and column of ones, rows normalised twice); then per row the
+    expected progress, its running max including the row, readiness and validity from the raw D
+    (zero denominators give 1), the step columns scaled, the rows normalised, ``belief @ Tt``,
+    the update and its normalisation. Returns the (T, K+1) float32 beliefs.
+    """
+    import torch
+
+    v, p, d = (
+        torch.as_tensor(np.asarray(x), dtype=torch.float32) for x in (vsg, progress, dependency)
+    )
+    t_len, k1 = v.shape
+    k = k1 - 1
+    m = d.T.clone()
+    m[:, d.sum(dim=1) == 0] = 1.0
+    m.fill_diagonal_(1.0)
+    m = torch.cat([m, torch.ones(k, 1)], dim=1)
+    m = torch.cat([m, torch.ones(1, k1)], dim=0)
+    m = m / m.sum(dim=1, keepdim=True)
+    static = m / m.sum(dim=1, keepdim=True)
+    belief = torch.full((k1,), 1.0 / k1)
+    mono = torch.zeros(k)
+    digits = torch.arange(10)
+    row_sum, col_sum = d.sum(dim=1), d.sum(dim=0)
+    out = []
+    for t in range(t_len):
+        mono = torch.maximum(mono, (p[t] * digits).sum(-1) / 9)
+        r = torch.where(row_sum != 0, (d * mono).sum(1) / row_sum, torch.ones(k))
+        val = torch.where(col_sum != 0, (d * (1 - mono)[:, None]).sum(0) / col_sum, torch.ones(k))
+        weight = {"both": r * val, "readiness": r, "validity": val, "static": torch.ones(k)}
+        tt = static.clone()
+        tt[:, :k] = tt[:, :k] * weight[transition]
+        s = tt.sum(dim=1, keepdim=True)
+        tt = torch.where(s != 0, tt / s, tt)
+        post = (belief @ tt) * v[t]
+        z = post.sum()
+        belief = post / z if z != 0 else post
+        out.append(belief)
+    return torch.stack(out).numpy()

@@ -1,11 +1,17 @@
-"""The explorer in a real browser: JupyterLab + Playwright driving Debian's chromium.
+"""The rendered views in a real browser: Playwright driving Debian's chromium.
 
-Starts JupyterLab on 127.0.0.1 (a random free port, a token, no browser of its own) in a
-temporary root holding a copy of ``notebooks/explore.ipynb``; opens it with Playwright
-(``executable_path`` = the system chromium, no browser download), runs all cells from the Lab's
-Run menu, waits for the widget, moves the observation-quality slider with the keyboard, and
-checks that the plot image and the R@1 text change. The screenshot is saved as
-``tests/artifacts/explorer.png``.
+* The explorer: starts JupyterLab on 127.0.0.1 (a random free port, a token, no browser of its
+  own) in a temporary root holding a copy of ``notebooks/explore.ipynb``; opens it with
+  Playwright (``executable_path`` = the system chromium, no browser download), runs all cells
+  from the Lab's Run menu, waits for the widget, checks that every control has a tooltip (no
+  ``null``), that the controls line up, that each disabled one says why, and that each enabled
+  one changes the plot or the R@1 line. Screenshots: ``tests/artifacts/explorer.png`` (as it
+  opens) and ``explorer_changed.png`` (after every control was changed).
+* A ``follow`` report of a replayed dataset video (``-25-1nbOki0``, simulated on demand): the
+  source in the title and a simulated banner, the ground-truth table with per-step hit/miss, the
+  belief views. Screenshot: ``tests/artifacts/follow_report.png``.
+* Notebook 08 executed (papermill) and converted to HTML (nbconvert): its belief figure is an
+  image, not the text ``<Figure size ...>``. Screenshot: ``tests/artifacts/08_qualitative.png``.
 
 Needs the ``playwright`` Python package and ``apt-get install -y chromium`` (both installed by
 ``make setup``); fails, naming the install command, when either is missing. Marked ``slow`` and
@@ -145,67 +151,200 @@ def _accept_dialogs(page, until: str, timeout: float) -> None:
     raise TimeoutError(f"{until!r} did not appear in {timeout} s")
 
 
-def test_explorer_in_jupyterlab(lab):
-    from playwright import sync_api
+def _browser(pw):
+    from playwright import sync_api  # noqa: F401 - the import error names the package
 
     if not Path(CHROMIUM).exists():
         pytest.fail(f"no chromium at {CHROMIUM}: apt-get install -y chromium (or make setup)")
+    return pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+
+
+def _open_explorer(page, base: str, token: str, tmp_path: Path) -> None:
+    """Open explore.ipynb in the Lab, run all cells, wait for the plot and the R@1 line."""
+    from playwright import sync_api
+
+    page.goto(f"{base}/lab/tree/explore.ipynb?token={token}")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=SERVER_TIMEOUT * 1000)
+    _accept_dialogs(page, until="#jp-main-statusbar >> text=Idle", timeout=SERVER_TIMEOUT)
+    # Run > Run All Cells (the Lab command runmenu:run-all).
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
+    try:
+        _accept_dialogs(page, until="img.baglm-plot", timeout=RUN_TIMEOUT)
+        page.wait_for_function(
+            "() => { const r = document.querySelector('.baglm-recall');"
+            " const i = document.querySelector('img.baglm-plot');"
+            " return r && r.innerText.includes('R@1') && i && i.src; }",
+            timeout=RUN_TIMEOUT * 1000,
+        )
+    except (sync_api.TimeoutError, TimeoutError):
+        page.screenshot(path=str(ARTIFACTS / "explorer.png"))
+        outputs = page.locator(".jp-OutputArea").all_inner_texts()
+        pytest.fail(f"the explorer did not render; outputs: {outputs}\n" + _tail(tmp_path))
+
+
+#: The explorer's controls in the order the test changes them (the dataset last: it resets).
+CONTROLS = ("video", "transition", "prior", "stepping", "view", "binarise", "threshold",
+            "signal", "segment", "dataset")  # fmt: skip
+
+
+def _change(page, name: str) -> None:
+    """Change one control the way a user would (menu, button, tick box or keyboard)."""
+    box = page.locator(f".baglm-control.baglm-{name}")
+    box.scroll_into_view_if_needed()
+    if box.locator("select").count():
+        select = box.locator("select")
+        current = select.evaluate("s => s.selectedIndex")
+        select.select_option(index=1 if current == 0 else 0)
+    elif box.locator("button").count():
+        box.locator("button:not(.mod-active)").first.click()
+    elif box.locator("input[type=checkbox]").count():
+        box.locator("input[type=checkbox]").click()
+    else:
+        handle = box.locator(".noUi-handle")
+        handle.focus()
+        key, times = ("ArrowRight", 1) if name == "segment" else ("ArrowLeft", 10)
+        for _ in range(times):
+            handle.press(key)
+
+
+def _state(page) -> tuple[str, str]:
+    return (
+        page.locator(".baglm-recall").inner_text(),
+        page.locator("img.baglm-plot").get_attribute("src"),
+    )
+
+
+def _check_tooltips_and_alignment(page) -> dict[str, str]:
+    """Every control's label has a tooltip (never "null"); labels and inputs line up."""
+    tips = {}
+    for name in CONTROLS:
+        label = page.locator(f".baglm-control.baglm-{name} .baglm-label")
+        tips[name] = label.get_attribute("title") or ""
+        assert len(tips[name]) > 20 and "null" not in tips[name], (name, tips[name])
+    titles = page.eval_on_selector_all(
+        ".baglm-explorer [title]", "els => els.map(e => [e.className, e.title])"
+    )
+    assert titles and not [c for c, t in titles if t == "null"], titles
+    lefts: dict[float, set[float]] = {}
+    for name in CONTROLS:
+        box = page.locator(f".baglm-control.baglm-{name}").bounding_box()
+        label = page.locator(f".baglm-control.baglm-{name} .baglm-label").bounding_box()
+        widget = page.locator(f".baglm-control.baglm-{name} > :nth-child(2)").bounding_box()
+        assert abs(label["x"] - box["x"]) < 6  # each label starts its cell
+        lefts.setdefault(round(box["x"]), set()).add((round(label["x"]), round(widget["x"])))
+    assert len(lefts) == 2, lefts  # two columns
+    for xs in lefts.values():  # per column, labels and inputs start at one x (widget margins)
+        for side in zip(*xs, strict=True):
+            assert max(side) - min(side) <= 3, lefts
+    return tips
+
+
+def test_explorer_in_jupyterlab(lab):
+    from playwright import sync_api
+
     base, token, tmp_path = lab
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = _browser(pw)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1200})
-            page.goto(f"{base}/lab/tree/explore.ipynb?token={token}")
-            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=SERVER_TIMEOUT * 1000)
-            _accept_dialogs(page, until="#jp-main-statusbar >> text=Idle", timeout=SERVER_TIMEOUT)
-            # Run > Run All Cells (the Lab command runmenu:run-all).
-            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-            page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
-            try:
-                _accept_dialogs(page, until="img.baglm-plot", timeout=RUN_TIMEOUT)
-                page.wait_for_function(
-                    "() => { const r = document.querySelector('.baglm-recall');"
-                    " const i = document.querySelector('img.baglm-plot');"
-                    " return r && r.innerText.includes('R@1') && i && i.src; }",
-                    timeout=RUN_TIMEOUT * 1000,
+            page = browser.new_page(viewport={"width": 1400, "height": 1300})
+            _open_explorer(page, base, token, tmp_path)
+            explorer = page.locator(".baglm-explorer")
+            explorer.scroll_into_view_if_needed()
+            explorer.screenshot(path=str(ARTIFACTS / "explorer.png"))  # as it opens
+            tips = _check_tooltips_and_alignment(page)
+            # deps="oracle": D is already 0/1, so binarising cannot change anything
+            assert tips["binarise"].startswith("Disabled:") and "0/1" in tips["binarise"]
+            assert tips["threshold"].startswith("Disabled:")
+            assert page.locator(".baglm-binarise input[type=checkbox]").is_disabled()
+            changed = []
+            for name in CONTROLS:
+                tip = page.locator(f".baglm-control.baglm-{name} .baglm-label").get_attribute(
+                    "title"
                 )
-            except (sync_api.TimeoutError, TimeoutError):
-                page.screenshot(path=str(ARTIFACTS / "explorer.png"))
-                outputs = page.locator(".jp-OutputArea").all_inner_texts()
-                pytest.fail(f"the explorer did not render; outputs: {outputs}\n" + _tail(tmp_path))
-            recall = page.locator(".baglm-recall")
-            plot = page.locator("img.baglm-plot")
-            before_text = recall.inner_text()
-            before_src = plot.get_attribute("src")
-            before_png = plot.screenshot()
-            readout = page.locator(".baglm-signal .widget-readout")
-            before_value = readout.inner_text()
-
-            handle = page.locator(".baglm-signal .noUi-handle")
-            handle.scroll_into_view_if_needed()
-            handle.focus()
-            for _ in range(20):  # 20 x 0.05: the signal falls from 1.25 to 0.25
-                handle.press("ArrowLeft")
-            page.wait_for_function(
-                "(old) => document.querySelector('.baglm-recall').innerText !== old",
-                arg=before_text,
-                timeout=CHANGE_TIMEOUT * 1000,
-            )
-            page.wait_for_function(
-                "(old) => document.querySelector('img.baglm-plot').src !== old",
-                arg=before_src,
-                timeout=CHANGE_TIMEOUT * 1000,
-            )
-            time.sleep(1.0)  # let the queued recomputes of the key presses settle
-            page.locator(".baglm-explorer").scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "explorer.png"))
-            after_text = recall.inner_text()
-            assert readout.inner_text() != before_value
-            assert float(readout.inner_text()) < float(before_value)
-            assert after_text != before_text and "R@1" in after_text
-            assert plot.get_attribute("src") != before_src
-            assert plot.screenshot() != before_png
+                if tip.startswith("Disabled:"):
+                    continue
+                before = _state(page)
+                _change(page, name)
+                page.wait_for_function(
+                    "([r, s]) => document.querySelector('.baglm-recall').innerText !== r"
+                    " || document.querySelector('img.baglm-plot').src !== s",
+                    arg=list(before),
+                    timeout=CHANGE_TIMEOUT * 1000,
+                )
+                time.sleep(1.0)  # let queued recomputes (key presses) settle
+                assert _state(page) != before, name
+                changed.append(name)
+            assert set(changed) >= {"video", "transition", "prior", "stepping", "view", "signal",
+                                    "segment", "dataset"}  # fmt: skip
+            explorer.scroll_into_view_if_needed()
+            explorer.screenshot(path=str(ARTIFACTS / "explorer_changed.png"))  # after them all
         finally:
             browser.close()
     assert (ARTIFACTS / "explorer.png").stat().st_size > 0
+
+
+def test_follow_report_in_chromium(tmp_path):
+    """The report of the issue's video: source, ground truth, per-step hit/miss, views."""
+    from playwright import sync_api
+
+    report = tmp_path / "report.html"
+    cmd = [sys.executable, "-m", "baglm_nb", "follow", "--replay", "simulated", "--dataset",
+           "htstep", "--html", str(report), "--", "-25-1nbOki0"]  # fmt: skip
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as pw:
+        browser = _browser(pw)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(report.resolve().as_uri())
+            assert "simulated observations, not a real model" in page.title()
+            assert "simulated" in page.locator("h1").inner_text()
+            banner = page.locator("#source.simulated")
+            assert banner.is_visible() and "SIMULATED" in banner.inner_text()
+            rows = page.locator("#truth tr")
+            assert rows.count() == 11  # header + K = 10 steps
+            annotated = page.locator("#truth tr", has_not_text="not annotated")
+            assert annotated.count() - 1 == 6  # the six annotated steps
+            outcomes = page.locator("#truth td.hit, #truth td.miss")
+            assert outcomes.count() >= 12  # announced + R@1, each annotated step
+            assert "Ground truth: 6 annotated steps" in page.locator("#summary").inner_text()
+            width = page.eval_on_selector("#beliefs", "e => e.naturalWidth")
+            assert width >= 1000
+            page.screenshot(path=str(ARTIFACTS / "follow_report.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+def test_notebook_08_html_shows_its_figure(tmp_path):
+    """Notebook 08 executed and converted to HTML carries its belief figure as an image."""
+    import papermill
+    from playwright import sync_api
+
+    executed = tmp_path / "08_qualitative.ipynb"
+    papermill.execute_notebook(
+        str(ROOT / "notebooks" / "08_qualitative.ipynb"),
+        str(executed),
+        parameters={"videos": {"htstep": ["-25-1nbOki0"]}},
+        cwd=str(tmp_path),
+        kernel_name="python3",
+        progress_bar=False,
+    )
+    cmd = [sys.executable, "-m", "nbconvert", "--to", "html", str(executed)]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    page_path = executed.with_suffix(".html")
+    text = page_path.read_text()
+    assert "&lt;Figure size" not in text and "<Figure size" not in text
+    assert (tmp_path / "qualitative_htstep_-25-1nbOki0.png").stat().st_size > 10_000
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as pw:
+        browser = _browser(pw)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(page_path.resolve().as_uri())
+            widths = page.eval_on_selector_all("img", "els => els.map(e => e.naturalWidth)")
+            assert len(widths) == 1 and widths[0] >= 1000  # the belief figure, as PNG
+            page.screenshot(path=str(ARTIFACTS / "08_qualitative.png"), full_page=True)
+        finally:
+            browser.close()

@@ -353,7 +353,7 @@ def test_openai_logprob_rounding_above_zero_is_one():
 
 
 def test_api_key_env_must_be_a_name_and_a_pasted_key_is_never_echoed(monkeypatch):
-    from baglm_nb.models.llm_openai import read_api_key
+    from baglm_nb.models.openai_client import read_api_key
 
     pasted = "sk-proj-Abc123_secretsecretsecret"
     with pytest.raises(ValueError, match="NAME of an environment variable") as info:

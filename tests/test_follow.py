@@ -1,10 +1,17 @@
 """follow(): real clips through a tiny random-init scorer, a growing file, a URL, a broken file,
-and the HTML report opened in headless Chromium."""
+and the HTML report opened in headless Chromium; ``follow --replay`` on the command line
+(simulated on demand, a cache, listing the videos, one-line errors, the ground truth in the
+report) and the README's follow commands, run as written."""
 
 from __future__ import annotations
 
+import html
+import json
+import re
+import shlex
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -15,7 +22,9 @@ from range_server import serve
 
 from baglm_nb.apps.online import OnlineGrounder, follow
 from baglm_nb.apps.online_report import write_html_report
-from baglm_nb.inputs.grid import num_segments
+from baglm_nb.core.simulate import write_simulated_cache
+from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.inputs.grid import ground_truth, num_segments
 from baglm_nb.inputs.video import probe
 from baglm_nb.models.scoring import make_scorer
 
@@ -114,8 +123,171 @@ def test_html_report_opens_in_headless_chromium(scorer, tmp_path):
         page.goto(page_path.resolve().as_uri())
         assert page.title() == "cup run"
         widths = page.eval_on_selector_all("img", "els => els.map(e => e.naturalWidth)")
-        assert len(widths) == 3 and min(widths) > 100
+        assert len(widths) == 2 and min(widths) > 100  # the belief views and the latency
+        assert page.locator("#no-truth").count() == 1  # a task file: no ground truth
+        assert page.locator("#steps tr").count() == len(STEPS) + 1
         assert page.locator("#latency td").count() == 9
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         browser.close()
     assert all(u.startswith(("file:", "data:")) for u in requests)  # self-contained
+
+
+# --------------------------------------------------------------------------------------------
+# follow --replay on the command line
+
+ROOT = Path(__file__).resolve().parent.parent
+UID = "-25-1nbOki0"  # HT-Step, K = 10, six annotated steps (the video of issue 13)
+
+
+def _cli(*args: str, cwd=None, timeout: float = 180) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "baglm_nb", "follow", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=timeout)
+
+
+def _announced(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if "] step: " in line]
+
+
+@pytest.fixture(scope="module")
+def htstep_cache(tmp_path_factory):
+    """A simulated HT-Step score cache of the first two videos (the issue's video first)."""
+    videos = load_dataset("htstep")[:2]
+    assert videos[0].uid == UID
+    root = tmp_path_factory.mktemp("cache")
+    return root, write_simulated_cache("htstep", root, videos=videos)
+
+
+def _cells(page: str, table: str) -> list[list[str]]:
+    body = re.search(f'<table id="{table}">(.*?)</table>', page, re.S).group(1)
+    rows = re.findall(r"<tr>(.*?)</tr>", body, re.S)[1:]
+    return [[html.unescape(re.sub("<[^>]+>", "", c)).strip()
+             for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)] for r in rows]  # fmt: skip
+
+
+def test_replay_simulated_shows_the_ground_truth_and_the_source(tmp_path, htstep_cache):
+    report, log = tmp_path / "report.html", tmp_path / "events.jsonl"
+    out = _cli("--replay", "simulated", "--dataset", "htstep", "--html", str(report),
+               "--jsonl", str(log), "--", UID)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "status: 283 segments" in out.stdout and "replay of simulated scores" in out.stdout
+    _, cache = htstep_cache  # simulating on demand = replaying the written cache
+    assert _announced(_cli("--replay", str(cache), "--", UID).stdout) == _announced(out.stdout)
+
+    page = report.read_text()
+    video = load_dataset("htstep")[0]
+    title = f"Online step grounding: {video.goal} (simulated observations, not a real model)"
+    assert f"<title>{title}</title>" in page and f"<h1>{title}</h1>" in page
+    assert 'class="banner simulated"' in page and "SIMULATED observations" in page
+    # the truth table, from the annotation file and the event log
+    events = [json.loads(x) for x in log.read_text().splitlines()]
+    truth = ground_truth(video, 2 * len(events))
+    rows = _cells(page, "truth")
+    assert len(rows) == video.num_steps == 10
+    for i, (num, step, when, said, peak) in enumerate(rows):
+        assert num.split()[-1] == str(i + 1) and step == video.steps[i]
+        spans = [s for s in video.segments if s.step_index == i]
+        announced = [e for e in events if e["current"] == video.steps[i]]
+        inside = any(truth[int(e["t_start"]) : int(e["t_end"]), i].any() for e in announced)
+        if spans:
+            assert when.startswith(f"{int(spans[0].start // 60):02d}:")
+            assert said == ("\u2713 hit" if inside else "\u2717 not announced")
+            assert peak in ("\u2713 hit", "\u2717 miss")
+        else:
+            assert when == "not annotated" and peak == "\u2013"
+            assert said == ("\u2717 announced, not annotated" if announced else "\u2013")
+    assert sum(r[2] != "not annotated" for r in rows) == 6
+    changes = _cells(page, "changes")
+    assert [c[1] for c in changes] == [e["announced"] for e in events if e["announced"]]
+    assert page.count("data:image/png;base64,") == 2 and 'id="summary"' in page
+
+
+def test_replay_lists_the_videos_without_a_uid(htstep_cache):
+    root, cache = htstep_cache
+    out = _cli("--replay", str(cache))
+    assert out.returncode == 0, out.stderr
+    listed = [line.split()[0] for line in out.stdout.splitlines() if line.startswith("  ")]
+    assert listed == [v.uid for v in load_dataset("htstep")[:2]]
+    coin = _cli("--replay", "simulated", "--dataset", "coin")
+    lines = [line for line in coin.stdout.splitlines() if line.startswith("  ")]
+    assert coin.returncode == 0 and len(lines) == len(load_dataset("coin"))
+    assert lines[0].split() == ["xZecGPPhbHE", "K=3", "PutOnHairExtensions"]
+    bare = _cli("--replay")
+    assert bare.returncode == 0
+    for name in ("htstep", "crosstask", "ego4d_goalstep", "coin"):
+        assert f"  {name}: " in bare.stdout
+    above = _cli("--replay", str(root / "scores" / "htstep"), "--", UID)  # a folder above it
+    assert above.returncode == 0 and "status: 283 segments" in above.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["--replay", "{tmp}/missing", "--", UID], ["{tmp}/missing", "simulate"]),
+        (["--replay", "{tmp}", "--", UID], ["no score cache", "simulate", "{tmp}"]),
+        (["--replay", "simulated", "--dataset", "htstep", "--", "no-such-uid"], ["no-such-uid"]),
+        (["--replay", "simulated", "--", "no-such-uid"], ["no-such-uid", "--dataset"]),
+        (["--replay", "{cache}", "--", "-5oTKXr5TNI"], ["-5oTKXr5TNI", "{cache}"]),
+        (["--replay", "{cache}", "--dataset", "coin", "--", UID], ["htstep", "coin"]),
+        (["clip.mp4", "--model", "internvl3-8b"], ["--task"]),
+    ],
+)
+def test_bad_input_is_one_clear_line(args, names, tmp_path, htstep_cache):
+    _, cache = htstep_cache
+    fill = {"tmp": str(tmp_path), "cache": str(cache)}
+    out = _cli(*[a.format(**fill) for a in args])
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr
+    for name in names:
+        assert name.format(**fill) in lines[0]
+    if "missing" in args[1]:  # --debug shows the traceback
+        debug = _cli("--debug", *[a.format(**fill) for a in args])
+        assert debug.returncode == 2 and "Traceback" in debug.stderr
+
+
+def _readme_follow_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Following a live video", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
+    commands = [" ".join(c.split()) for b in blocks for c in b.replace("\\\n", " ").splitlines()]
+    return [c for c in commands if c.startswith("python -m baglm_nb follow")]
+
+
+def test_the_readme_follow_commands_run_as_written(tmp_path):
+    """Each README follow command, in a folder where ``simulate`` wrote data/cache (as
+    ``make data`` does); a command that needs model weights is only parsed."""
+    from baglm_nb.apps.cli.main import build_parser
+
+    commands = _readme_follow_commands()
+    assert len(commands) >= 3 and sum("--replay" in c for c in commands) >= 3
+    prepare = [sys.executable, "-m", "baglm_nb", "simulate", "--dataset", "htstep",
+               "--limit", "1", "--cache-root", "data/cache"]  # fmt: skip
+    subprocess.run(prepare, cwd=tmp_path, check=True, capture_output=True, timeout=180)
+    for command in commands:
+        argv = shlex.split(command)[3:]
+        args = build_parser().parse_args(argv)
+        if args.model:
+            continue  # needs weights
+        out = _cli(*argv[1:], cwd=tmp_path)
+        assert out.returncode == 0, f"{command}\n{out.stderr}"
+        for flag in ("--html", "--jsonl"):
+            if flag in argv:
+                assert (tmp_path / argv[argv.index(flag) + 1]).stat().st_size > 0, command
+
+
+def test_a_file_named_by_a_dataset_uid_gets_its_ground_truth(tmp_path):
+    """``--model`` on a file named ``<uid>.mp4`` with ``--dataset``: the annotation is the task
+    and the report shows its ground truth (a tiny random model scores the clip)."""
+    video = load_dataset("coin")[0]
+    clip = tmp_path / f"{video.uid}.mp4"
+    clip.symlink_to(CLIPS / "cup.mp4")
+    report = tmp_path / "report.html"
+    out = _cli(str(clip), "--model", "random-init:internvl", "--dataset", "coin",
+               "--html", str(report))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert f"goal: {video.goal}" in out.stdout and "status: 4 segments" in out.stdout
+    page = report.read_text()
+    assert "(observations: lmm:random-init:internvl)" in page and "RANDOMLY INITIALISED" in page
+    rows = _cells(page, "truth")
+    assert [r[1] for r in rows] == list(video.steps)
+    assert f"followed: coin video {video.uid}" in page

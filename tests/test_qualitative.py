@@ -22,7 +22,9 @@ def test_qualitative_case_with_keyframes(tmp_path):
     fig, case = qualitative_case("coin", video.uid, video_dir=tmp_path, keyframes=2)
     row = case.iloc[0]
     assert row["keyframes"] == 2 and row["source"] == "simulated" and row["task"] == video.goal
-    assert "simulated observations" in fig.texts[0].get_text()
+    assert "simulated observations, not a real model" in fig.title_text
+    assert fig.figure.axes[-2].get_images()[0].get_array().ndim == 3  # the keyframes (RGB)
+    assert fig._repr_png_()[:4] == b"\x89PNG"  # display(fig) shows an image, not "<Figure ...>"
     _, plain = qualitative_case("coin", video.uid)
     assert plain["keyframes"].iloc[0] == 0 and plain["baglm"].iloc[0] == row["baglm"]
     with pytest.raises(KeyError):

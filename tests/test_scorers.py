@@ -108,6 +108,10 @@ def test_shared_prefix_equals_naive(family, scorers, frames, shared_results):
     for a, b in ((shared.vsg, naive.vsg), (shared.progress, naive.progress)):
         _close(a, b, 1e-4)
     _close(shared.next_step, naive.next_step, 1e-4)
+    # both report the seconds of each phase: the shared encoding + prefix, then each kind
+    assert set(shared.timings) == {"shared", "vsg", "prog", "next"}
+    assert set(naive.timings) == {"shared", "vsg", "prog", "next"}
+    assert all(t > 0 for t in shared.timings.values())
 
 
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "internvl"])
@@ -279,6 +283,7 @@ def test_load_scorer_from_local_folder(tmp_path, scorers):
     sc.tokenizer.save_pretrained(folder)
     loaded = load_scorer(str(folder), device="cpu")
     assert loaded.family == "llava_onevision" and loaded.dtype == torch.float32
+    assert loaded.model.config._attn_implementation == "sdpa"
     assert loaded.model_id == str(folder)
     assert loaded.label == RANDOM_INIT  # the mark travels in config.json
     frames = torch.randint(0, 256, (1, 4, 3, 56, 56), dtype=torch.uint8)

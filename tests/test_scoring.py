@@ -159,3 +159,25 @@ def test_killed_run_resumes_without_redoing_videos(tmp_path):
     assert sorted(cache.uids()) == sorted(uids)
     assert {u: os.stat(cache.file(u)).st_mtime_ns for u in first} == stamps
     assert not [p for p in cache.path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_engine_options_errors_are_one_line(tmp_path, capsys):
+    from baglm_nb.apps.cli.main import main
+
+    ann = write_annotations(tmp_path / "ann", ["cup"])
+    rc = main(["score", "--dataset", "coin", "--video-dir", str(CLIPS), "--model",
+               "random-init:internvl", "--annotations", str(ann), "--cache-root",
+               str(tmp_path / "cache"), "--engine", "ray", "--workers", "0"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err == ["error: workers must be >= 1, got 0"]
+    rc = main(["deps", "--dataset", "htstep", "--backend", "openai", "--model", "m",
+               "--engine", "ray", "--cache-root", str(tmp_path), "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err == ["error: --engine ray runs local models; the openai back-end has "
+                               "--concurrency"]  # fmt: skip
+
+
+def test_a_loaded_scorer_cannot_go_to_ray_workers(tmp_path, scorer):
+    with pytest.raises(ValueError, match="loads the model in each worker"):
+        score_dataset("coin", CLIPS, scorer, root=tmp_path, engine="ray", show_progress=False,
+                      videos=load_dataset("coin")[:1])  # fmt: skip

@@ -135,3 +135,20 @@ def test_simulated_dependency_settings():
         sources.dependencies("noisy-oracle:lots", "htstep")
     with pytest.raises(ValueError, match=r"level must be in \[0, 1\]"):
         sources.dependencies("noisy-oracle:2", "htstep")
+
+
+def test_a_folder_above_one_score_cache_names_it(shuffled_cache, tmp_path):
+    videos, folder = shuffled_cache
+    above = folder.parent.parent  # .../scores/crosstask/simulated
+    assert sources.score_cache_folder(above) == folder
+    assert sources.observations("crosstask", str(above), limit=2).uids() == [
+        v.uid for v in videos[:2]
+    ]
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        sources.score_cache_folder(tmp_path / "missing")
+    with pytest.raises(ValueError, match="no score cache in it or below it.*simulate"):
+        sources.score_cache_folder(tmp_path)
+    write_simulated_cache("coin", tmp_path / "two", videos=load_dataset("coin")[:1])
+    write_simulated_cache("crosstask", tmp_path / "two", videos=videos[:1])
+    with pytest.raises(ValueError, match="holds 2 score caches"):
+        sources.score_cache_folder(tmp_path / "two")

@@ -6,6 +6,7 @@ Only correctness is asserted here; the recompute latency is measured by
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from pathlib import Path
@@ -83,17 +84,104 @@ def test_filter_controls_change_the_beliefs(explorer):
     np.testing.assert_array_equal(explorer.result.beliefs, base)
 
 
-def test_dependency_threshold(explorer):
-    assert explorer.threshold.disabled
-    base = explorer.result.beliefs
-    explorer.binarise.value = True
-    assert not explorer.threshold.disabled
-    np.testing.assert_array_equal(explorer.result.beliefs, base)  # oracle D is already 0/1
-    explorer.threshold.value = 0.0  # D >= 0 everywhere: every step depends on every step
-    assert not np.array_equal(explorer.result.beliefs, base)
-    explorer.binarise.value = False
-    explorer.threshold.value = 0.5
-    np.testing.assert_array_equal(explorer.result.beliefs, base)
+def test_binarising_a_0_1_dependency_matrix_is_disabled(explorer):
+    """With the oracle D (already 0/1) neither 'binarise D' nor its threshold can change
+    anything: both are disabled, with a tooltip that says why."""
+    assert explorer.binarise.disabled and explorer.threshold.disabled
+    assert "already 0/1" in explorer.binarise.tooltip and "oracle" in explorer.binarise.tooltip
+    assert "already 0/1" in explorer._labels["threshold"].value
+    video = explorer._by_uid[explorer.video.value]
+    base = compute_video(video).beliefs
+    for t in np.arange(0.05, 1.01, 0.05):  # the slider's whole range
+        np.testing.assert_array_equal(compute_video(video, threshold=float(t)).beliefs, base)
+
+
+@pytest.fixture(scope="module")
+def soft_explorer() -> Explorer:
+    """HT-Step with a soft D (the oracle chain at 0.8, 0.3 elsewhere below the diagonal)."""
+    videos = load_dataset("htstep")[:2]
+    soft = {}
+    for v in videos:
+        d = 0.8 * oracle_dependency(v)
+        d[np.tril_indices(v.num_steps, -1)] = np.maximum(d[np.tril_indices(v.num_steps, -1)], 0.3)
+        soft[v.uid] = d
+    return Explorer(["htstep"], deps={"htstep": soft}, max_videos=2)
+
+
+def test_dependency_threshold_with_a_soft_matrix(soft_explorer):
+    ex = soft_explorer
+    assert not ex.binarise.disabled and ex.threshold.disabled
+    assert "tick 'binarise D'" in ex.threshold.tooltip
+    base = ex.result.beliefs
+    ex.binarise.value = True
+    assert not ex.threshold.disabled and ex.threshold.tooltip.startswith("The threshold")
+    at_half = ex.result.beliefs  # 0.8 -> 1, 0.3 -> 0: the oracle chain
+    assert not np.array_equal(at_half, base)
+    ex.threshold.value = 0.25  # 0.3 -> 1 as well
+    assert not np.array_equal(ex.result.beliefs, at_half)
+    ex.threshold.value = 0.9  # nothing reaches 0.9: D = 0, the transition cannot matter
+    assert ex.transition.disabled and "D = 0" in ex.transition.tooltip
+    assert ex.prior.disabled
+    ex.threshold.value = 0.5
+    ex.binarise.value = False
+    assert not ex.transition.disabled and ex.threshold.disabled
+    np.testing.assert_array_equal(ex.result.beliefs, base)
+
+
+def test_no_dependencies_disable_the_controls_that_need_them():
+    ex = Explorer(["coin"], deps="none", max_videos=2)
+    for name in ("transition", "prior", "binarise", "threshold"):
+        assert ex.controls[name].disabled, name
+    assert "D = 0" in ex.transition.tooltip
+    video = ex._by_uid[ex.video.value]
+    base = compute_video(video, deps="none").beliefs
+    for transition in ("static", "readiness", "validity"):
+        for prior in ("uniform", "propagated"):
+            other = compute_video(video, deps="none", transition=transition, prior=prior)
+            np.testing.assert_allclose(other.beliefs, base, atol=1e-12)
+
+
+def test_one_second_segments_disable_the_stepping(explorer):
+    explorer.segment_duration.value = 1
+    assert explorer.stepping.disabled and "1-s segments" in explorer.stepping.tooltip
+    video = explorer._by_uid[explorer.video.value]
+    params = SimulationParams(segment_duration=1)
+    a = compute_video(video, params=params, stepping="second").beliefs
+    np.testing.assert_array_equal(
+        compute_video(video, params=params, stepping="segment").beliefs, a
+    )
+    explorer.segment_duration.value = 2
+    assert not explorer.stepping.disabled
+
+
+def test_every_control_has_a_tooltip_and_a_label(explorer):
+    for name, widget in explorer.controls.items():
+        label = explorer._labels[name].value
+        assert widget.tooltip and widget.tooltip != "null", name
+        assert f'title="{html.escape(widget.tooltip, quote=True)}"' in label, name
+        assert "null" not in label
+    assert len(set(explorer.controls)) == 10
+
+
+def test_every_enabled_control_changes_the_plot_or_the_recall(explorer):
+    """What the browser test checks, in Python: each enabled control has an effect."""
+    alternatives = {
+        "transition": "static",
+        "prior": "propagated",
+        "stepping": "segment",
+        "view": "lines",
+        "signal": 3.0,
+        "segment": 3,
+    }
+    for name, widget in explorer.controls.items():
+        if widget.disabled or name in ("dataset", "video"):
+            continue
+        before = (explorer.image.value, explorer.recall.value)
+        old = widget.value
+        widget.value = alternatives[name]
+        assert (explorer.image.value, explorer.recall.value) != before, name
+        widget.value = old
+    assert explorer.view.value == "heatmap" and explorer._plot.style == "heatmap"
 
 
 def test_segment_duration_and_dataset_switch(explorer):
@@ -117,6 +205,7 @@ def test_cached_source_disables_the_simulation_sliders():
     matrices = {v.uid: oracle_dependency(v) for v in load_dataset("coin")[:3]}
     ex = Explorer(["coin", "htstep"], scores={"coin": obs}, deps={"coin": matrices}, max_videos=3)
     assert ex.signal.disabled and ex.segment_duration.disabled
+    assert "cached scores (simulated)" in ex.signal.tooltip
     assert "D = matrices" in ex.status.value
     before = ex.result.beliefs
     ex.signal.value = 3.0  # no effect on cached scores

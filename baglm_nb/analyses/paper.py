@@ -138,8 +138,10 @@ def paper_model(source: str) -> str:
     """The LMM key of :data:`PAPER_LOCALIZATION` for an observation label.
 
     ``"simulated"`` maps to InternVL2.5-8B (the simulation is calibrated to its R@1);
-    ``"<source>:<model>"`` to the model, through a few aliases; unknown models map to themselves.
+    ``"<source>:<model>"`` (optionally followed by ``", <precision>"``) to the model, through
+    a few aliases; unknown models map to themselves.
     """
+    source = source.split(",", 1)[0]  # drop a recorded precision ("..., float32-published")
     if source == "simulated":
         return "internvl2.5-8b"
     model = source.split(":", 1)[1] if ":" in source else source

@@ -1,10 +1,7 @@
 """Figures: small matplotlib functions that take tables and return a Figure.
 
-Besides the table plots, :class:`BeliefFigure` draws one video's ground-truth step bands above
-BaGLM's and the off-the-shelf model's step probabilities over time, and can replace its curves
-in place (``set_data`` on the existing artists) and render a PNG quickly: the widget explorer
-(:mod:`baglm_nb.apps.widgets`) and notebook ``08_qualitative`` both use it. Keyframes come from the
-video file, decoded with torchcodec (:func:`baglm_nb.inputs.video.frames_at`).
+The belief views of one video (:class:`BeliefFigure`, :func:`belief_figure`,
+:func:`keyframe_times`) live in :mod:`baglm_nb.analyses.belief_views` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -15,19 +12,18 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
-import io  # noqa: E402
 import textwrap  # noqa: E402
-from collections.abc import Mapping, Sequence  # noqa: E402
+from collections.abc import Mapping  # noqa: E402
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import FuncFormatter, MaxNLocator, ScalarFormatter  # noqa: E402
 
-from baglm_nb.inputs.datasets import Video  # noqa: E402
-from baglm_nb.inputs.grid import ground_truth  # noqa: E402
+from baglm_nb.analyses.belief_views import (  # noqa: E402
+    BeliefFigure,
+    belief_figure,
+    keyframe_times,
+)
 
 __all__ = [
     "SLOTS_ONLY",
@@ -44,9 +40,6 @@ __all__ = [
     "timing_bars",
     "violation_lines",
 ]
-
-#: Above this many steps the belief panels are heatmaps instead of one line per step.
-MAX_LINE_STEPS = 12
 
 #: What :func:`results_bars` writes where a slot row (no workbench number) would have its bar.
 SLOT_TEXT = "slot: not computed"
@@ -339,282 +332,3 @@ def timing_bars(summary: pd.DataFrame, title: str, segment_duration: float = 2.0
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
-
-
-# ------------------------------------------------------------------------------------------
-# belief plots
-
-
-def _mmss(x: float, _pos=None) -> str:
-    x = max(float(x), 0.0)
-    return f"{int(x // 60):02d}:{int(x % 60):02d}"
-
-
-def _step_colours(k: int) -> np.ndarray:
-    cmap = matplotlib.colormaps["tab20" if k > 10 else "tab10"]
-    n = 20 if k > 10 else 10
-    return np.array([cmap(i % n) for i in range(k)])
-
-
-def _short(text: str, width: int = 32) -> str:
-    return text if len(text) <= width else text[: width - 1] + "\u2026"
-
-
-def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
-    """(start, length) of the runs of True in a 1-D boolean array."""
-    padded = np.concatenate([[False], mask, [False]]).astype(np.int8)
-    edges = np.flatnonzero(np.diff(padded))
-    return [(int(a), int(b - a)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
-
-
-def _label(ax, text: str, *, x: bool = False, y: bool = False):
-    """A panel title (default), x label or y label at a fixed place; returns the Text.
-
-    Fixed-position texts instead of ``set_title``/``set_xlabel``/``set_ylabel``: those are
-    placed by measuring every tick label, which dominates the cost of a full redraw.
-    """
-    kw = {"transform": ax.transAxes, "fontsize": 8}
-    if y:
-        return ax.text(-0.045, 0.5, text, rotation=90, ha="right", va="center", **kw)
-    if x:
-        return ax.text(0.5, -0.24, text, ha="center", va="top", **kw)
-    return ax.text(0.0, 1.03, text, ha="left", va="bottom", **kw)
-
-
-class BeliefFigure:
-    """Ground-truth step bands above BaGLM's and the off-the-shelf model's step probabilities.
-
-    The axes are built once; :meth:`set_video` swaps in another video (ground truth, step
-    labels, one artist per curve), :meth:`update` replaces the curves in place (``set_ydata``
-    for lines, ``set_data`` for heatmaps) and :meth:`png` renders the figure with the Agg
-    canvas, so moving a slider costs one render of the curves.
-
-    Parameters
-    ----------
-    video : Video
-        The annotated video (its steps and ground truth).
-    num_rows : int
-        T, the number of per-second rows of the beliefs that :meth:`update` will receive.
-    style : {"auto", "lines", "heatmap"}
-        One line per step, or a step x time heatmap; ``"auto"`` uses lines up to
-        :data:`MAX_LINE_STEPS` steps.
-    figsize, dpi
-        Figure size in inches and resolution of :meth:`png`.
-    keyframes : sequence of (float, array), optional
-        ``(time_s, (H, W, 3) uint8 image)`` pairs shown in a row above the panels, with dashed
-        markers at their times.
-    blit : bool
-        Render the static parts (axes, ticks, ground truth, title) once per video and redraw
-        only the curves in :meth:`png` (for the widget). A blitted figure's curves are
-        *animated* artists, which ``savefig`` leaves out: use ``blit=False`` to save figures.
-    """
-
-    PANELS = ("baglm", "off_the_shelf")
-    NAMES = {"baglm": "BaGLM", "off_the_shelf": "off-the-shelf LMM"}
-
-    def __init__(
-        self,
-        video: Video,
-        num_rows: int,
-        *,
-        style: str = "auto",
-        figsize: tuple[float, float] = (10.0, 6.0),
-        dpi: float = 80,
-        keyframes: Sequence[tuple[float, np.ndarray]] | None = None,
-        blit: bool = False,
-    ) -> None:
-        if style not in ("auto", "lines", "heatmap"):
-            raise ValueError(f"style must be 'auto', 'lines' or 'heatmap', got {style!r}")
-        self.requested_style, self.dpi, self.blit = style, dpi, blit
-        self.figure = Figure(figsize=figsize, dpi=dpi)
-        FigureCanvasAgg(self.figure)
-        self._keyframes = list(keyframes or [])
-        n_top = 1 if self._keyframes else 0
-        self._grid = self.figure.add_gridspec(3 + n_top, max(len(self._keyframes), 1))
-        gt_ax = self.figure.add_subplot(self._grid[n_top, :])
-        self.axes = {
-            "gt": gt_ax,
-            "baglm": self.figure.add_subplot(self._grid[n_top + 1, :], sharex=gt_ax),
-            "off_the_shelf": self.figure.add_subplot(self._grid[n_top + 2, :], sharex=gt_ax),
-        }
-        _label(gt_ax, "ground truth")
-        gt_ax.tick_params(labelsize=6, labelbottom=False)
-        gt_ax.grid(axis="x", lw=0.3)
-        self._ylabels = {"gt": _label(gt_ax, "", y=True)}
-        for key in self.PANELS:
-            ax = self.axes[key]
-            _label(ax, self.NAMES[key])
-            self._ylabels[key] = _label(ax, "", y=True)
-            ax.tick_params(labelsize=7)
-        self.axes["baglm"].tick_params(labelbottom=False)
-        bottom = self.axes["off_the_shelf"]
-        bottom.xaxis.set_major_locator(MaxNLocator(8))
-        bottom.xaxis.set_major_formatter(FuncFormatter(_mmss))
-        _label(bottom, "time (mm:ss)", x=True)
-        self.title = self.figure.suptitle("", fontsize=9)
-        self._gt_artists: list = []
-        self.artists: dict[str, list] = {key: [] for key in self.PANELS}
-        self._background = None
-        self.video: Video | None = None
-        self.set_video(video, num_rows)
-        if self._keyframes:
-            self._draw_keyframes(self._keyframes)
-
-    # -- content ---------------------------------------------------------------------------
-
-    def set_video(self, video: Video, num_rows: int) -> None:
-        """Show another video (or the same one with another row count); curves start at 0."""
-        k = video.num_steps
-        self.video, self.num_rows = video, int(num_rows)
-        style = self.requested_style
-        self.style = ("lines" if k <= MAX_LINE_STEPS else "heatmap") if style == "auto" else style
-        for artist in self._gt_artists + [a for arts in self.artists.values() for a in arts]:
-            artist.remove()
-        n_top = 1 if self._keyframes else 0
-        self._grid.set_height_ratios([1.3] * n_top + [max(1.0, 0.09 * min(k, 30)), 1.4, 1.4])
-        colours = _step_colours(k)
-        self._gt_artists = self._draw_ground_truth(colours)
-        t = np.arange(self.num_rows) + 0.5
-        for key in self.PANELS:
-            ax = self.axes[key]
-            if self.style == "lines":
-                zeros = np.zeros(self.num_rows)
-                self.artists[key] = [
-                    ax.plot(t, zeros, color=colours[i], lw=1.0)[0] for i in range(k)
-                ]
-                ax.set_ylim(-0.02, 1.02)
-                ax.set_yticks([0.0, 0.5, 1.0])
-                self._ylabels[key].set_text("P(step)")
-            else:
-                img = ax.imshow(
-                    np.zeros((k, self.num_rows)),
-                    aspect="auto",
-                    vmin=0.0,
-                    vmax=1.0,
-                    cmap="viridis",
-                    interpolation="nearest",
-                    extent=(0, self.num_rows, k - 0.5, -0.5),
-                )
-                self.artists[key] = [img]
-                ax.set_ylim(k - 0.5, -0.5)
-                ax.yaxis.set_major_locator(MaxNLocator(4, integer=True))
-                self._ylabels[key].set_text("step")
-            if self.blit:
-                for artist in self.artists[key]:
-                    artist.set_animated(True)
-        self.axes["gt"].set_xlim(0, max(self.num_rows, 1))
-        self.figure.subplots_adjust(
-            left=0.24 if k <= 30 else 0.07, right=0.98, top=0.9, bottom=0.09, hspace=0.35
-        )
-        self._background = None
-
-    def _draw_ground_truth(self, colours: np.ndarray) -> list:
-        ax, video = self.axes["gt"], self.video
-        k = video.num_steps
-        y = ground_truth(video, self.num_rows)[:, :k]
-        artists = []
-        for i in range(k):
-            runs = _runs(y[:, i])
-            if runs:
-                artists.append(ax.broken_barh(runs, (i - 0.4, 0.8), facecolors=colours[i]))
-        ax.set_ylim(k - 0.5, -0.5)
-        if k <= 30:
-            ax.set_yticks(range(k), [_short(s) for s in video.steps], fontsize=6)
-            for label, colour in zip(ax.get_yticklabels(), colours, strict=True):
-                label.set_color(colour)
-            self._ylabels["gt"].set_text("")
-        else:
-            ax.yaxis.set_major_locator(MaxNLocator(6, integer=True))
-            ax.yaxis.set_major_formatter(ScalarFormatter())
-            for label in ax.get_yticklabels():
-                label.set_color("black")
-            self._ylabels["gt"].set_text("step")
-        return artists
-
-    def _draw_keyframes(self, keyframes) -> None:
-        for i, (time_s, image) in enumerate(keyframes):
-            ax = self.figure.add_subplot(self._grid[0, i])
-            ax.imshow(image)
-            ax.set_axis_off()
-            ax.set_title(_mmss(time_s), fontsize=7)
-            for key in ("gt", *self.PANELS):
-                self.axes[key].axvline(time_s, color="black", ls="--", lw=0.8)
-
-    def update(self, baglm: np.ndarray, off_the_shelf: np.ndarray, title: str = "") -> None:
-        """Replace the curves with new (T, K+1) beliefs and scores (the none column is unused)."""
-        k = self.video.num_steps
-        for key, values in (("baglm", baglm), ("off_the_shelf", off_the_shelf)):
-            v = np.asarray(values, dtype=np.float64)
-            if v.shape != (self.num_rows, k + 1):
-                raise ValueError(f"{key} must be ({self.num_rows}, {k + 1}), got {v.shape}")
-            if self.style == "lines":
-                for i, line in enumerate(self.artists[key]):
-                    line.set_ydata(v[:, i])
-            else:
-                self.artists[key][0].set_data(v[:, :k].T)
-        if title != self.title.get_text():
-            self.title.set_text(title)
-            self._background = None
-
-    def png(self) -> bytes:
-        """The figure as PNG bytes (Agg); with ``blit`` only the curves are redrawn."""
-        buf = io.BytesIO()
-        if not self.blit:
-            self.figure.canvas.print_png(buf)
-            return buf.getvalue()
-        from PIL import Image
-
-        canvas = self.figure.canvas
-        if self._background is None:
-            canvas.draw()  # everything but the animated curves
-            self._background = canvas.copy_from_bbox(self.figure.bbox)
-        else:
-            canvas.restore_region(self._background)
-        for key in self.PANELS:
-            for artist in self.artists[key]:
-                self.axes[key].draw_artist(artist)
-        rgba = np.asarray(canvas.buffer_rgba())
-        Image.fromarray(rgba[..., :3]).save(buf, format="png", compress_level=1)
-        return buf.getvalue()
-
-
-def belief_figure(
-    video: Video,
-    baglm: np.ndarray,
-    off_the_shelf: np.ndarray,
-    *,
-    title: str = "",
-    keyframes: Sequence[tuple[float, np.ndarray]] | None = None,
-    style: str = "auto",
-) -> Figure:
-    """A :class:`BeliefFigure` for one video, filled in; returns the matplotlib Figure."""
-    k = video.num_steps
-    height = 4.6 + 0.08 * min(k, 30) + (1.6 if keyframes else 0.0)
-    plot = BeliefFigure(
-        video, np.shape(baglm)[0], style=style, figsize=(11, height), dpi=100, keyframes=keyframes
-    )
-    plot.update(baglm, off_the_shelf, title)
-    return plot.figure
-
-
-def keyframe_times(baglm: np.ndarray, off_the_shelf: np.ndarray, n: int = 4) -> list[float]:
-    """``n`` times (s) worth a keyframe: where BaGLM's top step differs from the LMM's.
-
-    Rows where the two argmaxes disagree are split into ``n`` equal chunks and each chunk's
-    middle row is taken; with fewer disagreeing rows than ``n`` (or none), evenly spaced
-    times fill up. Returns sorted times at row centres (``row + 0.5``).
-    """
-    t = np.shape(baglm)[0]
-    if t == 0 or n < 1:
-        return []
-    differ = np.flatnonzero(np.argmax(baglm, axis=1) != np.argmax(off_the_shelf, axis=1))
-    rows: list[int] = []
-    if len(differ):
-        rows = [int(c[len(c) // 2]) for c in np.array_split(differ, min(n, len(differ)))]
-    even = [int((i + 0.5) * t / n) for i in range(n)]
-    for r in even:
-        if len(rows) >= n:
-            break
-        if all(abs(r - q) > t / (2 * n) for q in rows):
-            rows.append(r)
-    return sorted(r + 0.5 for r in rows[:n])

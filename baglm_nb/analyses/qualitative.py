@@ -1,6 +1,7 @@
 """Qualitative belief plots behind notebook 08 (Fig. qualitative): one video at a time.
 
-Exports :func:`qualitative_case`: the video's belief figure and a one-row table of its per-video
+Exports :func:`qualitative_case`: the video's belief views
+(:class:`~baglm_nb.analyses.belief_views.BeliefFigure`) and a one-row table of its per-video
 R@1 (BaGLM and the off-the-shelf model) with its (video, step) items
 (:mod:`baglm_nb.analyses.tables`); stack the rows of several videos with
 :func:`~baglm_nb.analyses.tables.concat_tables`.
@@ -32,22 +33,25 @@ def qualitative_case(
     deps: Any = "oracle",
     video_dir: str | os.PathLike | None = None,
     keyframes: int = 4,
+    style: str = "auto",
 ) -> tuple[Any, pd.DataFrame]:
-    """One video's belief plot (Fig. qualitative) and its row.
+    """One video's belief views (Fig. qualitative) and its row.
 
     Observations come from ``scores[dataset]`` when given, else the simulation; ``deps`` is a
     deps setting (``"none"`` when it has no source for ``dataset``). Keyframes are decoded from
-    ``<video_dir>/<uid>.<ext>`` at the times :func:`~baglm_nb.analyses.plots.keyframe_times`
-    picks, when that file exists.
+    ``<video_dir>/<uid>.<ext>`` at the times
+    :func:`~baglm_nb.analyses.belief_data.keyframe_times` picks, when that file exists.
+    ``style`` is the panels' style (:class:`~baglm_nb.analyses.belief_views.BeliefFigure`).
 
     Returns
     -------
-    (Figure, DataFrame)
-        The figure and a one-row table ``dataset, video, task, K, baglm, off_the_shelf,
-        keyframes, source`` (per-video R@1 in percent: the flat mean over the video's
-        evaluable steps) with the video's pairs of both methods as items.
+    (BeliefFigure, DataFrame)
+        The figure (it displays as a PNG in a notebook; save it with
+        :func:`~baglm_nb.analyses.plots.save_figure`) and a one-row table ``dataset, video,
+        task, K, baglm, off_the_shelf, keyframes, source`` (per-video R@1 in percent: the flat
+        mean over the video's evaluable steps) with the video's pairs of both methods as items.
     """
-    from baglm_nb.analyses.plots import belief_figure, keyframe_times
+    from baglm_nb.analyses.belief_views import belief_figure, keyframe_times
     from baglm_nb.inputs.video import find_video_file, frames_at
 
     video = next((v for v in load_dataset(dataset) if v.uid == uid), None)
@@ -63,7 +67,8 @@ def qualitative_case(
     frames = frames_at(path, keyframe_times(beliefs, raw, keyframes)) if path else None
     name = DATASET_NAMES.get(dataset, dataset)
     what = f"{name} {uid}: {video.goal}"
-    fig = belief_figure(video, beliefs, raw, title=title_for(what, obs.label), keyframes=frames)
+    title = title_for(what, obs.label)
+    fig = belief_figure(video, beliefs, raw, title=title, keyframes=frames, style=style)
     runs = {"baglm": beliefs, "off_the_shelf": raw}
     hits = {key: pair_hits(dataset, {uid: rows}, [video]) for key, rows in runs.items()}
     r1 = {k: round(float(h["hit"].mean() * 100), 1) if len(h) else np.nan for k, h in hits.items()}

@@ -285,6 +285,7 @@ class TableBuilder:
 def title_for(what: str, source: str, table: pd.DataFrame | None = None) -> str:
     """A table or figure title that names the observation source (and says ``simulated``).
 
+    ``source`` is an observations label, possibly ending in its precision (``", float64"``).
     With ``table``, the dependency sources of its ``D`` column (those used) are named too,
     e.g. ``D: simulated-llm:llama, oracle``.
     """
@@ -292,8 +293,10 @@ def title_for(what: str, source: str, table: pd.DataFrame | None = None) -> str:
         used = [str(d) for d in dict.fromkeys(table["D"]) if pd.notna(d) and d != NOT_USED]
         if used:
             what = f"{what}; D: {', '.join(used)}"
-    if source == "simulated":
-        return f"{what} (simulated observations, not a real model)"
+    base, _, precision = source.partition(", ")
+    if base == "simulated":
+        extra = f", {precision}" if precision else ""
+        return f"{what} (simulated observations, not a real model{extra})"
     return f"{what} (observations: {source})"
 
 

@@ -245,6 +245,11 @@ class OnlineGrounder:
         is applied ``segment_duration`` times, with ``"segment"`` once.
     threshold, patience
         Hysteresis of the announced step.
+    source : str
+        What the estimates come from, e.g. ``"replay of simulated scores"`` (in each estimate).
+    label : str
+        The observation source label for titles (``"simulated"``, ``"lmm:<model>"``);
+        default: ``source``.
     """
 
     def __init__(
@@ -261,6 +266,7 @@ class OnlineGrounder:
         threshold: float = 0.5,
         patience: int = 2,
         source: str = "",
+        label: str = "",
     ) -> None:
         if stepping not in ("second", "segment"):
             raise ValueError(f"stepping must be 'second' or 'segment', got {stepping!r}")
@@ -280,7 +286,7 @@ class OnlineGrounder:
         self._repeats = self.segment_duration if stepping == "second" else 1
         self._names = (*self.steps, NONE_LABEL)
         self.hysteresis = Hysteresis(threshold, patience)
-        self.source = source
+        self.source, self.label = source, label or source
         self.segment = 0
         k = len(self.steps)  # warm the compiled kernel now, not on the first live segment
         self.state.step(np.full(k + 1, 1.0), np.full((k, 10), 0.1))

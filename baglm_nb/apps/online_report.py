@@ -1,6 +1,12 @@
-"""A single self-contained HTML report of an online run: timeline, beliefs, latency.
+"""A single self-contained HTML report of an online run: ground truth, beliefs, latency.
 
-Figures are embedded as base64 PNG, so the file can be mailed or opened offline.
+The title names the observation source, and simulated scores get a banner that says so. For a
+dataset video (a replay, or a file named by its uid) the report shows the ground truth: each
+annotated step, whether it was announced inside its annotation and whether BaGLM's peak belief
+hits it (R@1), the announcements of steps that are not annotated, and the belief views of
+:class:`~baglm_nb.analyses.belief_views.BeliefFigure` (heatmap with the annotation outlined,
+top-state and announced-step strips beside the ground truth). Figures are embedded as base64
+PNG, so the file can be mailed or opened offline.
 """
 
 from __future__ import annotations
@@ -14,59 +20,71 @@ from pathlib import Path
 
 import numpy as np
 
+from baglm_nb.analyses.belief_data import announced_status, peak_hits
+from baglm_nb.analyses.belief_legend import STATUS_TEXT, mmss, when_annotated
+from baglm_nb.analyses.belief_views import BeliefFigure, step_colours
 from baglm_nb.apps.online import Estimate, median_p99
+from baglm_nb.inputs.datasets import Video
+from baglm_nb.inputs.grid import ground_truth, per_second
 from baglm_nb.stores.atomic import atomic_write_text
 
 __all__ = ["render_html", "write_html_report"]
+
+STYLE = (
+    "body{font-family:sans-serif;max-width:1150px;margin:2em auto;color:#222}img{max-width:100%}"
+    "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;"
+    "text-align:left;vertical-align:top}td:first-child{white-space:nowrap}.hit{background:#d9f0d3;color:#1a6b30}"
+    ".miss{background:#fbdcd5;color:#a52a1a}.na{color:#888}"
+    ".banner{padding:.6em 1em;border-radius:4px;font-weight:bold}"
+    ".simulated{background:#fff3cd;border:2px solid #e0a800}.real{background:#e7f1fb;"
+    "border:1px solid #7aa7d6}"
+)
+
+
+#: How to read the belief figure (its legend is the steps table above it).
+READING = (
+    "Top: BaGLM's belief in each step and in none over time (darker: more probable); orange "
+    "outlines: the annotated intervals; white dot / red cross: each annotated step's highest "
+    "belief inside / outside its annotation (R@1 hit / miss). Strips: the ground truth, the top "
+    "state at every second, the step announced after hysteresis, each with right (green) / wrong "
+    "(red) under it; numbers are the step numbers of the table."
+)
 
 
 def _png(fig) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format="png", dpi=100)
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _figures(estimates: Sequence[Estimate], steps: Sequence[str]) -> dict[str, str]:
+def _rows(estimates: Sequence[Estimate], steps: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-second beliefs (T, K+1) and announced states (T,) (K: none or nothing yet)."""
+    d = int(round(estimates[0].t_end - estimates[0].t_start)) or 1
+    index = {name: i for i, name in enumerate(steps)}
+    said = np.array([index.get(e.current, len(steps)) for e in estimates], dtype=np.int64)
+    beliefs = np.stack([e.belief for e in estimates])
+    return per_second(beliefs, d), per_second(said, d)
+
+
+def _belief_view(beliefs, said, steps, video: Video | None, title: str) -> str:
+    plot = BeliefFigure(video if video else steps, len(beliefs), panels=("baglm",),
+                        announced=True, legend=False, dpi=100)  # fmt: skip
+    plot.update(beliefs, title=title, announced=said)
+    buf = io.BytesIO()
+    plot.savefig(buf, format="png", dpi=100)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _latency_plot(estimates: Sequence[Estimate]) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     t = np.array([e.t_start for e in estimates])
-    beliefs = np.stack([e.belief for e in estimates])
-    names = list(steps) + ["none"]
-    cmap = plt.get_cmap("tab20")
-    colors = [cmap(i % 20) for i in range(len(names))]
-    colors[-1] = (0.6, 0.6, 0.6, 1.0)
-    out = {}
-
-    fig, ax = plt.subplots(figsize=(10, 1.6 + 0.18 * len(names)))
-    current = [e.current for e in estimates]
-    for i, name in enumerate(names):
-        mask = np.array([c == name for c in current])
-        if mask.any():
-            ax.broken_barh([(ti, e.t_end - e.t_start) for ti, e, m in
-                            zip(t, estimates, mask, strict=False) if m],
-                           (i - 0.4, 0.8), color=colors[i])  # fmt: skip
-    ax.set_yticks(range(len(names)), [n[:40] for n in names], fontsize=7)
-    ax.set_xlabel("time (s)")
-    ax.set_title("announced step (after hysteresis)", fontsize=9)
-    fig.tight_layout()
-    out["timeline"] = _png(fig)
-
-    fig, ax = plt.subplots(figsize=(10, 3.2))
-    for i, name in enumerate(names):
-        ax.plot(t, beliefs[:, i], color=colors[i], lw=1.2, label=name[:40])
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("belief")
-    ax.legend(fontsize=6, ncol=3, loc="upper right")
-    fig.tight_layout()
-    out["beliefs"] = _png(fig)
-
     fig, ax = plt.subplots(figsize=(10, 2.4))
     bottom = np.zeros(len(estimates))
     for part in ("decode", "score", "filter"):
@@ -77,49 +95,162 @@ def _figures(estimates: Sequence[Estimate], steps: Sequence[str]) -> dict[str, s
     ax.set_ylabel("latency (ms)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    out["latency"] = _png(fig)
-    return out
+    return _png(fig)
+
+
+def _cell(state: str, text: str | None = None) -> str:
+    """A table cell coloured by its outcome (``STATUS_TEXT`` keys), with its text."""
+    css = "hit" if state == "hit" else "na" if state == "-" else "miss"
+    return f'<td class="{css}">{html.escape(text or STATUS_TEXT[state])}</td>'
+
+
+def _swatch(colour) -> str:
+    r, g, b = (int(round(255 * c)) for c in colour[:3])
+    return f'<span style="color:rgb({r},{g},{b})">\u25a0</span>'
+
+
+def _steps_table(steps: Sequence[str]) -> str:
+    """The task's steps (number, colour in the figure, text) when there is no ground truth."""
+    colours = step_colours(len(steps))
+    rows = "".join(f"<tr><td>{_swatch(colours[i])} {i + 1}</td><td>{html.escape(s)}</td></tr>"
+                   for i, s in enumerate(steps))  # fmt: skip
+    return f'<table id="steps"><tr><th>#</th><th>step</th></tr>{rows}</table>'
+
+
+def _truth_table(video: Video, beliefs: np.ndarray, said: np.ndarray) -> tuple[str, str]:
+    """The per-step table and the one-line summary of hits and misses."""
+    said_status = announced_status(video, said)
+    peaks = {s: ("hit" if h else "miss") for s, (_, h) in peak_hits(video, beliefs).items()}
+    colours = step_colours(video.num_steps)
+    rows = []
+    for i, step in enumerate(video.steps):
+        rows.append(f"<tr><td>{_swatch(colours[i])} {i + 1}</td><td>{html.escape(step)}</td>"
+                    f"<td>{html.escape(when_annotated(video, i, most=4))}</td>"
+                    f"{_cell(said_status[i])}{_cell(peaks.get(i, '-'))}</tr>")  # fmt: skip
+    table = (
+        '<table id="truth"><tr><th>#</th><th>step</th><th>annotated (mm:ss)</th>'
+        "<th>announced inside its annotation</th><th>BaGLM R@1 (peak belief inside)</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+    annotated = [s for s, v in said_status.items() if v in ("hit", "missed")]
+    hits = sum(said_status[s] == "hit" for s in annotated)
+    false = sum(v == "false" for v in said_status.values())
+    r1 = sum(v == "hit" for v in peaks.values())
+    summary = (
+        f"Ground truth: {len(annotated)} annotated steps. Announced inside their annotation: "
+        f"{hits} of {len(annotated)} (missed: {len(annotated) - hits}). Announced steps that "
+        f"are not annotated in this video: {false}. BaGLM R@1 on this video: {r1} of "
+        f"{len(peaks)} steps."
+    )
+    return table, summary
+
+
+def _changes(estimates: Sequence[Estimate], steps: Sequence[str], video: Video | None) -> str:
+    index = {name: i for i, name in enumerate(steps)}
+    truth = ground_truth(video, int(estimates[-1].t_end) + 1) if video else None
+    rows = []
+    for e in estimates:
+        if not e.announced:
+            continue
+        cell = ""
+        if truth is not None:
+            row = truth[min(int(e.t_start), len(truth) - 1)]
+            state = index.get(e.announced, len(steps))
+            right = row[state] if state < len(steps) else not row[: len(steps)].any()
+            if state < len(steps):
+                said = "\u2713 annotated then" if right else "\u2717 not annotated then"
+            else:
+                said = "\u2713 no step annotated then" if right else "\u2717 a step was annotated"
+            cell = _cell("hit" if right else "miss", said)
+        rows.append(f"<tr><td>{mmss(e.t_start)}</td><td>{html.escape(e.announced)}</td>"
+                    f"<td>{e.confidence:.2f}</td>{cell}</tr>")  # fmt: skip
+    head = "<th>right?</th>" if truth is not None else ""
+    return (
+        '<table id="changes"><tr><th>time (mm:ss)</th><th>announced step</th>'
+        f"<th>confidence</th>{head}</tr>{''.join(rows)}</table>"
+    )
+
+
+def _source_banner(source: str) -> str:
+    if "simulated" in source:
+        return (
+            '<p id="source" class="banner simulated">Source: '
+            f"{html.escape(source)}. SIMULATED observations: the scores come from the simulated "
+            "observation model (baglm_nb.core.simulate), not from a real LMM; they show how the "
+            "online filter behaves, not how well a model grounds steps.</p>"
+        )
+    if "random-init" in source:
+        return (
+            '<p id="source" class="banner simulated">Source: '
+            f"{html.escape(source)}. A tiny RANDOMLY INITIALISED model: the scores are noise; "
+            "the run shows the mechanics only.</p>"
+        )
+    return f'<p id="source" class="banner real">Source: {html.escape(source)}.</p>'
 
 
 def render_html(
-    estimates: Sequence[Estimate], steps: Sequence[str], *, title: str, note: str = ""
+    estimates: Sequence[Estimate],
+    steps: Sequence[str],
+    *,
+    title: str,
+    note: str = "",
+    video: Video | None = None,
+    source: str = "",
 ) -> str:
-    """The report as one HTML string (figures inline)."""
+    """The report as one HTML string (figures inline).
+
+    Parameters
+    ----------
+    estimates, steps
+        The run's estimates and the task's step texts.
+    title : str
+        Page title and heading; it should name the source (``title_for``).
+    note : str
+        A line under the source banner (what was followed, why it ended).
+    video : Video, optional
+        The dataset video, for the ground truth (tables, outlines, right/wrong strips).
+    source : str
+        The observation source (``"simulated"`` in it gets the simulated banner).
+    """
+    parts = [_source_banner(source or "unknown"), f'<p id="note">{html.escape(note)}</p>']
     if not estimates:
-        body = "<p>No segment was processed.</p>"
-        figs: dict[str, str] = {}
+        parts.append("<p>No segment was processed.</p>")
     else:
-        figs = _figures(estimates, steps)
-        rows = []
-        for e in estimates:
-            if e.announced:
-                rows.append(f"<tr><td>{e.t_start:.1f}</td><td>{html.escape(e.announced)}</td>"
-                            f"<td>{e.confidence:.2f}</td></tr>")  # fmt: skip
+        beliefs, said = _rows(estimates, steps)
+        parts.append(f"<p>{len(estimates)} segments, {estimates[-1].t_end:.0f} s of video.</p>")
+        if video is not None:
+            table, summary = _truth_table(video, beliefs, said)
+            parts += [f'<p id="summary">{html.escape(summary)}</p>',
+                      "<h2>Ground truth and outcome per step</h2>", table]  # fmt: skip
+        else:
+            parts.append(
+                '<p id="no-truth">No ground truth: this is not a dataset video (replay a dataset '
+                "video, or pass --dataset with a file named by its uid).</p><h2>Steps</h2>"
+                + _steps_table(steps)
+            )
+        image = _belief_view(beliefs, said, steps, video, title)
+        parts += [
+            "<h2>Step changes</h2>",
+            _changes(estimates, steps, video),
+            f"<h2>Beliefs</h2><p>{READING}</p>",
+            f'<img id="beliefs" alt="belief views" src="data:image/png;base64,{image}">',
+        ]
         lat = {p: median_p99([e.latency.get(p, 0.0) * 1000 for e in estimates])
                for p in ("decode", "score", "filter")}  # fmt: skip
         lat_rows = "".join(
             f"<tr><td>{p}</td><td>{m:.3f}</td><td>{q:.3f}</td></tr>" for p, (m, q) in lat.items()
         )
-        body = (
-            f"<p>{len(estimates)} segments, {estimates[-1].t_end:.0f} s of video.</p>"
-            '<h2>Step changes</h2><table id="changes"><tr><th>time (s)</th><th>step</th>'
-            f"<th>confidence</th></tr>{''.join(rows)}</table>"
-            f'<h2>Timeline</h2><img id="timeline" alt="timeline" '
-            f'src="data:image/png;base64,{figs["timeline"]}">'
-            f'<h2>Beliefs</h2><img id="beliefs" alt="beliefs" '
-            f'src="data:image/png;base64,{figs["beliefs"]}">'
+        parts.append(
             '<h2>Latency per segment</h2><table id="latency"><tr><th>part</th>'
             f"<th>median (ms)</th><th>p99 (ms)</th></tr>{lat_rows}</table>"
-            f'<img id="latency-plot" alt="latency" src="data:image/png;base64,{figs["latency"]}">'
+            f'<img id="latency-plot" alt="latency" '
+            f'src="data:image/png;base64,{_latency_plot(estimates)}">'
         )
-    style = (
-        "body{font-family:sans-serif;max-width:1100px;margin:2em auto}img{max-width:100%}"
-        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}"
-    )
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{style}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1><p>{html.escape(note)}</p>{body}</body></html>\n"
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>{''.join(parts)}</body></html>\n"
     )
 
 
@@ -130,6 +261,9 @@ def write_html_report(
     *,
     title: str,
     note: str = "",
+    video: Video | None = None,
+    source: str = "",
 ) -> Path:
     """Write :func:`render_html` to ``path`` atomically; returns the path."""
-    return atomic_write_text(path, render_html(estimates, steps, title=title, note=note))
+    page = render_html(estimates, steps, title=title, note=note, video=video, source=source)
+    return atomic_write_text(path, page)

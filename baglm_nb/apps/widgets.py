@@ -1,12 +1,16 @@
 """An ipywidgets explorer of one video at a time (notebook ``explore.ipynb``).
 
-Pick a dataset and a video; choose the transition variant, the prior and the stepping; binarise
-the dependency matrix at a threshold; move the simulated observation quality (signal strength)
-and the segment duration. Every change recomputes that one video (simulate it, or read its
-cached scores; run the numba filter; per-video R@1) and redraws the belief plot by replacing the
-curves of the existing matplotlib artists and rendering a PNG into an ``ipywidgets.Image``, so
-it needs no interactive matplotlib backend and works headless (ipympl is not required). A
-recompute takes a few tens of milliseconds (``benchmarks/widget_latency.py``).
+Pick a dataset and a video; choose the transition variant, the prior, the stepping and the view
+(heatmap or lines); binarise the dependency matrix at a threshold; move the simulated
+observation quality (signal strength) and the segment duration. Every control has a tooltip;
+one that cannot change anything under the current settings is disabled, its tooltip saying why.
+Every change recomputes that one video (simulate it, or read its cached scores; run the numba
+filter; per-video R@1) and redraws the belief views
+(:class:`~baglm_nb.analyses.belief_views.BeliefFigure`: heatmap with the annotation outlined,
+top-state strips, step legend) by replacing the data of the existing matplotlib artists and
+rendering a PNG into an ``ipywidgets.Image``, so it needs no interactive matplotlib backend and
+works headless (ipympl is not required). A recompute takes tens of milliseconds
+(``benchmarks/widget_latency.py``).
 
 The computation is :func:`compute_video` (no widgets), which the tests drive directly.
 """
@@ -23,7 +27,7 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 
-from baglm_nb.analyses.plots import BeliefFigure
+from baglm_nb.analyses.belief_views import BeliefFigure
 from baglm_nb.analyses.tables import DATASET_NAMES, title_for
 from baglm_nb.core import sources
 from baglm_nb.core.evaluation import video_hits
@@ -35,6 +39,39 @@ from baglm_nb.inputs.datasets import Video
 __all__ = ["Explorer", "VideoResult", "binarise", "compute_video", "video_recall"]
 
 DEFAULT_DATASETS = ("htstep", "crosstask", "ego4d_goalstep", "coin")
+
+#: The label of each control.
+CONTROL_NAMES = {
+    "dataset": "dataset",
+    "video": "video",
+    "transition": "transition",
+    "prior": "prior",
+    "stepping": "stepping",
+    "view": "view",
+    "binarise": "binarise D",
+    "threshold": "D threshold",
+    "signal": "observation quality (signal)",
+    "segment": "segment (s)",
+}
+#: The tooltip of each control while it is enabled.
+CONTROL_TIPS = {
+    "dataset": "The dataset whose annotated videos the video menu offers.",
+    "video": "The video shown: uid \u00b7 task (K = its number of candidate steps).",
+    "transition": "BaGLM's transition: static = from the dependency matrix D only; readiness / "
+    "validity also weigh each step by its prerequisites' / dependants' progress; both = the "
+    "published model.",
+    "prior": "Each second's prior: uniform, or the last belief propagated through the transition "
+    "matrix (next_step: the cache's next-step scores).",
+    "stepping": "second: each segment's observation is applied once per second (the published "
+    "code); segment: once per segment (the paper's equations).",
+    "view": "heatmap: steps x time with the annotated intervals outlined; lines: one curve per "
+    "state (readable up to about 5 steps).",
+    "binarise": "Replace the dependency matrix D by D >= threshold (0/1 entries).",
+    "threshold": "The threshold of 'binarise D': entries of D at or above it become 1, the rest 0.",
+    "signal": "Simulated observation quality: how strongly the simulated LMM scores favour the "
+    "annotated step (higher = a better model).",
+    "segment": "Simulated segment length in seconds (the LMM scores one segment at a time).",
+}
 
 
 def binarise(dependency: np.ndarray, threshold: float | None) -> np.ndarray:
@@ -80,6 +117,7 @@ def compute_video(
     prior: str = "uniform",
     stepping: str = "second",
     next_step: np.ndarray | None = None,
+    precision: str = "float64",
 ) -> VideoResult:
     """Filter one video and score it, the explorer's recompute path (no widgets involved).
 
@@ -99,8 +137,9 @@ def compute_video(
         A deps setting of :mod:`baglm_nb.core.sources` (no source: D = 0).
     threshold : float, optional
         Binarise D at this threshold (:func:`binarise`); None keeps D as it is.
-    transition, prior, stepping, next_step
-        Passed to :func:`baglm_nb.core.filtering.run_filter`.
+    transition, prior, stepping, next_step, precision
+        Passed to :func:`baglm_nb.core.filtering.run_filter` (``precision``: the observations'
+        own, ``float32-published`` on imported files; ``label`` should record it).
     """
     start = time.perf_counter()
     params = SimulationParams() if params is None else params
@@ -122,6 +161,7 @@ def compute_video(
         next_step=next_step if prior == "next_step" else None,
         stepping=stepping,
         segment_duration=int(params.segment_duration),
+        precision=precision,
     )
     return VideoResult(
         uid=video.uid,
@@ -142,7 +182,10 @@ def _fmt_recall(name: str, recall: tuple[float, int, int]) -> str:
 
 
 class Explorer:
-    """The widget explorer: controls, the belief plot, the ground truth and per-video R@1.
+    """The widget explorer: controls, the belief views and per-video R@1.
+
+    Every control has a tooltip (hover its label); a control that cannot change anything under
+    the current settings is disabled and its tooltip says why (:meth:`control_state`).
 
     Parameters
     ----------
@@ -163,13 +206,16 @@ class Explorer:
         Offer only the first ``max_videos`` videos of a dataset in the video menu.
     params : SimulationParams, optional
         Starting simulation parameters (default: the calibrated CPU default).
-    figsize, dpi
-        Size and resolution of the rendered plot.
+    width, dpi
+        Width (inches) and resolution of the rendered views.
 
     Attributes
     ----------
     widget : ipywidgets.VBox
         The whole explorer; display it in a notebook.
+    controls : dict
+        The input widgets by name (``dataset``, ``video``, ``transition``, ``prior``,
+        ``stepping``, ``view``, ``binarise``, ``threshold``, ``signal``, ``segment``).
     result : VideoResult
         The latest recomputation.
     """
@@ -184,15 +230,15 @@ class Explorer:
         deps: Any = "oracle",
         max_videos: int | None = 500,
         params: SimulationParams | None = None,
-        figsize: tuple[float, float] = (10.0, 5.6),
-        dpi: float = 80,
+        width: float = 11.0,
+        dpi: float = 100,
     ) -> None:
         self.datasets = list(datasets)
         self.scores = dict(scores or {})
         self.deps = deps
         self.max_videos = max_videos
         self.params = SimulationParams() if params is None else params
-        self.figsize, self.dpi = figsize, dpi
+        self.width, self.dpi = width, dpi
         self._observations: dict[str, Observations] = {}
         self._plot: BeliefFigure | None = None
         self._plot_key: tuple | None = None
@@ -202,93 +248,111 @@ class Explorer:
 
         first = dataset or self.datasets[0]
         self._build_controls(first)
-        layout = widgets.Layout(width="auto")
         self.widget = widgets.VBox(
-            [
-                widgets.HBox([self.dataset, self.video], layout=layout),
-                widgets.HBox([self.transition, self.prior, self.stepping], layout=layout),
-                widgets.HBox([self.binarise, self.threshold], layout=layout),
-                widgets.HBox([self.signal, self.segment_duration], layout=layout),
-                self.recall,
-                self.image,
-                self.status,
-            ]
+            [self._grid(), self.recall, self.image, self.status],
+            layout=widgets.Layout(width="100%"),
         )
         self.widget.add_class("baglm-explorer")
 
         self._fill_videos(first, video)
         self.dataset.observe(self._on_dataset, names="value")
-        for w in (
-            self.video,
-            self.transition,
-            self.prior,
-            self.stepping,
-            self.threshold,
-            self.signal,
-            self.segment_duration,
-        ):
-            w.observe(self._on_change, names="value")
-        self.binarise.observe(self._on_binarise, names="value")
+        for name, w in self.controls.items():
+            if name != "dataset":
+                w.observe(self._on_change, names="value")
         self._sync_source()
         self.recompute()
 
     def _build_controls(self, first: str) -> None:
         """The menus, sliders and output widgets (CSS classes for the browser test)."""
-        style = {"description_width": "initial"}
+        full = widgets.Layout(width="auto", flex="1 1 auto")
         self.dataset = widgets.Dropdown(
-            options=[(DATASET_NAMES.get(n, n), n) for n in self.datasets],
-            value=first,
-            description="dataset",
+            options=[(DATASET_NAMES.get(n, n), n) for n in self.datasets], value=first, layout=full
         )
-        self.video = widgets.Dropdown(description="video", layout=widgets.Layout(width="460px"))
-        self.transition = widgets.Dropdown(
-            options=list(TRANSITIONS), value="both", description="transition"
-        )
+        self.video = widgets.Dropdown(layout=full)
+        self.transition = widgets.Dropdown(options=list(TRANSITIONS), value="both", layout=full)
         self.prior = widgets.Dropdown(
-            options=["uniform", "propagated"], value="uniform", description="prior"
+            options=["uniform", "propagated"], value="uniform", layout=full
         )
         self.stepping = widgets.ToggleButtons(
-            options=["second", "segment"], value="second", description="stepping", style=style
+            options=["second", "segment"],
+            value="second",
+            tooltips=["each segment's observation once per second (published code)",
+                      "each segment's observation once per segment (the paper's equations)"],
+            style={"button_width": "90px"},
+        )  # fmt: skip
+        self.view = widgets.ToggleButtons(
+            options=["heatmap", "lines"],
+            value="heatmap",
+            tooltips=["steps x time, the annotation outlined", "one curve per state"],
+            style={"button_width": "90px"},
         )
-        self.binarise = widgets.Checkbox(value=False, description="binarise D", indent=False)
-        self.threshold = widgets.FloatSlider(
-            value=0.5,
-            min=0.0,
-            max=1.0,
-            step=0.05,
-            description="D threshold",
-            continuous_update=False,
-            disabled=True,
-            style=style,
-        )
+        self.binarise = widgets.Checkbox(value=False, indent=False, layout=full)
+        slider = {"continuous_update": False, "layout": full}
+        self.threshold = widgets.FloatSlider(value=0.5, min=0.05, max=1.0, step=0.05, **slider)
         self.signal = widgets.FloatSlider(
-            value=round(self.params.signal, 2),
-            min=0.0,
-            max=4.0,
-            step=0.05,
-            description="observation quality (signal)",
-            continuous_update=False,
-            style=style,
-            layout=widgets.Layout(width="420px"),
+            value=round(self.params.signal, 2), min=0.0, max=4.0, step=0.05, **slider
         )
         self.segment_duration = widgets.IntSlider(
-            value=int(self.params.segment_duration),
-            min=1,
-            max=4,
-            step=1,
-            description="segment (s)",
-            continuous_update=False,
-            style=style,
+            value=int(self.params.segment_duration), min=1, max=4, step=1, **slider
         )
+        self.controls = {
+            "dataset": self.dataset,
+            "video": self.video,
+            "transition": self.transition,
+            "prior": self.prior,
+            "stepping": self.stepping,
+            "view": self.view,
+            "binarise": self.binarise,
+            "threshold": self.threshold,
+            "signal": self.signal,
+            "segment": self.segment_duration,
+        }
+        label = {"width": "190px", "min_width": "190px"}
+        self._labels = {
+            name: widgets.HTML(layout=widgets.Layout(**label)) for name in self.controls
+        }
         self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%"))
-        self.recall = widgets.HTML()
-        self.status = widgets.HTML()
-        self.signal.add_class("baglm-signal")
-        self.segment_duration.add_class("baglm-segment")
-        self.threshold.add_class("baglm-threshold")
-        self.image.add_class("baglm-plot")
-        self.recall.add_class("baglm-recall")
-        self.status.add_class("baglm-status")
+        self.recall = widgets.HTML(
+            tooltip="Per-video R@1: the share of the video's annotated steps whose "
+            "highest-probability second lies inside their annotation."
+        )
+        self.status = widgets.HTML(
+            tooltip="Where the observations and D come from; the size of the recomputed video."
+        )
+        for name, w in (("plot", self.image), ("recall", self.recall), ("status", self.status)):
+            w.add_class(f"baglm-{name}")
+        for name in self.controls:
+            self._set_enabled(name, True)
+
+    def _grid(self) -> widgets.GridBox:
+        """Two aligned columns of labelled controls (label width fixed)."""
+        cells = []
+        for name, w in self.controls.items():
+            box = widgets.HBox([self._labels[name], w], layout=widgets.Layout(width="100%"))
+            box.add_class("baglm-control")
+            box.add_class(f"baglm-{name}")
+            cells.append(box)
+        return widgets.GridBox(
+            cells,
+            layout=widgets.Layout(
+                grid_template_columns="repeat(2, minmax(0, 1fr))",
+                grid_gap="4px 24px",
+                width="100%",
+                align_items="center",
+            ),
+        )
+
+    def _set_enabled(self, name: str, enabled: bool, why: str = "") -> None:
+        """Enable a control, or disable it with ``why`` as its tooltip."""
+        tip = CONTROL_TIPS[name] if enabled else f"Disabled: {why}"
+        w, label = self.controls[name], self._labels[name]
+        w.disabled = not enabled
+        w.tooltip = label.tooltip = tip
+        colour = "inherit" if enabled else "#888"
+        label.value = (
+            f'<span class="baglm-label" title="{html.escape(tip, quote=True)}" '
+            f'style="color:{colour};cursor:help">{html.escape(CONTROL_NAMES[name])}</span>'
+        )
 
     # -- sources ---------------------------------------------------------------------------
 
@@ -322,13 +386,10 @@ class Explorer:
             self._hold = False
 
     def _sync_source(self) -> None:
-        """Enable the simulation sliders only for simulated datasets; offer next_step if any."""
+        """Offer next_step when the cache has it; cached scores fix the segment length."""
         obs = self._obs(self.dataset.value)
-        cached = obs is not None
-        self.signal.disabled = cached
-        self.segment_duration.disabled = cached
         priors = ["uniform", "propagated"]
-        if cached and obs.next_step:
+        if obs is not None and obs.next_step:
             priors.append("next_step")
         self._hold = True
         try:
@@ -336,7 +397,7 @@ class Explorer:
                 current = self.prior.value
                 self.prior.options = priors
                 self.prior.value = current if current in priors else "uniform"
-            if cached:
+            if obs is not None:
                 self.segment_duration.value = int(obs.segment_duration)
         finally:
             self._hold = False
@@ -347,15 +408,43 @@ class Explorer:
             return "none", "no dependency cache for this dataset: D = 0"
         return d, f"D = {d.label}"
 
+    def control_state(self, video: Video, deps: Any) -> dict[str, str]:
+        """Why each currently ineffective control has no effect: ``{name: reason}``.
+
+        Rules (each checked in the tests): cached scores fix the simulation controls; 1-s
+        segments make the two steppings equal; a D that is already 0/1 does not change when
+        binarised (the threshold runs from 0.05); with D = 0 every transition variant and both
+        priors give the same beliefs.
+        """
+        out: dict[str, str] = {}
+        obs = self._obs(self.dataset.value)
+        if obs is not None:
+            why = f"cached scores ({obs.label}) are shown; the simulation does not apply"
+            out["signal"] = out["segment"] = why
+        if int(self.segment_duration.value) == 1:
+            out["stepping"] = "1-s segments: stepping per second and per segment are the same"
+        resolved = sources.dependencies(deps, video.dataset)
+        label = resolved.label if resolved else "none"
+        d = resolved.matrix(video) if resolved else np.zeros((video.num_steps,) * 2)
+        if np.isin(d, (0.0, 1.0)).all():
+            out["binarise"] = out["threshold"] = (
+                f"D is already 0/1 (deps: {label}); binarising it changes nothing"
+            )
+        elif not self.binarise.value:
+            out["threshold"] = "tick 'binarise D' to use a threshold"
+        effective = binarise(d, float(self.threshold.value) if self.binarise.value else None)
+        if not effective.any():
+            why = f"D = 0 for this video (deps: {label}): every variant gives the same beliefs"
+            out["transition"] = why
+            if list(self.prior.options) == ["uniform", "propagated"]:
+                out["prior"] = why
+        return out
+
     # -- events ----------------------------------------------------------------------------
 
     def _on_dataset(self, change) -> None:
         self._fill_videos(change["new"])
         self._sync_source()
-        self.recompute()
-
-    def _on_binarise(self, change) -> None:
-        self.threshold.disabled = not change["new"]
         self.recompute()
 
     def _on_change(self, _change) -> None:
@@ -364,24 +453,27 @@ class Explorer:
 
     # -- recompute -------------------------------------------------------------------------
 
-    def recompute(self) -> VideoResult:
-        """Recompute the current video and redraw; returns the new :class:`VideoResult`."""
-        start = time.perf_counter()
-        name = self.dataset.value
-        video = self._by_uid[self.video.value]
+    def _inputs(self, name: str, video: Video) -> tuple[Any, SimulationParams, str, Any, str]:
+        """``(rows, params, label, next_step, precision)`` of the current source for ``video``."""
         obs = self._obs(name)
-        deps, deps_text = self._deps_for(name)
         if obs is None:
             params = replace(
                 self.params,
                 signal=float(self.signal.value),
                 segment_duration=int(self.segment_duration.value),
             )
-            rows, label, next_step = None, "simulated", None
-        else:
-            params = replace(self.params, segment_duration=int(obs.segment_duration))
-            rows = (obs.vsg[video.uid], obs.progress[video.uid])
-            label, next_step = obs.label, obs.next_step.get(video.uid)
+            return None, params, "simulated", None, "float64"
+        params = replace(self.params, segment_duration=int(obs.segment_duration))
+        rows = (obs.vsg[video.uid], obs.progress[video.uid])
+        return rows, params, obs.label, obs.next_step.get(video.uid), obs.precision
+
+    def recompute(self) -> VideoResult:
+        """Recompute the current video and redraw; returns the new :class:`VideoResult`."""
+        start = time.perf_counter()
+        name = self.dataset.value
+        video = self._by_uid[self.video.value]
+        deps, deps_text = self._deps_for(name)
+        rows, params, label, next_step, precision = self._inputs(name, video)
         result = compute_video(
             video,
             rows=rows,
@@ -393,16 +485,34 @@ class Explorer:
             prior=self.prior.value,
             stepping=self.stepping.value,
             next_step=next_step,
+            precision=precision,
         )
+        off = self.control_state(video, deps)
+        for control in self.controls:
+            self._set_enabled(control, control not in off, off.get(control, ""))
+        self._draw(name, video, result)
+        self.seconds = time.perf_counter() - start
+        self.status.value = html.escape(
+            f"observations: {label}; {deps_text}; {result.beliefs.shape[0]} rows, "
+            f"K={video.num_steps}; recomputed in {self.seconds * 1000:.0f} ms"
+        )
+        self.result = result
+        self.recomputes += 1
+        return result
+
+    def _draw(self, name: str, video: Video, result: VideoResult) -> None:
+        """Put the result into the belief views and the R@1 line."""
         t_rows = result.beliefs.shape[0]
-        key = (name, video.uid, t_rows)
-        if self._plot is None:
-            self._plot = BeliefFigure(video, t_rows, figsize=self.figsize, dpi=self.dpi, blit=True)
+        key = (name, video.uid, t_rows, self.view.value)
+        if self._plot is None or self._plot.requested_style != self.view.value:
+            self._plot = BeliefFigure(
+                video, t_rows, style=self.view.value, width=self.width, dpi=self.dpi, blit=True
+            )
         elif self._plot_key != key:
             self._plot.set_video(video, t_rows)
         self._plot_key = key
         what = f"{DATASET_NAMES.get(name, name)} {video.uid}: {video.goal}"
-        self._plot.update(result.beliefs, result.scores, title_for(what, label))
+        self._plot.update(result.beliefs, result.scores, title_for(what, result.label))
         self.image.value = self._plot.png()
         self.recall.value = (
             "<b>R@1 on this video</b> \u2014 "
@@ -410,11 +520,3 @@ class Explorer:
             + " \u00b7 "
             + html.escape(_fmt_recall("off-the-shelf LMM", result.recall_off_the_shelf))
         )
-        self.seconds = time.perf_counter() - start
-        self.status.value = html.escape(
-            f"observations: {label}; {deps_text}; {t_rows} rows, K={video.num_steps}; "
-            f"recomputed in {self.seconds * 1000:.0f} ms"
-        )
-        self.result = result
-        self.recomputes += 1
-        return result

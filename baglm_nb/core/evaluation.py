@@ -5,6 +5,12 @@ hit when the row with the highest belief for that step (earliest row on ties) li
 step's ground truth. HT-Step, Ego4D Goal-Step and COIN report the flat mean over pairs;
 CrossTask reports the per-task average over 20 random subsets of 1850 videos
 (``random.seed(0..19)``, uids in annotation-file order).
+
+One difference from the published code, kept on purpose: when a CrossTask subset holds no
+evaluable (video, step) pair of some task, the published per-task recall is 0/0 = NaN and makes
+that subset's mean, and so the reported Avg. R@1, NaN; here the task is left out of that
+subset's mean. With the full 2308-video annotation every task has evaluable pairs in every
+subset, so the two agree.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from baglm_nb.inputs.grid import first_starts, ground_truth
 __all__ = [
     "CROSSTASK_SUBSET_SIZE",
     "CROSSTASK_SUBSETS",
+    "best_rows",
     "evaluate",
     "pair_hits",
     "recall_from_hits",
@@ -31,11 +38,13 @@ CROSSTASK_SUBSETS = 20
 CROSSTASK_SUBSET_SIZE = 1850
 
 
-def video_hits(video: Video, beliefs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Evaluable step columns and their hits for one video.
+def best_rows(video: Video, beliefs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Evaluable step columns of one video, their best rows and the ground truth.
 
-    ``beliefs`` is (T, K+1) with none last (raw scores for the off-the-shelf baseline).
-    Returns ``(steps, hits)``: the indices of evaluable steps and a boolean hit per step.
+    ``beliefs`` is (T, K+1) with none last; the ground truth is built on its own T rows (as the
+    published ``get_Y_true(*y_pred.shape, ...)``). Returns ``(steps, best, truth)``: the
+    evaluable step indices, the row of each step's highest belief (the earliest on ties, as
+    ``argmax``) and the (T, K) boolean ground truth.
     """
     b = np.asarray(beliefs)
     if b.ndim != 2 or b.shape[1] != video.num_steps + 1:
@@ -45,7 +54,16 @@ def video_hits(video: Video, beliefs: np.ndarray) -> tuple[np.ndarray, np.ndarra
         )
     y = ground_truth(video, b.shape[0])[:, :-1]
     steps = np.flatnonzero(y.any(axis=0))
-    best = b[:, steps].argmax(axis=0)
+    return steps, b[:, steps].argmax(axis=0), y
+
+
+def video_hits(video: Video, beliefs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Evaluable step columns and their hits for one video.
+
+    ``beliefs`` is (T, K+1) with none last (raw scores for the off-the-shelf baseline).
+    Returns ``(steps, hits)``: the indices of evaluable steps and a boolean hit per step.
+    """
+    steps, best, y = best_rows(video, beliefs)
     return steps, y[best, steps]
 
 
@@ -85,7 +103,8 @@ def recall_from_hits(dataset: str, hits: pd.DataFrame, video_order: Sequence[str
     """The dataset's R@1 in percent from :func:`pair_hits` rows.
 
     ``video_order`` lists the evaluated uids in annotation-file order (it fixes CrossTask's
-    random subsets).
+    random subsets). A CrossTask task with no evaluable pair in a subset is left out of that
+    subset's mean (the published code would give NaN; module docstring).
     """
     if hits.empty:
         raise ValueError(f"no evaluable (video, step) pairs for {dataset}")

@@ -5,11 +5,16 @@ Axis conventions, used everywhere in this module:
 - ``vsg``: (T, K+1) observation scores, columns = K steps in list order then ``none`` last;
 - ``progress``: (T, K, 10) probabilities of the digits 0..9 per step;
 - ``dependency``: (K, K), ``D[i, j] = P(step j is a prerequisite of step i)`` (row = target);
-- beliefs: (T, K+1) float64, none last.
+- beliefs: (T, K+1) float64 (float32 with ``precision="float32-published"``), none last.
 
 The published implementation (reference-protocol §5.2-5.3) steps once per *second row*,
 applying each 2-s segment's observation twice; the paper's equations step once per segment.
 Both are available through ``stepping``.
+
+Two precisions: ``"float64"`` (the default) and ``"float32-published"``, the published code's
+torch float32 arithmetic and order of operations (:mod:`baglm_nb.core.published_numerics`). On
+confident observations float32 beliefs saturate at exactly 1.0 on several rows of a step and the
+argmax takes the first of them, as the published code does; float64 separates those rows.
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ from typing import Literal
 import numba
 import numpy as np
 
+from baglm_nb.core.published_numerics import forward32
 from baglm_nb.inputs import grid
 
 __all__ = [
+    "PRECISIONS",
     "PRIORS",
+    "PUBLISHED_PRECISION",
     "STEPPINGS",
     "TRANSITIONS",
     "FilterState",
@@ -39,10 +47,14 @@ __all__ = [
 Transition = Literal["static", "readiness", "validity", "both"]
 Prior = Literal["uniform", "propagated", "next_step"]
 Stepping = Literal["second", "segment"]
+Precision = Literal["float64", "float32-published"]
 
 TRANSITIONS: tuple[str, ...] = ("static", "readiness", "validity", "both")
 PRIORS: tuple[str, ...] = ("uniform", "propagated", "next_step")
 STEPPINGS: tuple[str, ...] = ("second", "segment")
+PUBLISHED_PRECISION = "float32-published"
+"""The published code's torch float32 arithmetic: the default on the authors' imported files."""
+PRECISIONS: tuple[str, ...] = ("float64", PUBLISHED_PRECISION)
 
 
 def normalize(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -359,8 +371,9 @@ def run_filter(
     next_step: np.ndarray | None = None,
     stepping: Stepping = "second",
     segment_duration: int = 2,
+    precision: Precision = "float64",
 ) -> np.ndarray:
-    """Run BaGLM's Bayesian filter over one video and return beliefs (T, K+1), float64.
+    """Run BaGLM's Bayesian filter over one video and return beliefs (T, K+1).
 
     Parameters
     ----------
@@ -383,16 +396,25 @@ def run_filter(
         paper's equations do, and repeats each segment's belief over its rows.
     segment_duration : int
         Rows per segment, used with ``stepping="segment"``.
+    precision : {"float64", "float32-published"}
+        ``"float64"`` (default), or the published code's torch float32 arithmetic and order of
+        operations, whose saturated beliefs (exactly 1.0) tie on several rows so that the
+        argmax takes the first of them, as in the published code; inputs are rounded to
+        float32 (:mod:`baglm_nb.core.published_numerics`).
 
     Returns
     -------
-    (T, K+1) float64 array of posterior beliefs; each row sums to 1 (or is zero if every
-    state had zero likelihood).
+    (T, K+1) array of posterior beliefs, float64 (float32 with ``"float32-published"``); each
+    row sums to 1 (or is zero if every state had zero likelihood).
     """
     if prior not in PRIORS:
         raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
     if stepping not in STEPPINGS:
         raise ValueError(f"stepping must be one of {STEPPINGS}, got {stepping!r}")
+    if transition not in TRANSITIONS:
+        raise ValueError(f"transition must be one of {TRANSITIONS}, got {transition!r}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if (prior == "next_step") != (next_step is not None):
         raise ValueError("next_step scores are required with prior='next_step', and only then")
     v, p, d, n = _validate(vsg, progress, dependency, next_step)
@@ -406,9 +428,13 @@ def run_filter(
         rows = slice(0, t_len, segment_duration)
         v, p = v[rows], p[rows]
         n = None if n is None else n[rows]
-    weights = column_weights(d, p, transition)
-    divisor = n if n is not None else np.empty((0, v.shape[1]))
-    out = _forward(static_transition(d), weights, v, divisor, prior == "propagated")
+    if precision == PUBLISHED_PRECISION:
+        propagate = prior == "propagated"
+        out = forward32(v, p, d, transition=transition, next_step=n, propagate=propagate)
+    else:
+        weights = column_weights(d, p, transition)
+        divisor = n if n is not None else np.empty((0, v.shape[1]))
+        out = _forward(static_transition(d), weights, v, divisor, prior == "propagated")
     if stepping == "segment":
         out = grid.per_second(out, segment_duration)
     return out

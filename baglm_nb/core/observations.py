@@ -2,11 +2,19 @@
 
 An :class:`Observations` holds per-second rows (the published layout: each segment's row
 repeated ``segment_duration`` times) for every video it covers, the covered videos' annotations
-(annotation-file order) and a ``label`` that says where the numbers come from. Anything built
-from simulated scores carries the label ``simulated``. Settings such as ``"simulated"`` or a
-per-dataset mapping are resolved by :mod:`baglm_nb.core.sources`.
+(annotation-file order), the ``precision`` the filter runs in and a ``label`` that says where the
+numbers come from. Anything built from simulated scores carries the label ``simulated``.
+Settings such as ``"simulated"`` or a per-dataset mapping are resolved by
+:mod:`baglm_nb.core.sources`.
 
-Exports :class:`Observations`, :func:`from_cache` and :func:`from_simulation`.
+The precision rule lives here (:func:`default_precision`, :func:`labelled`): the authors'
+imported files run in ``float32-published`` (the published code's arithmetic, so that R@1 is
+the published one), everything else in ``float64``; the label of imported observations, and of
+any observations in a non-default precision, ends in ``", <precision>"``, e.g.
+``imported:internvl2.5-8b, float32-published``.
+
+Exports :class:`Observations`, :func:`default_precision`, :func:`labelled`, :func:`from_cache`
+and :func:`from_simulation`.
 """
 
 from __future__ import annotations
@@ -14,16 +22,44 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from baglm_nb.core.filtering import PRECISIONS, PUBLISHED_PRECISION
 from baglm_nb.inputs import grid
 from baglm_nb.inputs.datasets import Video, load_dataset
 
-__all__ = ["Observations", "from_cache", "from_simulation"]
+__all__ = ["Observations", "default_precision", "from_cache", "from_simulation", "labelled"]
+
+IMPORTED = "imported:"
+
+
+def default_precision(source: str) -> str:
+    """``float32-published`` for the authors' imported files (``imported:<model>``), else float64.
+
+    The published code computes in torch float32; on its own files only that arithmetic gives
+    its per-(video, step) best rows, and so its R@1, to the last digit.
+    """
+    return PUBLISHED_PRECISION if source.startswith(IMPORTED) else "float64"
+
+
+def _source_of(label: str) -> str:
+    """``label`` without a trailing ``", <precision>"``."""
+    for precision in PRECISIONS:
+        if label.endswith(f", {precision}"):
+            return label[: -len(precision) - 2]
+    return label
+
+
+def labelled(source: str, precision: str) -> str:
+    """The output label: ``source``, plus ``", <precision>"`` on imported files or off float64."""
+    source = _source_of(source)
+    if source.startswith(IMPORTED) or precision != "float64":
+        return f"{source}, {precision}"
+    return source
 
 
 @dataclass
@@ -32,8 +68,10 @@ class Observations:
 
     ``vsg[uid]`` is (T, K+1), none last; ``progress[uid]`` is (T, K, 10); ``next_step[uid]``
     (optional) is shaped like ``vsg``. ``label`` names the source (``simulated``,
-    ``imported:<model>`` or ``lmm:<model>``). ``videos`` are the covered videos in
-    annotation-file order (looked up in the dataset when not given).
+    ``imported:<model>`` or ``lmm:<model>``) and becomes :func:`labelled` (the precision
+    appended where it is recorded). ``videos`` are the covered videos in annotation-file order
+    (looked up in the dataset when not given). ``precision`` is the filter's arithmetic
+    (``None``: :func:`default_precision` of the source).
     """
 
     dataset: str
@@ -43,8 +81,15 @@ class Observations:
     progress: dict[str, np.ndarray]
     next_step: dict[str, np.ndarray] = field(default_factory=dict)
     videos: list[Video] = field(default_factory=list)
+    precision: str | None = None
 
     def __post_init__(self) -> None:
+        source = _source_of(self.label)
+        if self.precision is None:
+            self.precision = default_precision(source)
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        self.label = labelled(source, self.precision)
         if not self.videos:
             self.videos = [v for v in load_dataset(self.dataset) if v.uid in self.vsg]
         known = {v.uid for v in self.videos}
@@ -54,9 +99,18 @@ class Observations:
                              f"{unknown[:5]}")  # fmt: skip
 
     @property
+    def source(self) -> str:
+        """Where the rows come from: the label without the precision."""
+        return _source_of(self.label)
+
+    @property
     def simulated(self) -> bool:
         """Whether the rows come from the simulated observation model."""
-        return self.label == "simulated"
+        return self.source == "simulated"
+
+    def with_precision(self, precision: str | None) -> Observations:
+        """The same rows in another precision (``None``: the source's default), relabelled."""
+        return replace(self, precision=precision or default_precision(self.source))
 
     def uids(self) -> list[str]:
         """The covered video uids, in annotation-file order."""
@@ -74,6 +128,7 @@ class Observations:
             {v.uid: self.progress[v.uid] for v in videos},
             {v.uid: self.next_step[v.uid] for v in videos if v.uid in self.next_step},
             videos,
+            self.precision,
         )
 
 

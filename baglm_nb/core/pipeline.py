@@ -3,9 +3,11 @@
 The thin layer that the CLI, the notebooks and the tables share: resolve the dependency source
 (:mod:`baglm_nb.core.sources`), run the filter over every video of an
 :class:`~baglm_nb.core.observations.Observations`, and evaluate BaGLM beside the off-the-shelf
-baseline (the raw scores).
+baseline (the raw scores). The filter runs in the observations' ``precision``
+(``float32-published`` on the authors' imported files); :func:`precision_agreement` counts the
+(video, step) pairs whose best row the two precisions disagree on.
 
-Exports :func:`run_baglm` and :func:`compare`.
+Exports :func:`run_baglm`, :func:`compare` and :func:`precision_agreement`.
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from baglm_nb.core import sources
-from baglm_nb.core.evaluation import evaluate
-from baglm_nb.core.filtering import run_filter
+from baglm_nb.core.evaluation import best_rows, evaluate
+from baglm_nb.core.filtering import PRECISIONS, run_filter
 from baglm_nb.core.observations import Observations
 from baglm_nb.core.oracles import oracle_progress
 from baglm_nb.inputs.datasets import Video
 
-__all__ = ["compare", "run_baglm"]
+__all__ = ["compare", "precision_agreement", "run_baglm"]
 
 
 def run_baglm(
@@ -40,7 +42,7 @@ def run_baglm(
 
     ``deps`` is any deps setting of :mod:`baglm_nb.core.sources`. ``progress="oracle"``
     replaces the observed progress with the ground-truth fraction of completion (Tab. oracle).
-    ``prior="next_step"`` needs ``obs.next_step``.
+    ``prior="next_step"`` needs ``obs.next_step``. The filter runs in ``obs.precision``.
     """
     if progress not in ("scores", "oracle"):
         raise ValueError(f"progress must be 'scores' or 'oracle', got {progress!r}")
@@ -63,6 +65,7 @@ def run_baglm(
             next_step=obs.next_step.get(video.uid) if prior == "next_step" else None,
             stepping=stepping,
             segment_duration=obs.segment_duration,
+            precision=obs.precision,
         )
     return beliefs
 
@@ -70,15 +73,44 @@ def run_baglm(
 def compare(obs: Observations, deps: Any = "oracle", **kwargs) -> dict[str, Any]:
     """BaGLM and the off-the-shelf baseline on the same videos, in percent.
 
-    Returns ``{"dataset", "source", "videos", "baglm", "off_the_shelf"}``; keyword arguments
-    go to :func:`run_baglm`.
+    Returns ``{"dataset", "source", "precision", "videos", "baglm", "off_the_shelf"}``
+    (``source`` is the observations' label, which records the precision on imported files);
+    keyword arguments go to :func:`run_baglm`.
     """
     videos = kwargs.pop("videos", None) or obs.videos
     beliefs = run_baglm(obs, deps, videos=videos, **kwargs)
     return {
         "dataset": obs.dataset,
         "source": obs.label,
+        "precision": obs.precision,
         "videos": len(beliefs),
         "baglm": evaluate(obs.dataset, beliefs, videos),
         "off_the_shelf": evaluate(obs.dataset, {u: obs.vsg[u] for u in beliefs}, videos),
+    }
+
+
+def precision_agreement(obs: Observations, deps: Any = "oracle", **kwargs) -> dict[str, Any]:
+    """How far the two precisions disagree on ``obs``: best rows, hits and R@1 of each.
+
+    Runs the filter in ``float64`` and in ``float32-published`` on the same videos and
+    dependencies. Returns ``{"pairs", "best_row_differs", "hit_differs", "baglm"}``: the number
+    of evaluable (video, step) pairs, how many of them get a different best row, how many of
+    those change between hit and miss, and ``{precision: R@1}``. Keyword arguments go to
+    :func:`run_baglm`.
+    """
+    videos = kwargs.pop("videos", None) or obs.videos
+    runs = {p: run_baglm(obs.with_precision(p), deps, videos=videos, **kwargs) for p in PRECISIONS}
+    pairs = rows = hits = 0
+    for video in videos:
+        if video.uid not in runs[PRECISIONS[0]]:
+            continue
+        (steps, a, y), (_, b, _) = (best_rows(video, run[video.uid]) for run in runs.values())
+        pairs += len(steps)
+        rows += int((a != b).sum())
+        hits += int((y[a, steps] != y[b, steps]).sum())
+    return {
+        "pairs": pairs,
+        "best_row_differs": rows,
+        "hit_differs": hits,
+        "baglm": {p: evaluate(obs.dataset, run, videos) for p, run in runs.items()},
     }

@@ -23,17 +23,23 @@ Each resolved source has a ``label`` (what tables print in their ``D`` column) a
 ``matrices`` (a mapping the caller built).
 
 ``limit`` always means the first ``limit`` videos in annotation-file order (of those a cache
-holds).
+holds). ``precision`` picks the filter's arithmetic (``None``: ``float32-published`` on the
+authors' imported files, ``float64`` otherwise; see :mod:`baglm_nb.core.observations`).
+
+A score-cache folder may also be given by a folder above it that holds exactly one score cache
+(e.g. ``data/cache/scores/htstep/simulated``): :func:`score_cache_folder`.
 
 Exports :data:`SIMULATED`, :data:`SIMULATED_LLM`, :class:`Dependencies`, :func:`select_videos`,
-:func:`observations`, :func:`observations_for`, :func:`dependencies` and :func:`label_of`.
+:func:`observations`, :func:`observations_for`, :func:`score_cache_folder`,
+:func:`dependencies` and :func:`label_of`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +59,7 @@ __all__ = [
     "label_of",
     "observations",
     "observations_for",
+    "score_cache_folder",
     "select_videos",
 ]
 
@@ -88,6 +95,46 @@ def _check_limit(limit: int | None) -> None:
         raise ValueError(f"limit must be a positive number of videos, got {limit}")
 
 
+def _is_score_cache(config: Path) -> bool:
+    try:
+        return json.loads(config.read_text(encoding="utf-8")).get("kind") == "scores"
+    except (OSError, ValueError):
+        return False
+
+
+def score_cache_folder(path: str | os.PathLike, depth: int = 6) -> Path:
+    """The score-cache folder ``path`` names: itself, or the one score cache below it.
+
+    Looks ``depth`` folder levels down for ``config.json`` files of score caches. Raises
+    FileNotFoundError (no such folder) or ValueError (no score cache there, or several: the
+    message lists them) with a hint on how to make one.
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"{folder}: no such folder (a score cache; 'make data' or "
+            "'python -m baglm_nb simulate --dataset NAME' writes simulated ones)"
+        )
+    if (folder / "config.json").is_file():
+        return folder
+    found = [
+        config.parent
+        for level in range(1, depth + 1)
+        for config in sorted(folder.glob("/".join(["*"] * level) + "/config.json"))
+        if _is_score_cache(config)
+    ]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ValueError(
+            f"{folder}: no score cache in it or below it (no config.json); write simulated "
+            "scores with 'make data' or 'python -m baglm_nb simulate --dataset NAME', or use "
+            "the setting 'simulated' (simulated on demand)"
+        )
+    names = ", ".join(str(f) for f in found[:5]) + (", ..." if len(found) > 5 else "")
+    raise ValueError(f"{folder} holds {len(found)} score caches; name one of them: {names}")
+
+
 def _per_dataset(setting: Any) -> bool:
     return isinstance(setting, Mapping) and set(setting) <= set(DATASETS)
 
@@ -100,6 +147,7 @@ def observations(
     params: Any = None,
     videos: Sequence[Video] | None = None,
     length_mismatch: str = "error",
+    precision: str | None = None,
 ) -> Observations:
     """The observations of ``dataset`` from a scores setting (module docstring).
 
@@ -118,7 +166,15 @@ def observations(
     length_mismatch : {"error", "warn"}
         What a cached video whose length disagrees with its annotation gives
         (:func:`~baglm_nb.core.observations.from_cache`).
+    precision : {"float64", "float32-published"}, optional
+        The filter's arithmetic; ``None`` keeps the source's default (``float32-published`` on
+        imported files, else ``float64``; already built observations keep theirs).
     """
+    obs = _observations(dataset, scores, limit, params, videos, length_mismatch)
+    return obs if precision is None else obs.with_precision(precision)
+
+
+def _observations(dataset, scores, limit, params, videos, length_mismatch) -> Observations:
     _check_limit(limit)
     if _per_dataset(scores):
         scores = scores.get(dataset, SIMULATED)
@@ -127,7 +183,8 @@ def observations(
     elif isinstance(scores, str) and scores == SIMULATED:
         return from_simulation(dataset, params, videos=select_videos(dataset, limit, videos=videos))
     elif isinstance(scores, (str, os.PathLike)):
-        obs = from_cache(scores, videos=videos, length_mismatch=length_mismatch)
+        folder = score_cache_folder(scores)
+        obs = from_cache(folder, videos=videos, length_mismatch=length_mismatch)
     else:
         raise TypeError(f"scores for {dataset}: expected 'simulated', a cache folder or "
                         f"Observations, got {type(scores).__name__}")  # fmt: skip
@@ -139,11 +196,19 @@ def observations(
 
 
 def observations_for(
-    datasets: Iterable[str], scores: Any = None, *, limit: int | None = None, params: Any = None
+    datasets: Iterable[str],
+    scores: Any = None,
+    *,
+    limit: int | None = None,
+    params: Any = None,
+    precision: str | None = None,
 ) -> list[Observations]:
     """:func:`observations` of each dataset, in the order of ``datasets``."""
     scores = {} if scores is None else scores
-    return [observations(name, scores, limit=limit, params=params) for name in datasets]
+    return [
+        observations(name, scores, limit=limit, params=params, precision=precision)
+        for name in datasets
+    ]
 
 
 @dataclass(frozen=True)
@@ -159,6 +224,7 @@ class Dependencies:
     label: str
     source: Any
     kind: str = "llm"
+    _read: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def simulated(self) -> bool:
@@ -166,7 +232,10 @@ class Dependencies:
         return self.kind == "noisy-oracle" or self.label.startswith(simulate_deps.PREFIX)
 
     def matrix(self, video: Video) -> np.ndarray:
-        """D (K, K) of ``video``; a missing or mis-shaped matrix raises naming the video."""
+        """D (K, K) of ``video``; a missing or mis-shaped matrix raises naming the video.
+
+        A cache's matrix is read once per uid or group (a copy is returned each time).
+        """
         src = self.source
         if isinstance(src, str):
             if src == "oracle":
@@ -176,7 +245,12 @@ class Dependencies:
         key = video.uid if has(video.uid) else video.group
         if not has(key):
             raise KeyError(f"no dependency matrix for video {video.uid!r} (group {video.group!r})")
-        d = np.asarray(src[key] if isinstance(src, Mapping) else src.read(key), dtype=np.float64)
+        if isinstance(src, Mapping):
+            d = np.asarray(src[key], dtype=np.float64)
+        else:
+            if key not in self._read:
+                self._read[key] = np.asarray(src.read(key), dtype=np.float64)
+            d = self._read[key].copy()
         if d.shape != (video.num_steps, video.num_steps):
             raise ValueError(
                 f"dependency matrix for group {key!r} is {d.shape}, video {video.uid!r} has "

@@ -89,14 +89,15 @@ class DependencyError(RuntimeError):
     """A dependency pair could not be scored; the message names the group (task) and the pair.
 
     Attributes ``group``, ``target_index``, ``prereq_index``, ``target`` and ``prereq`` hold the
-    same facts for programs.
+    same facts for programs. ``target_index`` is ``None`` when the whole group failed (its Ray
+    worker died ``max_attempts`` times).
     """
 
     def __init__(
         self,
         group: str,
-        target_index: int,
-        prereq_index: int,
+        target_index: int | None,
+        prereq_index: int | None,
         target: str,
         prereq: str,
         reason: str,
@@ -107,6 +108,9 @@ class DependencyError(RuntimeError):
         self.target = target
         self.prereq = prereq
         self.reason = reason
+        if target_index is None:
+            super().__init__(f"task group {group!r} failed: {reason}")
+            return
         super().__init__(
             f"task group {group!r}: pair D[{target_index}, {prereq_index}] (target step "
             f"{target_index} {_short(target)!r}, prerequisite candidate {prereq_index} "
@@ -389,7 +393,7 @@ def _record_error(cache: DependencyCache, err: DependencyError) -> None:
 
 def build_dependencies(
     dataset: str,
-    backend: Backend,
+    backend: Backend | Any,
     root: str | os.PathLike,
     *,
     videos: Sequence[Video] | None = None,
@@ -398,19 +402,21 @@ def build_dependencies(
     goal: str = "llm",
     on_error: str = "raise",
     show_progress: bool = True,
+    engine: Any = "local",
 ) -> dict[str, Any]:
     """Build (or reuse) one matrix per group of ``dataset`` into a :class:`DependencyCache`.
 
     The cache key is ``DependencyKey(dataset, backend.name, backend.prompt_version)``. Groups
     already stored are reused, never asked again; a group interrupted earlier resumes from its
-    partial file.
+    partial file (local engine).
 
     Parameters
     ----------
     dataset
         Dataset name (cache key; also loads ``videos`` when not given).
     backend
-        The pair scorer.
+        The pair scorer, or a picklable zero-argument factory that builds one (what the
+        ``"ray"`` engine needs: each worker loads the model itself).
     root
         Cache root.
     videos
@@ -427,6 +433,11 @@ def build_dependencies(
         Either way the failure is appended to ``errors.jsonl`` in the cache folder.
     show_progress
         tqdm bars over groups and pairs.
+    engine
+        ``"local"`` (default), ``"ray"`` or a :class:`~baglm_nb.models.ray_pool.RayOptions`:
+        groups fan out over Ray actors, one whole group per call; the driver alone writes the
+        matrices (a group is then the unit of resume), and a group whose worker died
+        ``max_attempts`` times is reported as failed.
 
     Returns
     -------
@@ -434,21 +445,43 @@ def build_dependencies(
         ``path`` (the cache folder), ``computed``, ``reused`` (group lists), ``failed``
         (group -> message) and ``groups`` (the number of groups asked for).
     """
-    from tqdm.auto import tqdm
-
     if on_error not in ("raise", "continue"):
         raise ValueError(f"on_error must be 'raise' or 'continue', got {on_error!r}")
     videos = load_dataset(dataset) if videos is None else videos
     table = group_steps(videos, goal)
     keys = _group_keys(table, groups, limit, dataset)
+    if engine == "local":
+        if not isinstance(backend, Backend):
+            backend = backend()
+        return _build_local(dataset, backend, root, table, keys, on_error, show_progress)
+    from baglm_nb.models.ray_pool import RayOptions, RayPool
+
+    options = RayOptions() if engine == "ray" else engine
+    if isinstance(backend, Backend):
+        raise ValueError("the ray engine loads the model in each worker: pass a factory")
+    with RayPool(backend, options, describe=_backend_identity) as pool:
+        return _build_on(pool, dataset, root, table, keys, on_error, show_progress)
+
+
+def _summary(cache: DependencyCache, keys: list[str]) -> dict[str, Any]:
+    return {"path": str(cache.path), "groups": len(keys), "computed": [], "reused": [],
+            "failed": {}}  # fmt: skip
+
+
+def _build_local(
+    dataset: str,
+    backend: Backend,
+    root: Any,
+    table: Mapping[str, tuple[str, list[str]]],
+    keys: list[str],
+    on_error: str,
+    show_progress: bool,
+) -> dict[str, Any]:
+    """:func:`build_dependencies` in this process, group after group."""
+    from tqdm.auto import tqdm
+
     cache = DependencyCache(root, DependencyKey(dataset, backend.name, backend.prompt_version))
-    summary: dict[str, Any] = {
-        "path": str(cache.path),
-        "groups": len(keys),
-        "computed": [],
-        "reused": [],
-        "failed": {},
-    }
+    summary = _summary(cache, keys)
     for g in tqdm(keys, desc=f"deps {dataset}", unit="group", disable=not show_progress):
         try:
             outcome = _build_group(cache, backend, g, *table[g], show_progress=show_progress)
@@ -459,6 +492,61 @@ def build_dependencies(
             summary["failed"][g] = str(err)
             continue
         summary[outcome].append(g)
+    return summary
+
+
+def _backend_identity(backend: Backend) -> tuple[str, str]:
+    """The cache-key parts of a back-end: ``(name, prompt_version)``."""
+    return backend.name, backend.prompt_version
+
+
+def group_task(backend: Backend, item: tuple[str, str, list[str]]) -> dict[str, Any]:
+    """One group's matrix on a worker: ``{"matrix": D}``, or the failed pair's facts."""
+    group, goal, steps = item
+    try:
+        return {"matrix": dependency_matrix(goal, steps, backend, group=group)}
+    except DependencyError as err:
+        return {"error": [err.group, err.target_index, err.prereq_index, err.target,
+                          err.prereq, err.reason]}  # fmt: skip
+
+
+def _build_on(
+    pool: Any,
+    dataset: str,
+    root: Any,
+    table: Mapping[str, tuple[str, list[str]]],
+    keys: list[str],
+    on_error: str,
+    show_progress: bool,
+) -> dict[str, Any]:
+    """:func:`build_dependencies` with the groups fanned out over a Ray pool's workers."""
+    from tqdm.auto import tqdm
+
+    cache = DependencyCache(root, DependencyKey(dataset, *pool.identity()))
+    summary = _summary(cache, keys)
+    todo = []
+    for g in keys:
+        if cache.has(g) and cache.steps(g) == table[g][1]:
+            summary["reused"].append(g)
+        else:
+            todo.append((g, (g, *table[g])))
+    with tqdm(total=len(todo), desc=f"deps {dataset}", unit="group",
+              disable=not show_progress) as bar:  # fmt: skip
+        for out in pool.run(group_task, todo):
+            if out is None:
+                continue
+            bar.update(1)
+            if out.error is None and "matrix" in out.result:
+                cache.write(out.key, table[out.key][1], out.result["matrix"])
+                summary["computed"].append(out.key)
+                continue
+            fields = out.result["error"] if out.error is None else [out.key, None, None, "",
+                                                                    "", out.error]  # fmt: skip
+            err = DependencyError(*fields)
+            _record_error(cache, err)
+            if on_error == "raise":
+                raise err
+            summary["failed"][out.key] = str(err)
     return summary
 
 

@@ -19,11 +19,12 @@ each family renders it is :mod:`baglm_nb.models.families`' job.
 segment share everything up to the first differing token: the system turn, the frames and the
 beginning of the question. With ``shared_prefix=True`` (default) the frames are encoded once, the
 common token prefix (longest common prefix of the tokenised full prompts, so the split is always
-on a token boundary) runs once with a KV cache, and the question-specific suffixes are scored in
-batches from copies of that cache (rows = segment x question; :mod:`baglm_nb.models.kv_prefix`).
-Qwen2.5-VL's 3-D mrope positions of the suffix come from the model's own ``get_rope_index`` over
-the full prompt. The published code instead runs K + 1 full passes per segment
-(``shared_prefix=False`` reproduces that; the two agree to float rounding).
+on a token boundary) runs once with a KV cache, the text the questions of one kind share beyond it
+(the progress prompt up to the step) once more, and each kind's suffixes in one batched pass from
+copies of that cache (rows = segment x question; :mod:`baglm_nb.models.passes`,
+:mod:`baglm_nb.models.kv_prefix`). Qwen2.5-VL's 3-D mrope positions of the suffix come from the
+model's own ``get_rope_index`` over the full prompt. The published code instead runs K + 1 full
+passes per segment (``shared_prefix=False`` reproduces that; the two agree to float rounding).
 
 Exports :class:`ScoreResult`, the :class:`Scorer` protocol, :class:`TransformersScorer` (built by
 :func:`baglm_nb.models.registry.load_scorer` from real weights, or
@@ -33,7 +34,7 @@ Exports :class:`ScoreResult`, the :class:`Scorer` protocol, :class:`Transformers
 
 from __future__ import annotations
 
-import warnings
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -42,24 +43,10 @@ import numpy as np
 import torch
 
 from baglm_nb.models.families import ADAPTERS, DEFAULT_SYSTEM
-from baglm_nb.models.kv_prefix import (
-    Layers,
-    dynamic_cache,
-    last_real,
-    layers_of,
-    repeat_rows,
-    right_pad,
-    shared_length,
-)
 from baglm_nb.models.logprobs import check_logits
-from baglm_nb.models.prompts import (
-    DIGITS,
-    check_single_tokens,
-    check_task_text,
-    format_choices,
-    get_prompt,
-    option_labels,
-)
+from baglm_nb.models.passes import naive_passes, shared_passes
+from baglm_nb.models.prompts import DIGITS, check_single_tokens, check_task_text, option_labels
+from baglm_nb.models.questions import YES_NO, build_questions, combine
 
 __all__ = ["PRETRAINED", "RANDOM_INIT", "ScoreResult", "Scorer", "TransformersScorer"]
 
@@ -86,9 +73,15 @@ class ScoreResult:
     labels
         The K+1 option labels used (§2.2).
     model_id, label
-        Which model produced the scores, and ``"random-init"`` or ``"pretrained"``.
+        Which model produced the scores, and ``"random-init"`` or ``"pretrained"`` (``"served"``
+        for :class:`~baglm_nb.models.served.ServedScorer`'s).
     family, vsg_prompt, renormalised, prompt_versions
         How the scores were produced; the prompt versions belong in cache keys.
+    timings
+        Seconds this call spent by phase: ``"shared"`` (pixel preprocessing, the vision
+        encoding and the prefix all questions share) and one entry per question kind
+        (``"vsg"``, ``"bin"``, ``"prog"``, ``"next"``: that kind's own passes). Empty when the
+        scorer does not measure them.
     """
 
     vsg: np.ndarray | None
@@ -101,6 +94,7 @@ class ScoreResult:
     vsg_prompt: str
     renormalised: bool
     prompt_versions: dict[str, str] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def is_random(self) -> bool:
@@ -145,11 +139,6 @@ def _as_frames(frames_batch: Any) -> torch.Tensor:
     return x
 
 
-def _renormalised(p: np.ndarray) -> np.ndarray:
-    """Each row divided by its sum over the options."""
-    return p / p.sum(-1, keepdims=True)
-
-
 class TransformersScorer:
     """A transformers LMM as a :class:`Scorer`.
 
@@ -183,7 +172,8 @@ class TransformersScorer:
     segment_batch_size
         Segments per batch (published: 16).
     suffix_batch_size
-        Rows (segment x question) per suffix pass in the shared-prefix path.
+        Rows (segment x question) per suffix pass in the shared-prefix path (default 256: the
+        16 segments x K progress questions of a batch in one pass for K <= 16).
     repetition_penalty
         If set, applied to the first-position logits over the prompt's tokens before the softmax,
         as transformers' ``RepetitionPenaltyLogitsProcessor`` (Qwen2.5-VL's shipped generation
@@ -208,7 +198,7 @@ class TransformersScorer:
         prompt_style: Literal["chat", "published"] = "chat",
         shared_prefix: bool = True,
         segment_batch_size: int = 16,
-        suffix_batch_size: int = 64,
+        suffix_batch_size: int = 256,
         repetition_penalty: float | None = None,
         qwen_fps: float = 2.0,
         qwen_min_pixels: int = 128 * 28 * 28,
@@ -277,7 +267,7 @@ class TransformersScorer:
 
     def _yes_no_ids(self) -> list[int]:
         if self._yes_no is None:
-            self._yes_no = list(check_single_tokens(self.tokenizer, ["Yes", "No"], None).values())
+            self._yes_no = list(check_single_tokens(self.tokenizer, YES_NO, None).values())
         return self._yes_no
 
     # -- prompts ------------------------------------------------------------------------
@@ -379,35 +369,21 @@ class TransformersScorer:
         """
         frames = _as_frames(frames_batch)
         steps = [str(s) for s in steps]
-        if not steps:
-            raise ValueError("steps is empty")
         check_task_text(goal, steps, context_tokens=self.context_tokens)
-        if vsg_prompt not in ("multiple_choice", "binary"):
-            raise ValueError(
-                f"vsg_prompt must be 'multiple_choice' or 'binary', got {vsg_prompt!r}"
-            )
-        labels = self.labels(len(steps) + 1)
-        vsg_kind = None if prompt is None else ("vsg" if vsg_prompt == "multiple_choice" else "bin")
-        questions, versions = self._questions(
-            goal, steps, labels, prompt, vsg_kind, progress, next_step
+        labels = self.labels(len(steps) + 1) if steps else []
+        questions, versions, vsg_kind = build_questions(
+            goal, steps, labels, prompt=prompt, vsg_prompt=vsg_prompt, progress=progress,
+            next_step=next_step,
+        )  # fmt: skip
+        targets = [self._answer_ids(q.kind, labels) for q in questions]
+        probs, timings = self._score(
+            frames, [q.kind for q in questions], [q.text for q in questions], targets
         )
-        probs = self._score(frames, [q[1] for q in questions], [q[2] for q in questions])
-        by_kind: dict[str, list[np.ndarray]] = {}
-        for (kind, _, _), p in zip(questions, probs, strict=True):
-            by_kind.setdefault(kind, []).append(p)
-        take = {kind: np.stack(ps, axis=1) for kind, ps in by_kind.items()}
-        norm = _renormalised if renormalise else (lambda x: x)
-        vsg = None
-        if vsg_kind == "vsg":
-            vsg = norm(take["vsg"][:, 0])
-        elif vsg_kind == "bin":
-            yn = take["bin"]  # (S, K, 2)
-            yes = yn[..., 0] / yn.sum(-1) if renormalise else yn[..., 0]
-            vsg = np.concatenate([yes, 1.0 - yes.max(-1, keepdims=True)], axis=1)
+        vsg, prog, nxt = combine(questions, probs, vsg_kind, renormalise=renormalise)
         return ScoreResult(
             vsg=vsg,
-            progress=norm(take["prog"]) if progress else None,
-            next_step=norm(take["next"][:, 0]) if next_step else None,
+            progress=prog,
+            next_step=nxt,
             labels=tuple(labels),
             model_id=self.model_id,
             label=self.label,
@@ -415,62 +391,34 @@ class TransformersScorer:
             vsg_prompt=vsg_prompt,
             renormalised=bool(renormalise),
             prompt_versions=versions,
+            timings=timings,
         )
 
-    def _questions(
-        self,
-        goal: str,
-        steps: list[str],
-        labels: list[str],
-        prompt: str | None,
-        vsg_kind: str | None,
-        progress: bool,
-        next_step: bool,
-    ) -> tuple[list[tuple[str, str, list[int]]], dict[str, str]]:
-        """The (kind, question text, target token ids) to score, and the prompt versions."""
-        label_ids = self._label_ids(labels)
-        choices = format_choices(steps, labels)
-        questions: list[tuple[str, str, list[int]]] = []
-        versions: dict[str, str] = {}
-        if vsg_kind == "vsg":
-            p = get_prompt(prompt)
-            questions.append(("vsg", p.format(goal=goal, choices=choices), label_ids))
-            versions["vsg"] = p.version
-        elif vsg_kind == "bin":
-            p = get_prompt("vsg_binary" if prompt == "vsg" else prompt)
-            yn = self._yes_no_ids()
-            questions += [("bin", p.format(goal=goal, step=s), yn) for s in steps]
-            versions["vsg"] = p.version
-        if progress:
-            p = get_prompt("prog")
-            questions += [("prog", p.format(goal=goal, step=s), self._digit_ids) for s in steps]
-            versions["prog"] = p.version
-        if next_step:
-            p = get_prompt("next")
-            questions.append(("next", p.format(goal=goal, choices=choices), label_ids))
-            versions["next"] = p.version
-        if not questions:
-            raise ValueError("nothing to score: prompt=None, progress=False, next_step=False")
-        return questions, versions
+    def _answer_ids(self, kind: str, labels: list[str]) -> list[int]:
+        """Token ids of the answers of a question of ``kind`` (labels, Yes/No or digits)."""
+        if kind in ("vsg", "next"):
+            return self._label_ids(labels)
+        return self._yes_no_ids() if kind == "bin" else self._digit_ids
 
     @torch.inference_mode()
     def _score(
-        self, frames: torch.Tensor, texts: list[str], targets: list[list[int]]
-    ) -> list[np.ndarray]:
-        """Probabilities ``(S, len(targets[q]))`` per question q."""
+        self, frames: torch.Tensor, kinds: Sequence[str], texts: Sequence[str], targets: Sequence
+    ) -> tuple[list[np.ndarray], dict[str, float]]:
+        """Probabilities ``(S, len(targets[q]))`` per question q, and seconds per phase."""
         n_seg = frames.shape[0]
         out = [np.empty((n_seg, len(t)), dtype=np.float64) for t in targets]
+        timings: dict[str, float] = {}
+        passes = shared_passes if self.shared_prefix else naive_passes
         for s0 in range(0, n_seg, self.segment_batch_size):
             chunk = frames[s0 : s0 + self.segment_batch_size]
+            t0 = time.perf_counter()
             pix, info = self._fam.pixel_inputs(chunk)
             ids = [self.prompt_ids(t, info) for t in texts]
-            if self.shared_prefix:
-                res = self._score_shared(pix, ids, targets, chunk.shape[0])
-            else:
-                res = self._score_naive(pix, ids, targets, chunk.shape[0])
+            timings["shared"] = timings.get("shared", 0.0) + time.perf_counter() - t0
+            res = passes(self, pix, ids, kinds, list(targets), chunk.shape[0], timings)
             for q, r in enumerate(res):
                 out[q][s0 : s0 + chunk.shape[0]] = r
-        return out
+        return out, timings
 
     def _probs(
         self, logits: torch.Tensor, full_ids: torch.Tensor, target: torch.Tensor
@@ -487,89 +435,7 @@ class TransformersScorer:
         p = torch.softmax(logits, dim=-1).gather(1, target.to(logits.device))
         return p.double().cpu().numpy()
 
-    def _score_naive(
-        self, pix: dict, ids: list[list[int]], targets: list[list[int]], n_seg: int
-    ) -> list[np.ndarray]:
-        """One full forward pass per question (the published way)."""
-        res = []
-        for q, seq in enumerate(ids):
-            input_ids = torch.tensor(seq, device=self.device)[None].expand(n_seg, -1)
-            logits = self._fam.full_logits(input_ids, pix)
-            tgt = torch.tensor(targets[q])[None].expand(n_seg, -1)
-            res.append(self._probs(logits, input_ids, tgt))
-        return res
-
-    def _score_shared(
-        self, pix: dict, ids: list[list[int]], targets: list[list[int]], n_seg: int
-    ) -> list[np.ndarray]:
-        """Shared prefix once per segment batch, question suffixes from copies of its cache."""
-        fam = self._fam
-        plen = shared_length(ids)
-        if plen <= 0 or any(fam.vision_id in s[plen:] for s in ids):
-            warnings.warn(
-                "the questions share no prefix holding all vision tokens; scoring each in full",
-                stacklevel=3,
-            )
-            return self._score_naive(pix, ids, targets, n_seg)
-        full_pos = [fam.positions(torch.tensor(s, device=self.device), pix) for s in ids]
-        prefix = torch.tensor(ids[0][:plen], device=self.device)[None].expand(n_seg, -1)
-        pos0 = None if full_pos[0] is None else full_pos[0][:, None, :plen].expand(-1, n_seg, -1)
-        _, cache = fam.lm(fam.embed(prefix, pix), pos0, dynamic_cache(None, self._cache_config()))
-        layers = layers_of(cache)
-        per_chunk = max(1, self.suffix_batch_size // n_seg)
-        res: list[np.ndarray] = []
-        for q0 in range(0, len(ids), per_chunk):
-            qs = slice(q0, q0 + per_chunk)
-            res += self._score_suffixes(layers, plen, ids[qs], full_pos[qs], targets[qs], n_seg)
-        return res
-
     def _cache_config(self) -> Any:
         """The config of the KV cache: remote-code configs may not describe their layers to
         transformers, which then uses plain layers."""
         return None if self.family == "internvl-remote" else self.model.config
-
-    def _score_suffixes(
-        self,
-        layers: Layers,
-        plen: int,
-        ids: list[list[int]],
-        full_pos: list[torch.Tensor | None],
-        targets: list[list[int]],
-        n_seg: int,
-    ) -> list[np.ndarray]:
-        """Probabilities of c questions after the ``(n_seg, ...)`` prefix cache ``layers``.
-
-        One pass of n_seg x c rows (row = segment * c + question), suffixes right-padded; the
-        pads are a prompt token (harmless for the repetition penalty, never attended to).
-        """
-        fam, dev, c = self._fam, self.device, len(ids)
-        pad = ids[0][0]
-        suf, lens = right_pad([s[plen:] for s in ids], pad)
-        full, _ = right_pad(ids, pad)
-        pos = None
-        if full_pos[0] is not None:
-            pos = self._suffix_positions(full_pos, plen, lens).repeat(1, n_seg, 1)
-        cache = dynamic_cache(repeat_rows(layers, c), self._cache_config())
-        hidden, _ = fam.lm(fam.embed(suf.to(dev).repeat(n_seg, 1), None), pos, cache)
-        logits = fam.head(last_real(hidden, lens * n_seg))
-        out = []
-        for j in range(c):
-            rows = torch.arange(n_seg, device=dev) * c + j
-            tgt = torch.tensor(targets[j])[None].expand(n_seg, -1)
-            out.append(self._probs(logits[rows], full[j : j + 1].expand(n_seg, -1), tgt))
-        return out
-
-    def _suffix_positions(
-        self, full_pos: list[torch.Tensor], plen: int, lens: list[int]
-    ) -> torch.Tensor:
-        """3-D (mrope) positions ``(3, c, width)`` of the suffixes, cut from each full prompt's
-        own positions; the pads continue them (never attended to)."""
-        width = max(lens)
-        pos = torch.zeros((3, len(lens), width), dtype=full_pos[0].dtype, device=self.device)
-        for j, n in enumerate(lens):
-            p = full_pos[j][:, plen:]
-            pos[:, j, :n] = p
-            if n < width:
-                extra = torch.arange(1, width - n + 1, device=self.device)
-                pos[:, j, n:] = p[:, -1:] + extra
-        return pos

@@ -5,16 +5,12 @@
 any OpenAI-compatible chat-completions server (GPT-4.1-mini, vLLM, llama.cpp's server). P("Yes")
 comes from the first token's top logprobs with §4.3's fallbacks. A pair that cannot be scored is
 a :class:`~baglm_nb.models.dependencies.PairFailure` (an error naming the group and the pair in
-the end), never a silent 0.0 (the published code's choice). The API key is read from the
-environment, given to the client only, and redacted from every message.
+the end), never a silent 0.0 (the published code's choice). The API key, retries and error
+messages follow :class:`~baglm_nb.models.openai_client.Connection`.
 """
 
 from __future__ import annotations
 
-import os
-import random
-import re
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,44 +18,14 @@ import numpy as np
 
 from baglm_nb.models.dependencies import PairFailure, pair_messages, pair_prompt_version
 from baglm_nb.models.logprobs import probability
+from baglm_nb.models.openai_client import Connection
 
-__all__ = ["NO_WORDS", "YES_WORDS", "OpenAIBackend", "read_api_key"]
+__all__ = ["NO_WORDS", "YES_WORDS", "OpenAIBackend"]
 
 YES_WORDS = ("Yes", "yes")
 """First tokens read as "Yes" (§4.3)."""
 NO_WORDS = ("No", "no")
 """First tokens read as "No" (§4.3)."""
-
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def read_api_key(api_key_env: str) -> str:
-    """The API key held by the environment variable named ``api_key_env``.
-
-    Raises ``ValueError`` when the name is not a valid variable name (a key pasted in its
-    place is never printed) or the variable is unset or empty.
-    """
-    if not _ENV_NAME.fullmatch(api_key_env or ""):
-        raise ValueError(
-            "--api-key-env must be the NAME of an environment variable (letters, digits and _), "
-            f"not the key itself; the value given ({len(api_key_env or '')} characters) is not "
-            "shown. Put the key in a variable, e.g. export MY_KEY=..., and pass --api-key-env "
-            "MY_KEY"
-        )
-    key = os.environ.get(api_key_env)
-    if not key:
-        # a long name may be a key pasted by mistake: do not echo it
-        name = (
-            api_key_env
-            if len(api_key_env) <= 32
-            else f"named by --api-key-env ({len(api_key_env)} characters)"
-        )
-        raise ValueError(
-            f"environment variable {name} is not set or empty: it must hold the "
-            "API key (for a local server without a key, set it to any placeholder)"
-        )
-    return key
 
 
 class OpenAIBackend:
@@ -90,12 +56,10 @@ class OpenAIBackend:
         Sent with every request. The published call used the API defaults; logprobs do not
         depend on the temperature, and ``temperature=0, max_tokens=1`` keeps requests cheap
         and deterministic.
-    timeout
-        Seconds per request.
-    max_attempts
-        Attempts per pair for transient errors (connection errors, timeouts, HTTP 408/409/429
-        and 5xx), with exponential backoff ``backoff * 2**n`` (at most ``max_backoff``) plus
-        jitter. Authentication and other client errors fail at once.
+    timeout, max_attempts, backoff, max_backoff
+        Seconds per request; attempts per pair for transient errors, with exponential backoff
+        (the rules of :class:`~baglm_nb.models.openai_client.Connection`). Authentication and
+        other client errors fail at once.
     concurrency
         Requests in flight at once within a batch.
     chunk_size
@@ -123,8 +87,8 @@ class OpenAIBackend:
         chunk_size: int = 8,
         client: Any = None,
     ) -> None:
-        if max_attempts < 1 or concurrency < 1 or chunk_size < 1 or top_logprobs < 1:
-            raise ValueError("max_attempts, concurrency, chunk_size and top_logprobs must be >= 1")
+        if concurrency < 1 or chunk_size < 1 or top_logprobs < 1:
+            raise ValueError("concurrency, chunk_size and top_logprobs must be >= 1")
         self.model = model
         self.name = model
         self.base_url = base_url
@@ -134,20 +98,13 @@ class OpenAIBackend:
         self.prompt_version = pair_prompt_version(self.system_prompt)
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.timeout = float(timeout)
-        self.max_attempts = int(max_attempts)
-        self.backoff = float(backoff)
-        self.max_backoff = float(max_backoff)
         self.concurrency = int(concurrency)
         self.chunk_size = int(chunk_size)
-        if client is None:
-            import openai
-
-            key = read_api_key(api_key_env)
-            client = openai.OpenAI(
-                base_url=base_url, api_key=key, timeout=self.timeout, max_retries=0
-            )
-        self._client = client
+        self._conn = Connection(
+            base_url, api_key_env, timeout=timeout, max_attempts=max_attempts,
+            backoff=backoff, max_backoff=max_backoff, client=client,
+        )  # fmt: skip
+        self._client = self._conn.client
 
     def __repr__(self) -> str:
         return (
@@ -157,10 +114,7 @@ class OpenAIBackend:
 
     def _redact(self, text: str) -> str:
         """``text`` with the API key (held only by the client) replaced by ``***``."""
-        key = getattr(self._client, "api_key", None)
-        if isinstance(key, str) and key:
-            text = text.replace(key, "***")
-        return text
+        return self._conn.redact(text)
 
     def _request(self, goal: str, target: str, prereq: str) -> Any:
         kwargs: dict[str, Any] = {
@@ -175,45 +129,10 @@ class OpenAIBackend:
             kwargs["max_tokens"] = self.max_tokens
         return self._client.chat.completions.create(**kwargs)
 
-    def _describe(self, exc: BaseException) -> tuple[str, bool]:
-        """(redacted message, retryable) for an exception from the client."""
-        import openai
-
-        where = f"the server at {self.base_url or 'the OpenAI default URL'}"
-        if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-            return (
-                f"{where} rejected the API key from ${self.api_key_env} "
-                f"(HTTP {exc.status_code}); check that variable",
-                False,
-            )
-        if isinstance(exc, openai.APITimeoutError):
-            return f"no answer from {where} within {self.timeout:g} s (timeout)", True
-        if isinstance(exc, openai.APIConnectionError):
-            return f"cannot connect to {where} ({type(exc).__name__}: {exc})", True
-        if isinstance(exc, openai.APIStatusError):
-            retry = exc.status_code in (408, 409, 429) or exc.status_code >= 500
-            return f"{where} answered HTTP {exc.status_code}: {exc.message}", retry
-        return f"{type(exc).__name__}: {exc}", False
-
     def _one(self, goal: str, target: str, prereq: str) -> float:
         """P(Yes) of one pair with retries; raises ``RuntimeError`` with a redacted reason."""
-        import openai
-
-        last = ""
-        for attempt in range(self.max_attempts):
-            try:
-                response = self._request(goal, target, prereq)
-            except openai.OpenAIError as exc:
-                last, retry = self._describe(exc)
-                last = self._redact(last)
-                if not retry:
-                    raise RuntimeError(last) from None
-                if attempt + 1 < self.max_attempts:
-                    delay = min(self.max_backoff, self.backoff * 2**attempt)
-                    time.sleep(delay * (1.0 + 0.25 * random.random()))
-                continue
-            return self._yes_probability(response)
-        raise RuntimeError(f"{last} (gave up after {self.max_attempts} attempts)")
+        response = self._conn.call(lambda _: self._request(goal, target, prereq))
+        return self._yes_probability(response)
 
     def _yes_probability(self, response: Any) -> float:
         try:

@@ -154,7 +154,8 @@ def load_scorer(
     family
         Override the family (default from the registry or the config's ``model_type``).
     device, dtype
-        Default CUDA with bfloat16 when available, else CPU with float32.
+        Default CUDA with bfloat16 when available, else CPU with float32; the native families
+        run SDPA attention.
     trust_remote_code
         Run the repository's own Python code. Needed only for the original InternVL format
         (e.g. ``OpenGVLab/InternVL2_5-8B``); off by default, and a warning when on.
@@ -223,8 +224,10 @@ def _load_parts(folder: Path, family: str, remote: bool, dtype: torch.dtype) -> 
         load_kw["trust_remote_code"] = tok_kw["trust_remote_code"] = True
         tok_kw["use_fast"] = False
         net = transformers.AutoModel.from_pretrained(str(folder), low_cpu_mem_usage=True, **load_kw)
-    else:
-        net = model_class(family).from_pretrained(str(folder), **load_kw)
+    else:  # PyTorch's fused attention (flash / memory-efficient kernels on CUDA)
+        net = model_class(family).from_pretrained(
+            str(folder), attn_implementation="sdpa", **load_kw
+        )
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), **tok_kw)
     processor = None
     try:  # the processor only supplies the chat template; its image side may need torchvision

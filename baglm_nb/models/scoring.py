@@ -1,13 +1,24 @@
 """Batch scoring: stream every video of a dataset through a scorer into the score cache.
 
-Videos are written to the cache one by one (atomically), so a killed run resumes without
-redoing finished videos and never leaves a half-written file. A video that cannot be read is
-recorded in ``failures.json`` next to the cache and the run goes on. Per-segment timings
-(``decode_s``, ``vsg_s``, ``progress_s``) are stored with the scores, for the timing figure.
+The **driver** (:func:`score_dataset`) decides which videos still need scores, hands them to an
+**engine** and writes what comes back: the cache one video at a time (atomically), so a killed run
+resumes without redoing finished videos and never leaves a half-written file; ``failures.json``
+beside the cache for a video that cannot be read (recorded, never retried); and the summary. Two
+engines score the videos, through the same :func:`score_task`:
 
-VSG and progress are scored in two calls per batch of segments, so that their times can be
-reported separately; within the progress call the K step prompts share the frames' prefix
-(see :mod:`baglm_nb.models.engine`).
+* ``"local"`` (default): in this process, one video after the other;
+* ``"ray"``: Ray Core actors on a cluster, each loading the model once
+  (:class:`~baglm_nb.models.ray_pool.RayOptions`; a dead worker is replaced and its video retried
+  up to ``max_attempts`` times, then recorded). The cache is identical to the local engine's.
+
+An engine scores a :class:`VideoTask` with a scorer built from a :class:`ScorerSpec` (a model id
+and options: any back-end that :func:`make_scorer` can build, so a worker can load it itself) and
+returns a :class:`VideoResult`. VSG and the K progress prompts of a batch of segments are scored
+in **one** call, from one vision encoding and one shared prefix
+(:mod:`baglm_nb.models.passes`). Per-segment timings are stored with the scores, for the timing
+figure: ``decode_s``; ``vsg_s``, the vision encoding and shared prefix plus the VSG question's own
+pass; ``progress_s``, the progress questions' own passes. A scorer that does not report its phases
+gets one ``score_s`` column instead.
 """
 
 from __future__ import annotations
@@ -15,7 +26,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +36,40 @@ from tqdm.auto import tqdm
 
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import length_mismatch, num_segments
-from baglm_nb.inputs.video import find_video_file
+from baglm_nb.inputs.video import VideoError, find_video_file
+from baglm_nb.models.questions import ScoringError
 from baglm_nb.stores.atomic import atomic_write_json
 from baglm_nb.stores.keys import ScoreKey
 from baglm_nb.stores.scores import ScoreCache
 
-__all__ = ["check_inputs", "make_scorer", "score_dataset", "score_video"]
+__all__ = [
+    "ENGINES",
+    "check_inputs",
+    "ScorerSpec",
+    "VideoResult",
+    "VideoTask",
+    "make_scorer",
+    "score_dataset",
+    "score_task",
+    "score_video",
+    "scorer_identity",
+]
 
 RANDOM_PREFIX = "random-init:"
+ENGINES = ("local", "ray")
+"""Where :func:`score_dataset` scores: in this process, or on a Ray cluster."""
 
 
 def make_scorer(model: str, *, trust_remote_code: bool = False, **kwargs: Any):
-    """A scorer from a model id: a registry id or local folder (real weights), or
+    """A scorer from a model id: a registry id or local folder (real weights),
     ``random-init:<family>`` for a tiny randomly initialised model (labelled ``random-init``,
-    for tests and demos of the mechanics only)."""
+    for tests and demos of the mechanics only), or ``openai:<name>`` for a model behind an
+    OpenAI-compatible server (:class:`~baglm_nb.models.served.ServedScorer`; ``kwargs`` such as
+    ``base_url``, ``api_key_env`` go to it)."""
+    from baglm_nb.models.served import PREFIX, ServedScorer
+
+    if model.startswith(PREFIX):
+        return ServedScorer(model[len(PREFIX) :], **kwargs)
     if model.startswith(RANDOM_PREFIX):
         from baglm_nb.models.testing import make_random_scorer
 
@@ -47,9 +79,87 @@ def make_scorer(model: str, *, trust_remote_code: bool = False, **kwargs: Any):
     return load_scorer(model, trust_remote_code=trust_remote_code, **kwargs)
 
 
+@dataclass(frozen=True)
+class ScorerSpec:
+    """How to build a scorer, small enough to send to a worker that loads the model itself.
+
+    Parameters
+    ----------
+    model
+        What :func:`make_scorer` takes: a registry id, a weights folder, ``random-init:<family>``.
+    trust_remote_code
+        See :func:`make_scorer`.
+    options
+        Keyword arguments of the scorer (e.g. ``{"segment_batch_size": 16}``).
+    """
+
+    model: str
+    trust_remote_code: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __call__(self) -> Any:
+        """Build the scorer (loads the model)."""
+        return make_scorer(self.model, trust_remote_code=self.trust_remote_code, **self.options)
+
+
+def scorer_identity(scorer: Any) -> tuple[str, str]:
+    """``(model id of the cache key, label)`` of a scorer; a random model's id says so."""
+    model_id, label = str(scorer.model_id), str(getattr(scorer, "label", ""))
+    if label == "random-init" and "random-init" not in model_id:
+        model_id = RANDOM_PREFIX + model_id  # the cache folder says what made the scores
+    return model_id, label
+
+
+@dataclass(frozen=True)
+class VideoTask:
+    """One video to score: what a worker needs, and nothing it would have to look up."""
+
+    uid: str
+    path: str
+    goal: str
+    steps: tuple[str, ...]
+    segment_duration: int = 2
+    sampling_fps: float = 2.0
+    batch_segments: int = 16
+    found: bool = True  # False: ``path`` is where the file was looked for
+    num_frames: int = 0  # the annotation's video_num_frames and video_fps (0: unknown, no check)
+    fps: float = 0.0
+
+
+@dataclass
+class VideoResult:
+    """What scoring one video gave: its arrays and timings, or the error that is recorded.
+
+    ``attempts`` counts the workers that tried it (more than 1 only when a worker died).
+    """
+
+    uid: str
+    vsg: np.ndarray | None = None
+    progress: np.ndarray | None = None
+    timings: dict[str, np.ndarray] = field(default_factory=dict)
+    error: str | None = None
+    attempts: int = 1
+
+    @property
+    def num_segments(self) -> int:
+        """Segments scored (0 for a failure)."""
+        return 0 if self.vsg is None else int(self.vsg.shape[0])
+
+
+def _split_timings(r: Any, wall: float) -> dict[str, float]:
+    """A batch's seconds as the cache's timing columns (see the module docs)."""
+    t = getattr(r, "timings", None) or {}
+    if not t:
+        return {"score_s": wall}
+    return {
+        "vsg_s": t.get("shared", 0.0) + t.get("vsg", 0.0) + t.get("bin", 0.0),
+        "progress_s": t.get("prog", 0.0),
+    }
+
+
 def score_video(
     path: str | os.PathLike,
-    video: Video,
+    video: Video | VideoTask,
     scorer: Any,
     *,
     segment_duration: int = 2,
@@ -62,12 +172,14 @@ def score_video(
 
     info = probe(path)
     total = num_segments(info.num_frames, info.fps, segment_duration, sampling_fps)
-    why = length_mismatch(video, total, what="the file", segment_duration=segment_duration,
-                          sampling_fps=sampling_fps)  # fmt: skip
+    why = None
+    if getattr(video, "num_frames", 0) and getattr(video, "fps", 0):  # annotated length known
+        why = length_mismatch(video, total, what="the file", segment_duration=segment_duration,
+                              sampling_fps=sampling_fps)  # fmt: skip
     if why:
         raise VideoError(path, f"{why}: {info.num_frames} frames at {info.fps:g} fps")
     vsg, prog = [], []
-    timings: dict[str, list[float]] = {"decode_s": [], "vsg_s": [], "progress_s": []}
+    timings: dict[str, list[float]] = {"decode_s": []}
     bar = tqdm(total=total, desc=video.uid, unit="seg", leave=False, disable=not show_progress)
     batches = iter_segments(
         path,
@@ -78,20 +190,24 @@ def score_video(
     for batch in batches:
         b = batch.num_segments
         t0 = time.perf_counter()
-        r_vsg = scorer.score_segments(batch.frames, video.goal, video.steps, progress=False)
-        t1 = time.perf_counter()
-        r_prog = scorer.score_segments(batch.frames, video.goal, video.steps, prompt=None)
-        t2 = time.perf_counter()
-        vsg.append(r_vsg.vsg)
-        prog.append(r_prog.progress)
+        try:
+            r = scorer.score_segments(batch.frames, video.goal, video.steps)  # VSG + progress
+        except ScoringError as exc:  # name the video and the segment
+            done = len(timings["decode_s"])
+            raise exc.located(video.uid, done, segment_duration) from None
+        wall = time.perf_counter() - t0
+        vsg.append(r.vsg)
+        prog.append(r.progress)
         timings["decode_s"] += [batch.decode_s / b] * b
-        timings["vsg_s"] += [(t1 - t0) / b] * b
-        timings["progress_s"] += [(t2 - t1) / b] * b
+        for name, seconds in _split_timings(r, wall).items():
+            timings.setdefault(name, []).extend([seconds / b] * b)
         bar.update(b)
     bar.close()
-    k = video.num_steps
+    k = len(video.steps)
     v = np.concatenate(vsg) if vsg else np.zeros((0, k + 1))
     p = np.concatenate(prog) if prog else np.zeros((0, k, 10))
+    if not vsg:
+        timings.update(vsg_s=[], progress_s=[])
     return v, p, {name: np.asarray(x, dtype=np.float64) for name, x in timings.items()}
 
 
@@ -114,6 +230,121 @@ def check_inputs(
     return list(load_dataset(dataset, annotations))[:limit]
 
 
+def score_task(scorer: Any, task: VideoTask, show_progress: bool = False) -> VideoResult:
+    """Score one :class:`VideoTask`: its arrays, or the :class:`VideoError` that is recorded.
+
+    Every engine scores through this function; other exceptions propagate.
+    """
+    try:
+        if not task.found:
+            raise VideoError(task.path, "no file for this video uid")
+        vsg, prog, timings = score_video(
+            task.path, task, scorer, segment_duration=task.segment_duration,
+            sampling_fps=task.sampling_fps, batch_segments=task.batch_segments,
+            show_progress=show_progress,
+        )  # fmt: skip
+    except (VideoError, ScoringError) as exc:
+        return VideoResult(task.uid, error=str(exc))
+    return VideoResult(task.uid, vsg, prog, timings)
+
+
+# --------------------------------------------------------------------------------------------
+# engines
+
+
+class LocalEngine:
+    """Scores in this process, one video after the other (the default engine)."""
+
+    name = "local"
+
+    def __init__(self, scorer: Any) -> None:
+        self.scorer = scorer() if isinstance(scorer, (str, ScorerSpec)) else scorer
+        self.in_flight = 0
+
+    def __enter__(self) -> LocalEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def identity(self) -> tuple[str, str]:
+        """See :func:`scorer_identity`."""
+        return scorer_identity(self.scorer)
+
+    def run(self, tasks: Sequence[VideoTask], show_progress: bool) -> Iterator[VideoResult]:
+        """Each task's result, in order."""
+        for task in tasks:
+            self.in_flight = 1
+            yield score_task(self.scorer, task, show_progress)
+        self.in_flight = 0
+
+
+def _engine(engine: Any, scorer: Any) -> Any:
+    """An engine object from ``"local"``, ``"ray"`` or :class:`RayOptions`."""
+    if engine == "local":
+        return LocalEngine(scorer)
+    from baglm_nb.models import ray_pool
+
+    if engine == "ray":
+        engine = ray_pool.RayOptions()
+    if isinstance(engine, ray_pool.RayOptions):
+        if not isinstance(scorer, (str, ScorerSpec)):
+            raise ValueError(
+                "the ray engine loads the model in each worker: pass the model id (e.g. "
+                "'internvl3-8b') or a ScorerSpec, not a loaded scorer"
+            )
+        spec = ScorerSpec(scorer) if isinstance(scorer, str) else scorer
+        return ray_pool.RayEngine(spec, engine)
+    raise ValueError(f"engine must be one of {ENGINES} or a RayOptions, got {engine!r}")
+
+
+class _DriverBar:
+    """The driver's bar: videos done, failed, in flight, and segments per second."""
+
+    def __init__(self, total: int, desc: str, engine: Any, show: bool) -> None:
+        self.engine, self.start = engine, time.perf_counter()
+        self.failed = self.segments = 0
+        self.bar = tqdm(total=total, desc=desc, unit="video", disable=not show)
+
+    def update(self, result: VideoResult | None = None) -> None:
+        """Count a finished video (``None``: refresh the figures only)."""
+        if result is not None:
+            self.failed += result.error is not None
+            self.segments += result.num_segments
+            self.bar.update(1)
+        rate = self.segments / max(time.perf_counter() - self.start, 1e-9)
+        self.bar.set_postfix(
+            failed=self.failed, in_flight=self.engine.in_flight, seg_s=f"{rate:.2f}", refresh=False
+        )
+        self.bar.refresh()
+
+    def close(self) -> None:
+        """Close the bar."""
+        self.bar.close()
+
+
+def _cached(cache: ScoreCache, videos: Sequence[Video]) -> tuple[list[str], list[str]]:
+    """The videos already in the cache, and the cached files that are unreadable (truncated:
+    they are scored again)."""
+    stored = [v.uid for v in videos if cache.has(v.uid)]
+    unreadable = [uid for uid in stored if not cache.is_readable(uid)]
+    return [uid for uid in stored if uid not in unreadable], unreadable
+
+
+def _record(
+    cache: ScoreCache, failures_path: Path, failures: dict[str, str], video: Video, r: VideoResult
+) -> bool:
+    """Write one result (the cache, or ``failures.json``); True when the video was scored."""
+    if r.error is not None:
+        failures[video.uid] = r.error
+        atomic_write_json(failures_path, failures)
+        return False
+    cache.write_video(video.uid, r.vsg, r.progress, steps=video.steps, timings=r.timings)
+    if failures.pop(video.uid, None) is not None:
+        atomic_write_json(failures_path, failures)
+    return True
+
+
 def score_dataset(
     dataset: str,
     video_dir: str | os.PathLike,
@@ -127,63 +358,95 @@ def score_dataset(
     videos: Sequence[Video] | None = None,
     annotations: str | os.PathLike | None = None,
     show_progress: bool = True,
+    engine: Any = "local",
 ) -> dict[str, Any]:
     """Score the videos of ``dataset`` found in ``video_dir`` into a score cache.
 
-    ``root`` defaults to the project's ``data/cache``. Returns a summary: the cache folder,
-    videos scored now, already cached, cached files found unreadable (truncated) and rescored,
-    failed (with their errors, also kept in
-    ``failures.json`` in the cache folder) and the label of the scorer (``random-init`` for
-    tiny test models).
+    ``scorer`` is a loaded scorer (local engine), or a model id or :class:`ScorerSpec` that the
+    engine builds (the ``"ray"`` engine needs one of these: each worker loads the model).
+    ``engine`` is ``"local"`` (default), ``"ray"`` or a
+    :class:`~baglm_nb.models.ray_pool.RayOptions`. ``root`` defaults to the project's
+    ``data/cache``. Returns a summary: the cache folder, videos scored now, already cached,
+    cached files found unreadable (truncated) and rescored (``rescored_unreadable``), failed
+    (with their errors, also kept in ``failures.json`` in the cache folder), the videos that
+    needed more than one attempt (``attempts``, uid -> workers that tried it), the engine, the
+    label of the scorer (``random-init`` for tiny test models) and ``seconds``: ``startup``
+    (until the model is loaded), ``scoring`` (from then to the last video) and ``driver`` (the
+    part of it the driver spent writing and reporting).
     """
     from baglm_nb.inputs.datasets import data_dir
-    from baglm_nb.inputs.video import VideoError
     from baglm_nb.models.prompts import PROMPTS
 
     root = data_dir() / "cache" if root is None else root
-    if videos is None:
-        videos = check_inputs(dataset, video_dir, annotations=annotations, limit=limit)
-    else:
-        videos = list(videos)[:limit]
-    model_id = scorer.model_id
-    if getattr(scorer, "label", "") == "random-init" and "random-init" not in model_id:
-        model_id = RANDOM_PREFIX + model_id  # the cache folder says what made the scores
-    version = f"{PROMPTS['vsg'].version}+{PROMPTS['prog'].version}"
-    cache = ScoreCache(root, ScoreKey(dataset, model_id, version, segment_duration,
-                                      sampling_fps, source="lmm"))  # fmt: skip
-    failures_path = cache.path / "failures.json"
-    failures: dict[str, str] = {}
-    if failures_path.exists():
-        failures = json.loads(failures_path.read_text(encoding="utf-8"))
-    stored = [v.uid for v in videos if cache.has(v.uid)]
-    unreadable = [uid for uid in stored if not cache.is_readable(uid)]  # rescored below
-    done_before = [uid for uid in stored if uid not in unreadable]
-    todo = [v for v in videos if v.uid not in done_before]
-    scored = []
-    for video in tqdm(todo, desc=f"score {dataset}", unit="video", disable=not show_progress):
-        path = find_video_file(video_dir, video.uid)
+    videos = (
+        check_inputs(dataset, video_dir, annotations=annotations, limit=limit)
+        if videos is None
+        else list(videos)[:limit]
+    )
+    by_uid = {v.uid: v for v in videos}
+    t0 = time.perf_counter()
+    with _engine(engine, scorer) as eng:
+        model_id, label = eng.identity()
+        t_ready = time.perf_counter()
+        version = f"{PROMPTS['vsg'].version}+{PROMPTS['prog'].version}"
+        cache = ScoreCache(root, ScoreKey(dataset, model_id, version, segment_duration,
+                                          sampling_fps, source="lmm"))  # fmt: skip
+        failures_path = cache.path / "failures.json"
+        failures: dict[str, str] = (
+            json.loads(failures_path.read_text(encoding="utf-8")) if failures_path.exists() else {}
+        )
+        done_before, unreadable = _cached(cache, videos)
+        tasks = [_task(v, video_dir, segment_duration, sampling_fps, batch_segments)
+                 for v in videos if v.uid not in done_before]  # fmt: skip
+        bar = _DriverBar(len(tasks), f"score {dataset}", eng, show_progress)
         try:
-            if path is None:
-                raise VideoError(Path(video_dir) / video.uid, "no file for this video uid")
-            vsg, prog, timings = score_video(
-                path, video, scorer, segment_duration=segment_duration,
-                sampling_fps=sampling_fps, batch_segments=batch_segments,
-                show_progress=show_progress,
-            )  # fmt: skip
-        except VideoError as exc:
-            failures[video.uid] = str(exc)
-            atomic_write_json(failures_path, failures)
-            continue
-        cache.write_video(video.uid, vsg, prog, steps=video.steps, timings=timings)
-        scored.append(video.uid)
-        if failures.pop(video.uid, None) is not None:
-            atomic_write_json(failures_path, failures)
+            scored, attempts, driver = _drive(eng, tasks, bar, cache, failures_path, failures,
+                                              by_uid, show_progress)  # fmt: skip
+        finally:
+            bar.close()
+        t_end = time.perf_counter()
     return {
         "cache": str(cache.path),
         "model": model_id,
-        "label": getattr(scorer, "label", ""),
+        "label": label,
+        "engine": eng.name,
         "scored": scored,
         "already_cached": done_before,
         "rescored_unreadable": unreadable,
-        "failed": {u: failures[u] for u in failures if u in {v.uid for v in videos}},
+        "failed": {u: failures[u] for u in failures if u in by_uid},
+        "attempts": attempts,
+        "seconds": {
+            "startup": round(t_ready - t0, 3),
+            "scoring": round(t_end - t_ready, 3),
+            "driver": round(driver, 3),
+        },
     }
+
+
+def _drive(
+    eng: Any, tasks: list, bar: _DriverBar, cache: ScoreCache, failures_path: Path,
+    failures: dict[str, str], by_uid: dict[str, Video], show_progress: bool,
+) -> tuple[list[str], dict[str, int], float]:  # fmt: skip
+    """Run the engine, recording each result as it comes: (scored uids, attempts, driver s)."""
+    scored, attempts, driver = [], {}, 0.0
+    for r in eng.run(tasks, show_progress):
+        d0 = time.perf_counter()
+        if r is not None and _record(cache, failures_path, failures, by_uid[r.uid], r):
+            scored.append(r.uid)
+        if r is not None and r.attempts > 1:
+            attempts[r.uid] = r.attempts
+        bar.update(r)  # None: no video finished for a while (ray engine)
+        driver += time.perf_counter() - d0
+    return scored, attempts, driver
+
+
+def _task(
+    video: Video, video_dir: Any, segment_duration: int, sampling_fps: float, batch_segments: int
+) -> VideoTask:
+    """The :class:`VideoTask` of one video (its file found in ``video_dir``)."""
+    path = find_video_file(video_dir, video.uid)
+    where = Path(video_dir or ".") / video.uid if path is None else Path(path).resolve()
+    return VideoTask(
+        video.uid, str(where), video.goal, tuple(video.steps), segment_duration, sampling_fps,
+        batch_segments, found=path is not None, num_frames=video.num_frames, fps=video.fps,
+    )  # fmt: skip

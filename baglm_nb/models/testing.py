@@ -3,10 +3,12 @@
 :func:`make_random_scorer` builds one as a :class:`~baglm_nb.models.engine.TransformersScorer`
 (``random-init:<family>`` in :func:`baglm_nb.models.scoring.make_scorer`). Its outputs always
 carry ``label="random-init"`` and must never be presented as a real model's scores.
+:func:`random_gguf` writes one as llama.cpp GGUF files, to serve it (the served-scorer tests).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -14,7 +16,7 @@ import torch
 from baglm_nb.models.engine import RANDOM_INIT, TransformersScorer
 from baglm_nb.models.registry import FAMILIES, model_class
 
-__all__ = ["make_random_scorer"]
+__all__ = ["make_random_scorer", "random_gguf"]
 
 
 def _tiny_config(
@@ -170,3 +172,66 @@ def make_random_scorer(
     scorer_kwargs.setdefault("label", RANDOM_INIT)
     model_id = f"{RANDOM_INIT}/{family}-h{hidden_size}-l{num_layers}-seed{seed}"
     return TransformersScorer(net, tokenizer, family=family, model_id=model_id, **scorer_kwargs)
+
+
+def random_gguf(
+    family: str = "qwen2_5_vl", *, cache_dir: Any = None, **kwargs: Any
+) -> tuple[Path, Path]:
+    """The tiny model of :func:`make_random_scorer` ``(family, **kwargs)`` as llama.cpp GGUF files.
+
+    Returns ``(model.gguf, mmproj.gguf)`` (float32), for serving it with llama.cpp's server
+    (``tests/gguf_server.py``) and comparing with the same weights run locally. Built once with
+    :func:`baglm_nb.models.gguf.export_gguf` (about 30 s) into a folder under
+    :func:`~baglm_nb.models.gguf.model_cache_dir` named by a digest of the arguments, the
+    torch / transformers versions and the conversion script, then reused; the folder is renamed
+    into place when complete. Only Qwen2.5-VL is supported: it needs ``vision_layers >= 3``
+    (default here), because the converter maps the projector's ``mlp.2`` by vision block index.
+    """
+    import hashlib
+    import json
+    import os
+    import shutil
+    import tempfile
+
+    import transformers
+
+    from baglm_nb.inputs.preprocess import CLIP_MEAN, CLIP_STD
+    from baglm_nb.models.gguf import converter_script, export_gguf, model_cache_dir
+
+    if family != "qwen2_5_vl":
+        raise ValueError(f"random_gguf supports family 'qwen2_5_vl' only, got {family!r}")
+    kwargs.setdefault("vision_layers", 3)
+    script = converter_script()
+    ident = json.dumps([family, sorted(kwargs.items()), torch.__version__,
+                        transformers.__version__, hashlib.sha256(script.read_bytes()).hexdigest()],
+                       default=str)  # fmt: skip
+    base = Path(cache_dir) if cache_dir is not None else model_cache_dir()
+    folder = base / f"random-init-{family}-gguf-{hashlib.sha256(ident.encode()).hexdigest()[:16]}"
+    paths = (folder / "model.gguf", folder / "mmproj.gguf")
+    if (folder / ".complete").is_file():
+        return paths
+    base.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=base))
+    try:
+        scorer = make_random_scorer(family, **kwargs)
+        hf = tmp / "hf"
+        scorer.model.save_pretrained(hf)
+        scorer.tokenizer.save_pretrained(hf)
+        vc = scorer.model.config.vision_config
+        (hf / "preprocessor_config.json").write_text(json.dumps({
+            "image_mean": list(CLIP_MEAN), "image_std": list(CLIP_STD),
+            "patch_size": vc.patch_size, "merge_size": vc.spatial_merge_size,
+            "temporal_patch_size": vc.temporal_patch_size,
+        }))  # fmt: skip
+        export_gguf(hf, tmp, mmproj=True)
+        shutil.rmtree(hf)
+        (tmp / ".complete").write_text(ident + "\n")
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another process finished first
+            if not (folder / ".complete").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return paths

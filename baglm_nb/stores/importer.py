@@ -3,9 +3,13 @@
 The published files hold per-second arrays (each segment row repeated ``segment_duration``
 times): ``vsg/<uid>.pt`` (T, K+1), ``prog/<uid>.pt`` (T, K, 10) and ``prereq/<group>.pt``
 (K, K). Each is loaded with ``torch.load(weights_only=True)`` (a single float tensor, no
-arbitrary unpickling), checked, reduced to one row per segment and written to a
+arbitrary unpickling), checked (:mod:`baglm_nb.stores.published_files`: what the published
+code runs on is accepted, with a one-line warning where it is unusual; what is impossible is
+refused, naming the file, row and value), reduced to one row per segment and written to a
 :class:`~baglm_nb.stores.scores.ScoreCache` (source ``"imported"``) and a
-:class:`~baglm_nb.stores.dependencies.DependencyCache`.
+:class:`~baglm_nb.stores.dependencies.DependencyCache`. A refused file leaves its video (or,
+for a prerequisite file, its group's videos) out of the import; the others are imported and the
+summary counts what was imported, warned about and refused.
 
 Exports :func:`import_reference_results`.
 """
@@ -13,12 +17,12 @@ Exports :func:`import_reference_results`.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from baglm_nb.stores import published_files as pf
 from baglm_nb.stores.dependencies import DependencyCache
 from baglm_nb.stores.keys import PUBLISHED_LLM, DependencyKey, ScoreKey
 from baglm_nb.stores.scores import ScoreCache
@@ -29,115 +33,136 @@ if TYPE_CHECKING:
 __all__ = ["import_reference_results"]
 
 
-def _find_pt(base: Path, sub: str, name: str) -> tuple[Path | None, list[Path]]:
-    """``base/sub/name.pt`` if present, else ``base/name.pt``; returns (found, candidates)."""
-    candidates = [base / sub / f"{name}.pt", base / f"{name}.pt"]
-    for c in candidates:
-        if c.is_file():
-            return c, candidates
-    return None, candidates
+@dataclass
+class _Run:
+    """One import's paths, caches and running tallies."""
+
+    src: Path
+    model: str
+    scores: ScoreCache
+    deps: DependencyCache
+    sampling_fps: float
+    notes: pf.Notes
+    refused: dict[str, str] = field(default_factory=dict)  # file -> the one-line reason
+    prereqs: dict[str, tuple[Path, object] | None] = field(default_factory=dict)
+
+    def refuse(self, path: Path | str, line: str) -> None:
+        """Record a refused file (once) and log its line."""
+        if str(path) not in self.refused:
+            self.refused[str(path)] = line
+            self.notes.log(f"refused: {line}")
 
 
-def _load_tensor(path: Path) -> np.ndarray:
-    import torch
-
+def _prerequisites(run: _Run, video: Video) -> tuple[Path, object] | None:
+    """The group's checked (K, K) matrix and its file, loaded once per group; None if refused."""
+    if video.group in run.prereqs:
+        return run.prereqs[video.group]
+    base, found = run.src / "prereq", None
     try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # unpickling errors come in many types
-        raise ValueError(
-            f"{path}: cannot load as a single tensor ({type(exc).__name__}: {exc})"
-        ) from None
-    if not isinstance(obj, torch.Tensor):
-        raise ValueError(f"{path}: expected a single tensor, got {type(obj).__name__}")
-    if not obj.is_floating_point():
-        raise ValueError(f"{path}: expected a float tensor, got dtype {obj.dtype}")
-    return obj.detach().to(torch.float64).numpy()
+        path, m = pf.find_and_load(base, run.deps.key.model, video.group, run.notes)
+        if path is None:
+            raise pf.Refused(
+                f"{m[0]}: prerequisite file missing for group {video.group!r} (also tried {m[1]})",
+                m[0],
+            )
+        found = (path, pf.check_prerequisites(m, path, video.num_steps, video.group, run.notes))
+    except pf.Refused as exc:
+        run.refuse(exc.path, str(exc))
+    run.prereqs[video.group] = found
+    return found
 
 
-def _per_segment(arr: np.ndarray, path: Path, expected: tuple[int, ...], d: int) -> np.ndarray:
-    """Check the per-second shape and duplicated rows; return every ``d``-th row."""
-    if arr.shape != expected:
-        raise ValueError(f"{path}: expected shape {expected}, got {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{path}: contains NaN or inf values")
-    segs = arr.reshape(expected[0] // d, d, *expected[1:])
-    same = np.isclose(segs, segs[:, :1]).reshape(segs.shape[0], -1)  # np.allclose tolerances
-    if not same.all():
-        bad = int(np.argmin(same.all(axis=1)))
-        raise ValueError(
-            f"{path}: shape {arr.shape} (expected {expected}) but the {d} rows of segment {bad} "
-            f"differ; expected each segment row repeated {d} times"
-        )
-    return np.ascontiguousarray(segs[:, 0])
+def _scores(run: _Run, video: Video, vsg_path: Path, vsg) -> tuple | None:
+    """Checked per-segment VSG and progress arrays of ``video`` and T; None if refused."""
+    d, k = run.scores.key.segment_duration, video.num_steps
+    try:
+        prog_path, prog = pf.find_and_load(run.src / "prog", run.model, video.uid, run.notes)
+        if prog_path is None:
+            raise pf.Refused(
+                f"{vsg_path}: progress file missing for video {video.uid!r} (tried {prog[0]} "
+                f"and {prog[1]})",
+                vsg_path,
+            )
+        vsg = pf.check_vsg(vsg, vsg_path, k, video.uid, run.notes)
+        prog = pf.check_progress(prog, prog_path, k, video.uid, run.notes)
+        t = vsg.shape[0]
+        if prog.shape[0] != t:
+            raise pf.Refused(
+                f"{prog_path}: T = {prog.shape[0]} rows, but {vsg_path} has T = {t}; the "
+                "progress and VSG rows of a video must cover the same seconds",
+                prog_path,
+            )
+        expected = video.num_rows(d, run.sampling_fps)
+        vsg = pf.per_segment(vsg, vsg_path, d, expected, run.notes, warn_rows=True)
+        prog = pf.per_segment(prog, prog_path, d, expected, run.notes, warn_rows=False)
+    except pf.Refused as exc:
+        run.refuse(exc.path, str(exc))
+        return None
+    return vsg, prog, t
 
 
-def _import_scores(
-    src: Path,
-    model: str,
-    videos: Sequence[Video],
-    scores: ScoreCache,
-    sampling_fps: float,
-    show_progress: bool,
-) -> tuple[int, int, dict[str, tuple[str, ...]]]:
-    """Import the VSG and progress files of ``videos``: (imported, skipped, group -> steps)."""
+def _import_video(run: _Run, video: Video) -> str:
+    """Import one video: ``"imported"``, ``"skipped"`` (no VSG file) or ``"refused"``."""
+    try:
+        vsg_path, vsg = pf.find_and_load(run.src / "vsg", run.model, video.uid, run.notes)
+    except pf.Refused as exc:
+        run.refuse(exc.path, str(exc))
+        return "refused"
+    if vsg_path is None:
+        return "skipped"
+    prereq = _prerequisites(run, video)
+    scores = _scores(run, video, vsg_path, vsg)
+    if prereq is None or scores is None:
+        return "refused"
+    vsg, prog, t = scores
+    try:
+        run.scores.write_video(video.uid, vsg, prog, steps=video.steps, num_rows=t)
+    except ValueError as exc:
+        raise ValueError(f"{vsg_path}: {exc}") from None
+    return "imported"
+
+
+def _import_all(run: _Run, videos: Sequence[Video], show_progress: bool) -> dict[str, Any]:
+    """Import every video of ``videos`` and the prerequisite matrix of their groups.
+
+    Returns the summary of :func:`import_reference_results`.
+    """
     from tqdm.auto import tqdm
 
-    d = scores.key.segment_duration
-    imported = skipped = 0
     group_steps: dict[str, tuple[str, ...]] = {}
-    desc = f"import {scores.key.dataset} scores"
-    for video in tqdm(videos, desc=desc, disable=not show_progress):
-        vsg_path, _ = _find_pt(src / "vsg", model, video.uid)
-        if vsg_path is None:
-            skipped += 1
-            continue
-        prog_path, prog_candidates = _find_pt(src / "prog", model, video.uid)
-        if prog_path is None:
-            raise ValueError(
-                f"{prog_candidates[0]}: progress file missing for video {video.uid!r} "
-                f"(also tried {prog_candidates[1]})"
-            )
+    for video in videos:
         if group_steps.setdefault(video.group, video.steps) != video.steps:
             raise ValueError(
                 f"group {video.group!r}: videos of this group have different step lists "
                 f"(video {video.uid!r}); one dependency matrix cannot serve them all"
             )
-        t, k = video.num_rows(d, sampling_fps), video.num_steps
-        vsg = _per_segment(_load_tensor(vsg_path), vsg_path, (t, k + 1), d)
-        prog = _per_segment(_load_tensor(prog_path), prog_path, (t, k, 10), d)
+    outcome = {"imported": 0, "skipped": 0, "refused": 0}
+    groups: set[str] = set()
+    desc = f"import {run.scores.key.dataset}"
+    for video in tqdm(videos, desc=desc, disable=not show_progress):
+        result = _import_video(run, video)
+        outcome[result] += 1
+        if result == "imported":
+            groups.add(video.group)
+    for group in sorted(groups):
+        path, matrix = run.prereqs[group]
         try:
-            scores.write_video(video.uid, vsg, prog, steps=video.steps)
-        except ValueError as exc:
-            raise ValueError(f"{vsg_path} / {prog_path}: {exc}") from None
-        imported += 1
-    return imported, skipped, group_steps
-
-
-def _import_prerequisites(
-    src: Path,
-    group_steps: dict[str, tuple[str, ...]],
-    deps: DependencyCache,
-    show_progress: bool,
-) -> None:
-    """Import the prerequisite matrix of every group in ``group_steps``."""
-    from tqdm.auto import tqdm
-
-    desc = f"import {deps.key.dataset} prereqs"
-    for group, steps in tqdm(sorted(group_steps.items()), desc=desc, disable=not show_progress):
-        path, candidates = _find_pt(src / "prereq", deps.key.model, group)
-        if path is None:
-            raise ValueError(
-                f"{candidates[0]}: prerequisite file missing for group {group!r} "
-                f"(also tried {candidates[1]})"
-            )
-        m = _load_tensor(path)
-        k = len(steps)
-        if m.shape != (k, k):
-            raise ValueError(f"{path}: expected shape {(k, k)}, got {m.shape}")
-        try:
-            deps.write(group, steps, m)
+            run.deps.write(group, group_steps[group], matrix)
         except ValueError as exc:
             raise ValueError(f"{path}: {exc}") from None
+    return {
+        "videos_imported": outcome["imported"],
+        "videos_skipped": outcome["skipped"],
+        "videos_refused": outcome["refused"],
+        "groups_imported": len(groups),
+        "files_imported": 2 * outcome["imported"] + len(groups),
+        "warnings": run.notes.counts(),
+        "max_clipped": run.notes.max_clipped,
+        "files_refused": len(run.refused),
+        "refused": list(run.refused.values()),
+        "scores_path": str(run.scores.path),
+        "dependencies_path": str(run.deps.path),
+    }
 
 
 def import_reference_results(
@@ -151,15 +176,18 @@ def import_reference_results(
     sampling_fps: float = 2.0,
     videos: Sequence[Video] | None = None,
     show_progress: bool = True,
+    log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Import the authors' published precomputed ``.pt`` files into the Parquet caches.
 
     Parameters
     ----------
     src_dir
-        Folder with ``vsg/``, ``prog/`` and ``prereq/``. Each file is looked up first in the
-        model sub-folder (``vsg/<model>/<uid>.pt``, ``prog/<model>/<uid>.pt``,
-        ``prereq/<llm>/<group>.pt``), then flat (``vsg/<uid>.pt`` ...).
+        Folder with ``vsg/``, ``prog/`` and ``prereq/``. Each file is looked up in the model
+        sub-folder (``vsg/<model>/<uid>.pt``, ``prog/<model>/<uid>.pt``,
+        ``prereq/<llm>/<group>.pt``, where the published scripts write) and flat
+        (``vsg/<uid>.pt`` ..., where the published filter reads prerequisites); when both exist
+        they must hold the same tensor.
     dataset, model
         Dataset name (for :func:`baglm_nb.inputs.datasets.load_dataset`) and LMM key.
     root
@@ -168,44 +196,45 @@ def import_reference_results(
     llm
         LLM key of the prerequisite matrices.
     segment_duration, sampling_fps
-        The sampling the files were made with; T must equal ``video.num_rows(...)``.
+        The sampling the files were made with; a T that differs from ``video.num_rows(...)``
+        is imported as it is (an ``own_rows`` warning).
     videos
         The annotation records (default: ``load_dataset(dataset)``).
     show_progress
         Show tqdm progress bars.
+    log
+        Receives each warning and refusal line (default: printed to stderr).
 
     Returns
     -------
     dict
-        ``videos_imported``, ``videos_skipped`` (no VSG file), ``groups_imported``,
-        ``scores_path`` and ``dependencies_path``.
+        ``videos_imported``, ``videos_skipped`` (no VSG file), ``videos_refused``,
+        ``groups_imported``, ``files_imported`` (VSG, progress and prerequisite files),
+        ``warnings`` (count per kind of :data:`~baglm_nb.stores.published_files.WARNING_KINDS`),
+        ``max_clipped`` (the largest clipped deviation from [0, 1]), ``files_refused``,
+        ``refused`` (one line per refused file), ``scores_path`` and ``dependencies_path``.
 
     Raises
     ------
     ValueError
-        A file that is not a single float tensor, has the wrong shape (T or K) or whose rows
-        within a segment differ; a missing progress file for a video with VSG; a missing
-        prerequisite file for the group of an imported video. The message names the file.
-        Videos written before the error stay in the cache (each file is complete).
+        Videos of one group with different step lists in the annotation (one matrix cannot
+        serve them), or a cache write that fails. Refused files do not raise: they are in
+        ``refused``, and their videos are not imported.
     """
     src = Path(src_dir)
+    if not src.is_dir():
+        raise FileNotFoundError(f"{src}: no such folder (expected vsg/, prog/ and prereq/)")
     if videos is None:
         from baglm_nb.inputs.datasets import load_dataset
 
         videos = load_dataset(dataset)
     d = int(segment_duration)
-    scores = ScoreCache(
-        root, ScoreKey(dataset, model, "published", d, sampling_fps, source="imported")
+    run = _Run(
+        src,
+        model,
+        ScoreCache(root, ScoreKey(dataset, model, "published", d, sampling_fps, source="imported")),
+        DependencyCache(root, DependencyKey(dataset, llm, "published")),
+        sampling_fps,
+        pf.Notes() if log is None else pf.Notes(log=log),
     )
-    deps = DependencyCache(root, DependencyKey(dataset, llm, "published"))
-    imported, skipped, group_steps = _import_scores(
-        src, model, videos, scores, sampling_fps, show_progress
-    )
-    _import_prerequisites(src, group_steps, deps, show_progress)
-    return {
-        "videos_imported": imported,
-        "videos_skipped": skipped,
-        "groups_imported": len(group_steps),
-        "scores_path": str(scores.path),
-        "dependencies_path": str(deps.path),
-    }
+    return _import_all(run, videos, show_progress)

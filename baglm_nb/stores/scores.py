@@ -58,6 +58,9 @@ class VideoScores:
         One of :data:`~baglm_nb.stores.keys.SOURCES`.
     segment_duration : int
         Seconds per segment (the repeat factor of :meth:`per_second`).
+    num_rows : int or None
+        T when the per-second rows end inside the last segment (an imported file whose T is
+        not a multiple of ``segment_duration``); ``None``: T = S * segment_duration.
     """
 
     uid: str
@@ -69,6 +72,7 @@ class VideoScores:
     steps: tuple[str, ...] | None = None
     source: str = "lmm"
     segment_duration: int = 2
+    num_rows: int | None = None
 
     @property
     def num_segments(self) -> int:
@@ -81,10 +85,14 @@ class VideoScores:
         return int(self.vsg.shape[1]) - 1
 
     def per_second(self) -> tuple[np.ndarray, np.ndarray | None]:
-        """The published per-second layout: (T, K+1) and (T, K, 10), T = S * segment_duration."""
+        """The published per-second layout: (T, K+1) and (T, K, 10), T = S * segment_duration.
+
+        With ``num_rows`` set, the rows stop there (inside the last segment).
+        """
         d = self.segment_duration
-        prog = None if self.progress is None else grid.per_second(self.progress, d)
-        return grid.per_second(self.vsg, d), prog
+        t = self.num_rows or self.num_segments * d
+        prog = None if self.progress is None else grid.per_second(self.progress, d)[:t]
+        return grid.per_second(self.vsg, d)[:t], prog
 
 
 # --------------------------------------------------------------------------------------------
@@ -240,6 +248,7 @@ class ScoreCache(ParquetFolder):
         *,
         steps: Sequence[str] | None = None,
         timings: Mapping[str, np.ndarray] | None = None,
+        num_rows: int | None = None,
     ) -> Path:
         """Store (or atomically replace) the scores of one video.
 
@@ -256,6 +265,9 @@ class ScoreCache(ParquetFolder):
         timings
             Name -> (S,) seconds per segment (e.g. ``decode_s``, ``vsg_s``), stored as float64
             columns.
+        num_rows
+            T, when the per-second rows end inside the last segment (an imported file);
+            ``(S - 1) * segment_duration < num_rows <= S * segment_duration``.
 
         Returns
         -------
@@ -269,6 +281,10 @@ class ScoreCache(ParquetFolder):
         """
         v, p, steps, timing_cols = _checked_scores(uid, vsg, progress, steps, timings)
         num_segments, k = v.shape[0], v.shape[1] - 1
+        full = num_segments * self.key.segment_duration
+        if num_rows is not None and not full - self.key.segment_duration < num_rows <= full:
+            raise ValueError(f"video {uid!r}: num_rows {num_rows} does not end in the last of "
+                             f"{num_segments} segments")  # fmt: skip
         d = float(self.key.segment_duration)
         seg = np.arange(num_segments, dtype=np.int32)
         columns: dict[str, pa.Array] = {
@@ -293,6 +309,8 @@ class ScoreCache(ParquetFolder):
             "steps": steps,
             "timings": list(timing_cols),
         }
+        if num_rows is not None and num_rows != full:
+            meta["num_rows"] = int(num_rows)
         if self.key.label:
             meta["label"] = self.key.label
         return self._write_entry(uid, pa.table(columns), meta, ["video_uid"])
@@ -311,7 +329,7 @@ class ScoreCache(ParquetFolder):
         return self._decode(uid, table, path)
 
     def _decode(self, uid: str, table: pa.Table, path: Path) -> VideoScores:
-        meta_names = ("uid", "num_steps", "steps", "source", "has_progress")
+        meta_names = ("uid", "num_steps", "steps", "source", "has_progress", "num_rows")
         meta = self._checked_meta(table, path, meta_names, _SCORE_COLUMNS)
         if meta.get("uid", uid) != uid:
             raise ValueError(f"{path}: file holds video {meta.get('uid')!r}, not {uid!r}")
@@ -340,6 +358,7 @@ class ScoreCache(ParquetFolder):
             steps=None if steps is None else tuple(steps),
             source=str(meta.get("source", self.key.source)),
             segment_duration=self.key.segment_duration,
+            num_rows=meta.get("num_rows"),
         )
 
     def per_second(self, uid: str) -> tuple[np.ndarray, np.ndarray | None]:

@@ -9,11 +9,15 @@ Examples::
         --model gpt-4.1-mini
     python -m baglm_nb deps --dataset htstep --backend openai --model smollm2 \\
         --base-url http://127.0.0.1:8000/v1 --api-key-env LOCAL_KEY
+    python -m baglm_nb deps --dataset htstep --backend transformers --model /models/Llama-3.3-70B \\
+        --device cuda --engine ray --address auto --num-gpus-per-worker 4
     python -m baglm_nb deps --dataset htstep --backend oracle --out figures/deps/violations
     python -m baglm_nb deps --dataset htstep --backend imported --src published_results/
 
 LLM back-ends write one matrix per group into ``<cache-root>/deps/<dataset>/<model>/<prompt>/``
-and resume a killed run per group (and per pair inside an unfinished group). Every back-end
+and resume a killed run per group (and per pair inside an unfinished group; with ``--engine ray``
+the groups fan out over Ray actors, each loading the model once, and a group is the unit of
+resume: the driver alone writes the matrices). Every back-end
 ends with the violation table (``--thresholds``), also written as CSV + Markdown with ``--out``.
 """
 
@@ -66,7 +70,8 @@ def register(verbs: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--top-logprobs", type=int, default=2, help="openai (published: 2)")
     p.add_argument("--timeout", type=float, default=30.0, help="openai: seconds per request")
-    p.add_argument("--max-attempts", type=int, default=3, help="openai: attempts per pair")
+    p.add_argument("--max-attempts", type=int, default=3,
+                   help="openai: tries per pair; ray: workers that may die on a group")  # fmt: skip
     p.add_argument("--concurrency", type=int, default=1, help="openai: requests in flight")
     p.add_argument("--src", help="imported: folder with the authors' vsg/, prog/, prereq/")
     p.add_argument("--llm", default=PUBLISHED_LLM, help="imported: LLM sub-folder")
@@ -89,6 +94,9 @@ def register(verbs: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", help="write the violation table to OUT.csv and OUT.md")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    from baglm_nb.apps.cli.score import add_engine_arguments
+
+    add_engine_arguments(p, None)
     p.set_defaults(func=_deps)
 
 
@@ -146,6 +154,10 @@ def _deps(args: argparse.Namespace) -> int:
                 show_progress=progress,
             )  # fmt: skip
             print(json.dumps(summary, indent=2))
+            if summary["files_refused"]:
+                print(f"error: {summary['files_refused']} files refused (listed above)",
+                      file=sys.stderr)  # fmt: skip
+                return 1
         try:
             source = sources.dependencies(
                 "imported", args.dataset, root=args.cache_root, llm=args.llm
@@ -154,15 +166,12 @@ def _deps(args: argparse.Namespace) -> int:
             raise SystemExit(f"error: {exc}") from None
     else:
         try:
-            backend = _backend(args)
-        except (ValueError, FileNotFoundError) as exc:
+            summary = _build(args, progress)
+        except (ValueError, FileNotFoundError, ImportError) as exc:
+            if args.debug:
+                raise
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        try:
-            summary = dep.build_dependencies(
-                args.dataset, backend, args.cache_root, groups=args.group, limit=args.limit,
-                goal=args.goal, on_error=args.on_error, show_progress=progress,
-            )  # fmt: skip
         except dep.DependencyError as exc:
             print(f"error: {exc}", file=sys.stderr)
             print("finished groups and pairs are kept; run the same command again to resume",
@@ -188,6 +197,32 @@ def _deps(args: argparse.Namespace) -> int:
         write_table(table, args.out, title=f"Dependency violations, {args.dataset}, D = {label}")
         print(f"written {args.out}.csv and {args.out}.md")
     return 0
+
+
+def _build(args: argparse.Namespace, progress: bool) -> dict:
+    """:func:`~baglm_nb.models.dependencies.build_dependencies` with ``--engine``."""
+    import functools
+
+    from baglm_nb.apps.cli.options import stdout_to_stderr
+    from baglm_nb.apps.cli.score import engine_from_args
+    from baglm_nb.models import dependencies as dep
+    from baglm_nb.models.ray_pool import WorkerStartError
+
+    engine = engine_from_args(args)
+    if engine == "local":
+        backend = _backend(args)
+    elif args.backend == "openai":
+        raise ValueError("--engine ray runs local models; the openai back-end has --concurrency")
+    else:
+        backend = functools.partial(_backend, args)  # each worker loads the model
+    try:
+        with stdout_to_stderr(engine != "local"):
+            return dep.build_dependencies(
+                args.dataset, backend, args.cache_root, groups=args.group, limit=args.limit,
+                goal=args.goal, on_error=args.on_error, show_progress=progress, engine=engine,
+            )  # fmt: skip
+    except WorkerStartError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _videos_with_matrices(args: argparse.Namespace, source: object) -> list:

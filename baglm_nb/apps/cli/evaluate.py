@@ -20,7 +20,12 @@ def register(verbs) -> None:
     p = verbs.add_parser("evaluate", help="BaGLM and the off-the-shelf baseline on a dataset")
     p.add_argument("--dataset", required=True, choices=sorted(DATASETS))
     add_observation_arguments(p)
-    p.add_argument("--json", action="store_true", help="also print the result as JSON")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="also print the result as JSON, with the number of (video, step) pairs whose best "
+        "row differs between float64 and float32-published",
+    )
     p.set_defaults(func=run)
 
 
@@ -54,7 +59,7 @@ def format_table(
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``evaluate`` verb."""
-    from baglm_nb.core.pipeline import compare
+    from baglm_nb.core.pipeline import compare, precision_agreement
 
     obs = observations_from_args(args)
     deps = deps_from_args(args)
@@ -62,5 +67,6 @@ def run(args: argparse.Namespace) -> int:
     result["D"] = deps.label
     print(format_table(result, args.transition, args.prior, args.stepping, deps.label))
     if args.json:
+        result["precision_agreement"] = precision_agreement(obs, deps, **filter_options(args))
         print(json.dumps(result))
     return 0

@@ -1,8 +1,14 @@
-"""Options shared by the verbs that run the filter, and their resolution through ``sources``."""
+"""Options shared by several verbs: the filter's sources and variants (resolved through
+``sources``), a model behind an OpenAI-compatible server (``score``), and the stdout guard of the
+verbs that print a JSON summary while Ray runs."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -25,6 +31,13 @@ def add_observation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-length-mismatch", action="store_true",
                    help="warn, instead of refusing, when a cached video's length differs from "
                    "its annotation by more than one segment")  # fmt: skip
+    p.add_argument(
+        "--precision",
+        default=None,
+        choices=["float64", "float32-published"],
+        help="the filter's arithmetic (default: float32-published on the authors' imported "
+        "files, as the published code computes; float64 otherwise)",
+    )
 
 
 def filter_options(args: argparse.Namespace) -> dict[str, str]:
@@ -33,12 +46,12 @@ def filter_options(args: argparse.Namespace) -> dict[str, str]:
 
 
 def observations_from_args(args: argparse.Namespace):
-    """``--dataset``, ``--scores`` and ``--limit`` as observations (through ``sources``)."""
+    """``--dataset``, ``--scores``, ``--limit`` and ``--precision`` as observations."""
     from baglm_nb.core import sources
 
     try:
         return sources.observations(
-            args.dataset, args.scores, limit=args.limit,
+            args.dataset, args.scores, limit=args.limit, precision=getattr(args, "precision", None),
             length_mismatch="warn" if getattr(args, "allow_length_mismatch", False) else "error",
         )  # fmt: skip
     except (ValueError, FileNotFoundError) as exc:
@@ -53,3 +66,69 @@ def deps_from_args(args: argparse.Namespace) -> Any:
         return sources.dependencies(args.deps, args.dataset)
     except (ValueError, FileNotFoundError) as exc:
         raise SystemExit(f"error: {exc}") from None
+
+
+def add_served_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of a model behind an OpenAI-compatible server (``--backend openai``)."""
+    g = p.add_argument_group("served model (--backend openai, or --model openai:NAME)")
+    g.add_argument("--base-url", help="server URL, e.g. http://127.0.0.1:8000/v1 "
+                   "(default: the OpenAI API)")  # fmt: skip
+    g.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                   help="NAME of the environment variable holding the key (never the key "
+                   "itself; for a server without a key, set it to any placeholder)")  # fmt: skip
+    g.add_argument("--family", help="internvl, qwen2_5_vl or llava_onevision: how the frames "
+                   "are laid out (default: from the model name)")  # fmt: skip
+    g.add_argument("--strategy", default="auto",
+                   help="how answer probabilities are read: auto (probe the server), full-vocab, "
+                   "prompt-logprobs (vLLM) or approx-top20 (needs --allow-approx)")  # fmt: skip
+    g.add_argument("--allow-approx", action="store_true",
+                   help="accept top_logprobs=20 as an approximation when the server offers no "
+                   "more (refused for videos with K+1 > 20)")  # fmt: skip
+    g.add_argument("--top-logprobs", type=int, default=None,
+                   help="full-vocab: top_logprobs to ask for (default: the vocabulary size, "
+                   "else -1)")  # fmt: skip
+    g.add_argument("--concurrency", type=int, default=4, help="requests in flight (default 4)")
+    g.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    g.add_argument("--request-attempts", type=int, default=3,
+                   help="attempts per request, with backoff (default 3)")  # fmt: skip
+    g.add_argument("--tokenizer", help="the served model's tokenizer (folder or id in the local "
+                   "Hugging Face cache), for tokenizer-aware option labels beyond Z")  # fmt: skip
+
+
+def served_scorer(args: argparse.Namespace, model: str) -> Any:
+    """A :class:`~baglm_nb.models.served.ServedScorer` from :func:`add_served_arguments`."""
+    from baglm_nb.models.served import ServedScorer
+
+    tokenizer = None
+    if args.tokenizer:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
+    return ServedScorer(
+        model, family=args.family, base_url=args.base_url, api_key_env=args.api_key_env,
+        strategy=args.strategy, allow_approx=args.allow_approx, top_logprobs=args.top_logprobs,
+        concurrency=args.concurrency, timeout=args.timeout, max_attempts=args.request_attempts,
+        tokenizer=tokenizer,
+    )  # fmt: skip
+
+
+@contextlib.contextmanager
+def stdout_to_stderr(active: bool = True) -> Iterator[None]:
+    """Send everything written to stdout (Python's and the file descriptor's) to stderr.
+
+    Verbs that print a JSON summary on stdout run Ray inside this, so that the lines Ray and its
+    workers print (forwarded to the driver's stdout) never mix into the summary.
+    """
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)

@@ -1,9 +1,27 @@
-"""``python -m baglm_nb score``: score a dataset's videos into the score cache."""
+"""``python -m baglm_nb score``: score a dataset's videos into the score cache.
+
+Examples::
+
+    python -m baglm_nb score --dataset htstep --video-dir videos/ --model internvl3-8b
+    LOCAL_KEY=none python -m baglm_nb score --dataset htstep --video-dir videos/ \\
+        --backend openai --base-url http://127.0.0.1:8000/v1 --api-key-env LOCAL_KEY \\
+        --model Qwen/Qwen2.5-VL-7B-Instruct --concurrency 8
+    python -m baglm_nb score --dataset htstep --video-dir /data/htstep --model internvl3-8b
+    ray start --head --num-gpus 8      # then, on the same machine:
+    python -m baglm_nb score --dataset htstep --video-dir /shared/htstep --model internvl3-8b \\
+        --engine ray --address auto
+
+With ``--engine ray`` the videos are scored by Ray actors (one model per worker, ``--workers``,
+``--num-gpus-per-worker``); the driver alone writes the cache, ``failures.json`` and the JSON
+summary, which is the only thing printed on stdout (Ray's own lines go to stderr).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+
+from baglm_nb.apps.cli.options import add_served_arguments, served_scorer
 
 
 def register(verbs) -> None:
@@ -15,12 +33,17 @@ def register(verbs) -> None:
         help="stream a dataset's videos through an LMM into the score cache",
         description="Resumes where a killed run stopped; failures are recorded and skipped. "
         "--model takes a registry id (internvl2.5-8b, internvl3-8b, qwen2.5-vl-7b, "
-        "llava-onevision-7b), a local weights folder, or random-init:<family> (a tiny random "
-        "model for testing the mechanics; its scores mean nothing).",
+        "llava-onevision-7b), a local weights folder, random-init:<family> (a tiny random "
+        "model for testing the mechanics; its scores mean nothing), or, with --backend openai "
+        "(or as openai:NAME), the name of a model behind an OpenAI-compatible server.",
+        epilog=__doc__.split("Examples::", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--dataset", required=True, choices=sorted(DATASETS))
     p.add_argument("--video-dir", required=True, help="folder with <video_uid>.<ext> files")
     p.add_argument("--model", required=True)
+    p.add_argument("--backend", choices=["local", "openai"], default="local",
+                   help="local weights (default) or an OpenAI-compatible server")  # fmt: skip
     p.add_argument("--limit", type=int, default=None, help="score the first N videos only")
     p.add_argument("--segment-duration", type=int, default=2)
     p.add_argument("--sampling-fps", type=float, default=2.0)
@@ -30,22 +53,79 @@ def register(verbs) -> None:
     p.add_argument(
         "--trust-remote-code",
         action="store_true",
-        help="allow the original InternVL2.5 repository code (runs remote code)",
+        help="allow the original InternVL repository code (runs remote code)",
     )
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_served_arguments(p)
+    add_engine_arguments(p, "videos")
     p.set_defaults(func=run)
+
+
+def add_engine_arguments(p: argparse.ArgumentParser, items: str | None) -> None:
+    """``--engine`` and the Ray options (shared with ``deps``, which has its own
+    ``--max-attempts``: ``items=None``)."""
+    g = p.add_argument_group("engine")
+    g.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local: in this process (default); ray: actors on a cluster")  # fmt: skip
+    g.add_argument("--address", default=None,
+                   help="ray: 'auto' (the cluster of `ray start` on this machine) or HOST:PORT "
+                   "of the head node; default: RAY_ADDRESS, else a local Ray instance")  # fmt: skip
+    g.add_argument("--workers", type=int, default=None,
+                   help="ray: actors to start (default: as many as fit)")  # fmt: skip
+    g.add_argument("--num-gpus-per-worker", type=float, default=None,
+                   help="ray: GPUs per actor (default: 1 with GPUs, else 0)")  # fmt: skip
+    g.add_argument("--num-cpus-per-worker", type=float, default=1.0,
+                   help="ray: CPU cores (and torch threads) per actor (default 1)")  # fmt: skip
+    if items is not None:
+        g.add_argument("--max-attempts", type=int, default=3,
+                       help=f"ray: workers that may die on one of the {items} before it is "
+                       "recorded as failed (default 3)")  # fmt: skip
+
+
+def engine_from_args(args: argparse.Namespace):
+    """``"local"`` or the :class:`~baglm_nb.models.ray_pool.RayOptions` of the arguments."""
+    if args.engine == "local":
+        return "local"
+    from baglm_nb.models.ray_pool import RayOptions
+
+    return RayOptions(
+        address=args.address, workers=args.workers, num_gpus_per_worker=args.num_gpus_per_worker,
+        num_cpus_per_worker=args.num_cpus_per_worker, max_attempts=args.max_attempts,
+    )  # fmt: skip
+
+
+def scorer_spec(args: argparse.Namespace):
+    """The :class:`~baglm_nb.models.scoring.ScorerSpec` of ``--model``."""
+    from baglm_nb.models.scoring import ScorerSpec
+
+    return ScorerSpec(args.model, trust_remote_code=args.trust_remote_code)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``score`` verb."""
-    from baglm_nb.models.scoring import check_inputs, make_scorer, score_dataset
+    from baglm_nb.apps.cli.options import stdout_to_stderr
+    from baglm_nb.models.openai_client import ServerError
+    from baglm_nb.models.scoring import check_inputs, score_dataset
 
     check_inputs(args.dataset, args.video_dir, annotations=args.annotations, limit=args.limit)
-    scorer = make_scorer(args.model, trust_remote_code=args.trust_remote_code)
-    summary = score_dataset(
-        args.dataset, args.video_dir, scorer, root=args.cache_root,
-        segment_duration=args.segment_duration, sampling_fps=args.sampling_fps,
-        limit=args.limit, batch_segments=args.batch_segments, annotations=args.annotations,
-    )  # fmt: skip
+    served = args.backend == "openai" or args.model.startswith("openai:")
+    if served and args.engine == "ray":
+        raise ValueError("--engine ray loads a local model in each worker; a served model "
+                         "scales with --concurrency (and the server's replicas)")  # fmt: skip
+    scorer = served_scorer(args, args.model.removeprefix("openai:")) if served else None
+    engine = engine_from_args(args)
+    try:
+        with stdout_to_stderr(args.engine == "ray"):
+            summary = score_dataset(
+                args.dataset, args.video_dir, scorer or scorer_spec(args), root=args.cache_root,
+                segment_duration=args.segment_duration, sampling_fps=args.sampling_fps,
+                limit=args.limit, batch_segments=args.batch_segments,
+                annotations=args.annotations, engine=engine, show_progress=not args.no_progress,
+            )  # fmt: skip
+    except ServerError as exc:
+        raise ServerError(
+            f"{exc}; finished videos are kept: run the same command again to resume"
+        ) from None
     print(json.dumps({**summary, "scored": len(summary["scored"]),
                       "already_cached": len(summary["already_cached"])}, indent=2))  # fmt: skip
     return 1 if summary["failed"] else 0

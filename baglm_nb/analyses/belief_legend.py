@@ -1,0 +1,184 @@
+"""The step legend under a belief view: each step's number, colour, full text and outcome.
+
+The views' axes carry short numbered labels (:func:`short_label`); this table carries the full
+step texts, when each step is annotated (mm:ss) and one outcome column per method (R@1 hit or
+miss, or for online runs whether the step was announced inside its annotation), plus a note
+on how to read the marks. Drawn as figure texts by :class:`StepLegend`; the outcome cells are
+replaced in place (:meth:`StepLegend.set_status`).
+
+Exports :data:`STATUS_TEXT`, :class:`StepLegend`, :func:`mmss` and :func:`short_label`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+
+import numpy as np
+
+from baglm_nb.inputs.datasets import Video
+
+__all__ = ["HIT", "MISS", "STATUS_TEXT", "StepLegend", "mmss", "short_label"]
+
+HIT, MISS = "#1a9850", "#d73027"
+#: The text of each outcome (``belief_data.peak_hits`` / ``announced_status``).
+STATUS_TEXT = {
+    "hit": "\u2713 hit",
+    "miss": "\u2717 miss",
+    "missed": "\u2717 not announced",
+    "false": "\u2717 announced, not annotated",
+    "-": "\u2013",
+}
+#: Inches per character of the legend's 8 pt text (DejaVu Sans, generous).
+CHAR_IN = 0.066
+#: Inches per line of the table, and the matching matplotlib line spacing of 8 pt text.
+LINE_IN, LINE_SPACING = 0.17, 1.53
+#: The colour of each group of outcomes.
+GROUP_COLOURS = {"hit": HIT, "miss": MISS, "-": "0.5"}
+#: Above this many steps the legend lists the annotated steps only.
+MAX_LISTED_STEPS = 40
+
+
+def mmss(x: float, _pos=None) -> str:
+    """Seconds as ``mm:ss`` (a matplotlib tick formatter too)."""
+    x = max(float(x), 0.0)
+    return f"{int(x // 60):02d}:{int(x % 60):02d}"
+
+
+def short_label(text: str, width: int) -> str:
+    """``text`` cut at a word boundary to at most ``width`` characters, with an ellipsis."""
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    if " " in cut[width // 2 :]:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip(" ,.;:") + "\u2026"
+
+
+def when_annotated(video: Video, step: int, most: int = 2) -> str:
+    """The step's first ``most`` annotated intervals, ``mm:ss–mm:ss, ... (+N more)``, or
+    ``not annotated``."""
+    spans = [s for s in video.segments if s.step_index == step]
+    text = ", ".join(f"{mmss(s.start)}\u2013{mmss(s.end)}" for s in spans[:most])
+    more = f" (+{len(spans) - most} more)" if len(spans) > most else ""
+    return text + more or "not annotated"
+
+
+class StepLegend:
+    """The legend table of a belief view (module docstring).
+
+    Parameters
+    ----------
+    steps : sequence of str
+        The task's step texts.
+    video : Video, optional
+        The annotated video (adds the annotated column and the outcome columns).
+    columns : dict
+        Outcome column key -> header (e.g. ``{"baglm": "BaGLM"}``); needs ``video``.
+    colours : array
+        (K+1, 4) step colours (the swatches).
+    width : float
+        Figure width in inches.
+    notes : sequence of str
+        Extra sentences for the note under the table.
+    """
+
+    def __init__(
+        self,
+        steps: Sequence[str],
+        video: Video | None,
+        columns: dict[str, str],
+        colours: np.ndarray,
+        width: float,
+        notes: Sequence[str] = (),
+    ) -> None:
+        self.steps, self.video, self.colours, self.width = tuple(steps), video, colours, width
+        self.columns = dict(columns) if video else {}
+        k = len(self.steps)
+        if k <= MAX_LISTED_STEPS or not video:
+            self.listed = list(range(k))
+        else:
+            self.listed = sorted({s.step_index for s in video.segments})
+        self.when_in = 1.7 if video else 0.0
+        self.col_in = {c: 1.9 if c == "announced" else 1.0 for c in self.columns}
+        free = width - 1.05 - self.when_in - sum(self.col_in.values())
+        self.chars, self.when_chars = max(30, int(free / CHAR_IN)), int(self.when_in / CHAR_IN)
+        self.note = self._note(notes)
+        self.cells: dict[str, dict[str, object]] = {}
+        self.status: dict[str, dict[int, str]] = {}
+        self.row_lines: list[int] = []
+
+    def _note(self, notes: Sequence[str]) -> str:
+        k, shown = len(self.steps), len(self.listed)
+        parts = [f"Showing the {shown} annotated of {k} steps." if shown < k else ""]
+        if not self.video:
+            parts.append("No ground truth: the steps come from a task, not an annotated video.")
+        parts += list(notes)
+        chars = int((self.width - 0.7) / (CHAR_IN * 0.9))
+        return "\n".join(textwrap.wrap(" ".join(p for p in parts if p), chars))
+
+    def _lines(self, step: int) -> tuple[list[str], list[str]]:
+        text = textwrap.wrap(self.steps[step], self.chars) or [""]
+        if not self.video:
+            return text, []
+        return text, textwrap.wrap(when_annotated(self.video, step), self.when_chars)
+
+    def height(self) -> float:
+        """Inches the table needs (header, one row per listed step, the note)."""
+        lines = 1 + self.note.count("\n") + 1
+        lines += sum(max(len(a), len(b)) for a, b in map(self._lines, self.listed))
+        return LINE_IN * lines + 0.1
+
+    def draw(self, figure, top: float) -> list:
+        """Draw the table with its top at figure fraction ``top``; returns the outcome texts.
+
+        Each outcome column is three multi-line texts (hits green, misses red, the rest grey),
+        one line per table line, so a redraw draws six texts, not one per cell.
+        """
+        height = figure.get_figheight()
+        x = {"swatch": 0.25, "num": 0.42, "text": 0.75}
+        x["when"] = x["text"] + self.chars * CHAR_IN + 0.15
+        x_col = x["when"] + self.when_in
+        for col in self.columns:
+            x[col], x_col = x_col, x_col + self.col_in[col]
+
+        def put(col: str, y: float, text: str, **kw):
+            kw = {"fontsize": 8, "va": "top", "ha": "left", "linespacing": LINE_SPACING, **kw}
+            return figure.text(x[col] / self.width, y, text, **kw)
+
+        header = {"num": "#", "text": "step (full text)"}
+        if self.video:
+            header["when"] = "annotated (mm:ss)"
+        for col, text in {**header, **self.columns}.items():
+            put(col, top, text, weight="bold")
+        y = first = top - LINE_IN / height
+        self.row_lines = []
+        for step in self.listed:
+            text, when = self._lines(step)
+            put("swatch", y, "\u25a0", color=self.colours[step], fontsize=10)
+            put("num", y, f"{step + 1}.")
+            put("text", y, "\n".join(text))
+            if self.video:
+                put("when", y, "\n".join(when))
+            self.row_lines.append(max(len(text), len(when)))
+            y -= self.row_lines[-1] * LINE_IN / height
+        for col in self.columns:
+            self.cells[col] = {g: put(col, first, "", color=c) for g, c in GROUP_COLOURS.items()}
+        put("num", y - 0.04 / height, self.note, color="0.3", fontsize=7.5, linespacing=1.2)
+        return [t for texts in self.cells.values() for t in texts.values()]
+
+    def set_status(self, column: str, status: dict[int, str]) -> None:
+        """Fill a column from ``{step: "hit" | "miss" | "missed" | "false" | "-"}``."""
+        self.status[column] = {step: status.get(step, "-") for step in self.listed}
+        lines: dict[str, list[str]] = {g: [] for g in GROUP_COLOURS}
+        for step, n in zip(self.listed, self.row_lines, strict=True):
+            state = self.status[column][step]
+            group = "hit" if state == "hit" else "-" if state == "-" else "miss"
+            for g, out in lines.items():
+                out += [STATUS_TEXT[state] if g == group else ""] + [""] * (n - 1)
+        for g, out in lines.items():
+            self.cells[column][g].set_text("\n".join(out) if any(out) else "")
+
+    def cell(self, column: str, step: int) -> str:
+        """The outcome text shown for ``step`` in ``column``."""
+        return STATUS_TEXT[self.status.get(column, {}).get(step, "-")]

@@ -1,0 +1,43 @@
+"""Short test clips cut from ``tests/data/videos/cup.mp4`` and a COIN-format annotation for them.
+
+Used by the served-scorer tests, where every segment costs server requests: each clip is a few
+seconds at 10 fps, scaled down (``ffmpeg`` is needed, as for the video tests).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+CUP = Path(__file__).parent / "data" / "videos" / "cup.mp4"
+FPS = 10
+
+
+def short_clips(folder: Path, uids: list[str], seconds: float, size: str = "48:36") -> Path:
+    """One clip per uid (starting 1.5 s apart in cup.mp4), ``seconds`` long at 10 fps."""
+    if shutil.which("ffmpeg") is None:
+        pytest.fail("needs the ffmpeg command: apt-get install -y ffmpeg")
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, uid in enumerate(uids):
+        subprocess.run(["ffmpeg", "-loglevel", "error", "-ss", str(1.5 * n), "-i", str(CUP),
+                        "-t", str(seconds), "-vf", f"scale={size},fps={FPS}", "-an",
+                        str(folder / f"{uid}.mp4")], check=True)  # fmt: skip
+    return folder
+
+
+def coin_annotations(folder: Path, uids: list[str], steps: list[str], seconds: float) -> Path:
+    """A COIN annotation file for the clips (task "Tea" with ``steps``); returns its folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    records = [
+        {"video_uid": uid, "video_num_frames": int(seconds * FPS), "video_fps": float(FPS),
+         "activity": "Tea", "step_headline": steps, "clips": [{"annotations": [{
+             "language_queries": [{"clip_start_sec": 0.5, "clip_end_sec": 1.5,
+                                   "query": steps[0]}]}]}]}
+        for uid in uids
+    ]  # fmt: skip
+    (folder / "coin_video_annots.json").write_text(json.dumps(records))
+    return folder

@@ -1,0 +1,250 @@
+"""Scoring and dependencies on a Ray cluster started here (127.0.0.1, 2 CPUs, one per module).
+
+The cluster runs the tiny random-init models: the Ray engine's cache equals the local engine's;
+a worker killed on its first attempt at a video is replaced and the video scored on the
+replacement (2 attempts); a video that always kills its worker ends in ``failures.json`` and the
+run exits 1; a killed driver's run resumes with only the missing videos; ``deps`` on Ray gives
+the local engine's matrices. Ray's session files live in a temporary folder, and its auth token
+is this module's own (an environment variable), so nothing is written to the home directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+# Before ``import ray``, which reads them: a local Ray node takes the machine's network address
+# unless told that clusters are off (the tests only ever use the loopback address); token
+# authentication with this module's own token, so Ray neither writes one to ~/.ray nor reads one
+# from there; no usage statistics.
+RAY_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_AUTH_MODE": "token",
+    "RAY_AUTH_TOKEN": secrets.token_hex(32),
+    "RAY_USAGE_STATS_ENABLED": "0",
+}
+os.environ.update(RAY_ENV)
+
+ray = pytest.importorskip("ray", reason="pip install -e '.[ray]'")
+
+from baglm_nb.apps.cli.main import main  # noqa: E402
+from baglm_nb.inputs.datasets import Segment, Video, load_dataset  # noqa: E402
+from baglm_nb.inputs.video import probe  # noqa: E402
+from baglm_nb.models import dependencies as dep  # noqa: E402
+from baglm_nb.models.llm_local import load_smollm2  # noqa: E402
+from baglm_nb.models.ray_pool import RayOptions  # noqa: E402
+from baglm_nb.models.scoring import ScorerSpec, make_scorer, score_dataset  # noqa: E402
+from baglm_nb.stores.dependencies import DependencyCache  # noqa: E402
+from baglm_nb.stores.scores import ScoreCache  # noqa: E402
+
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("one_torch_thread")]
+
+CLIPS = Path(__file__).parent / "data" / "videos"
+UIDS = ["cup", "Megamind_bugy", "box"]
+STEPS = ["pick up the object", "turn it", "put it down"]
+MODEL = "random-init:internvl"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A 2-CPU Ray cluster on 127.0.0.1 for this module, its files in a temporary folder."""
+    folder = Path(tempfile.mkdtemp(prefix="baglm-ray-"))  # short: Ray's socket paths
+    env = {
+        "RAY_agent_register_timeout_ms": "120000",  # a busy 2-core machine starts slowly
+        "RAY_raylet_start_wait_time_s": "120",
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).parent / "ray_site"), os.environ.get("PYTHONPATH", "")]
+        ).rstrip(os.pathsep),
+    }
+    saved = {k: os.environ.get(k) for k in [*env, *RAY_ENV]}
+    os.environ.update(env)
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the killing scorer
+    try:
+        ray.init(num_cpus=2, _node_ip_address="127.0.0.1", _temp_dir=str(folder / "r"),
+                 include_dashboard=False, logging_level="WARNING")  # fmt: skip
+        address = ray.get_runtime_context().gcs_address
+        assert address.startswith("127.0.0.1:")
+        assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
+        yield address
+    finally:
+        ray.shutdown()
+        ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def write_annotations(folder: Path, goals: dict[str, str]) -> Path:
+    """A COIN-format annotation file of the test clips, one task (goal) per clip."""
+    records = []
+    for uid, goal in goals.items():
+        info = probe(next(CLIPS.glob(f"{uid}.*")))
+        records.append({
+            "video_uid": uid, "video_num_frames": info.num_frames, "video_fps": info.fps,
+            "activity": goal, "step_headline": STEPS, "clips": [{"annotations": [{
+                "language_queries": [{"clip_start_sec": 0.5, "clip_end_sec": 3.0,
+                                      "query": STEPS[0]}]}]}],
+        })  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "coin_video_annots.json").write_text(json.dumps(records))
+    return folder
+
+
+def _arrays(cache: ScoreCache, uid: str) -> dict[str, np.ndarray]:
+    v = cache.read_video(uid)
+    return {"vsg": v.vsg, "progress": v.progress, "t_start": v.t_start, "t_end": v.t_end}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The local engine's cache of the three clips (one task), to compare the Ray runs with
+    (one segment per batch, as the Ray runs: the batch size changes the float rounding)."""
+    folder = tmp_path_factory.mktemp("reference")
+    ann = write_annotations(folder / "ann", {u: "HandleObject" for u in UIDS})
+    summary = score_dataset("coin", CLIPS, make_scorer(MODEL), root=folder / "cache",
+                            annotations=ann, show_progress=False, batch_segments=1)  # fmt: skip
+    assert sorted(summary["scored"]) == sorted(UIDS) and summary["engine"] == "local"
+    return ann, ScoreCache.open(summary["cache"])
+
+
+def test_killed_driver_resumes_and_the_cache_equals_the_local_engine(cluster, reference, tmp_path):
+    ann, local = reference
+    root = tmp_path / "cache"
+    cmd = [sys.executable, "-m", "baglm_nb", "score", "--dataset", "coin", "--video-dir",
+           str(CLIPS), "--model", MODEL, "--annotations", str(ann), "--cache-root", str(root),
+           "--batch-segments", "1"]  # fmt: skip
+    cmd += ["--engine", "ray", "--address", cluster, "--workers", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    files: list[Path] = []
+    try:
+        while time.monotonic() < deadline and not files and proc.poll() is None:
+            files = list(root.rglob("videos/*.parquet"))
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)  # the driver dies; Ray ends its workers
+        _, err = proc.communicate()
+    assert files, err.decode()[-2000:]
+    cache = ScoreCache.open(files[0].parent.parent)
+    first = cache.uids()
+    assert 1 <= len(first) < 3, "the run finished before it could be killed"
+    stamps = {u: os.stat(cache.file(u)).st_mtime_ns for u in first}
+    again = score_dataset("coin", CLIPS, MODEL, root=root, annotations=ann, batch_segments=1,
+                          show_progress=False, engine=RayOptions(workers=2))  # fmt: skip
+    assert again["engine"] == "ray" and again["label"] == "random-init"
+    assert sorted(again["already_cached"]) == sorted(first)  # only the missing were submitted
+    assert sorted(again["scored"]) == sorted(set(UIDS) - set(first))
+    assert again["failed"] == {} and again["attempts"] == {}
+    assert {u: os.stat(cache.file(u)).st_mtime_ns for u in first} == stamps
+    assert not [p for p in cache.path.rglob("*") if p.name.endswith(".tmp")]
+    # the Ray run's cache is the local engine's: same folder key, equal arrays
+    assert cache.path.relative_to(root) == local.path.relative_to(local.root)
+    assert cache.uids() == local.uids() == sorted(UIDS)
+    for uid in UIDS:
+        for name, arr in _arrays(local, uid).items():
+            np.testing.assert_array_equal(_arrays(cache, uid)[name], arr, err_msg=f"{uid} {name}")
+        assert cache.read_video(uid).steps == tuple(STEPS)
+        assert set(cache.read_video(uid).timings) == {"decode_s", "vsg_s", "progress_s"}
+
+
+@dataclasses.dataclass(frozen=True)
+class KillingSpec(ScorerSpec):
+    """The tiny model, but its worker kills itself (SIGKILL) when it starts a video whose goal
+    is in ``kill``, on that video's first ``kill[goal]`` attempts (counted in ``folder``)."""
+
+    kill: tuple[tuple[str, int], ...] = ()
+    folder: str = ""
+
+    def __call__(self):
+        return _Killing(super().__call__(), dict(self.kill), Path(self.folder))
+
+
+class _Killing:
+    def __init__(self, scorer, kill: dict[str, int], folder: Path) -> None:
+        self.scorer, self.kill, self.folder, self.seen = scorer, kill, folder, set()
+        self.model_id, self.label = scorer.model_id, scorer.label
+
+    def score_segments(self, frames, goal, steps, **options):
+        if goal in self.kill and goal not in self.seen:  # the first batch of this attempt
+            self.seen.add(goal)
+            with open(self.folder / f"{goal}.attempts", "a") as f:
+                f.write(f"{os.getpid()}\n")
+            tries = len((self.folder / f"{goal}.attempts").read_text().splitlines())
+            if tries <= self.kill[goal]:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return self.scorer.score_segments(frames, goal, steps, **options)
+
+
+def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
+    cluster, tmp_path, monkeypatch, capsys
+):
+    goals = {"cup": "killed once", "Megamind_bugy": "always killed"}
+    ann = write_annotations(tmp_path / "ann", goals)
+    spec = KillingSpec(MODEL, kill=(("killed once", 1), ("always killed", 99)),
+                       folder=str(tmp_path))  # fmt: skip
+    monkeypatch.setattr("baglm_nb.apps.cli.score.scorer_spec", lambda args: spec)
+    rc = main(["score", "--dataset", "coin", "--video-dir", str(CLIPS), "--model", MODEL,
+               "--annotations", str(ann), "--cache-root", str(tmp_path / "cache"),
+               "--engine", "ray", "--workers", "2", "--max-attempts", "2"])  # fmt: skip
+    out = capsys.readouterr().out
+    summary = json.loads(out)  # nothing but the summary on stdout
+    assert rc == 1
+    assert summary["scored"] == 1 and summary["attempts"] == {"cup": 2, "Megamind_bugy": 2}
+    assert summary["failed"]["Megamind_bugy"].startswith("worker died 2 times")
+    # every attempt ran in its own worker process: killed ones are replaced, not reused
+    for goal in ("killed once", "always killed"):
+        pids = (tmp_path / f"{goal}.attempts").read_text().split()
+        assert len(pids) == len(set(pids)) == 2
+    cache = ScoreCache.open(summary["cache"])
+    assert cache.uids() == ["cup"]
+    failures = json.loads((Path(summary["cache"]) / "failures.json").read_text())
+    assert list(failures) == ["Megamind_bugy"]
+    assert failures["Megamind_bugy"].startswith("worker died 2 times")
+    # the replacement scored cup like any worker: same numbers as the local engine
+    video = next(v for v in load_dataset("coin", ann) if v.uid == "cup")
+    local = score_dataset("coin", CLIPS, make_scorer(MODEL), root=tmp_path / "local",
+                          videos=[video], show_progress=False)  # fmt: skip
+    np.testing.assert_array_equal(
+        cache.read_video("cup").vsg, ScoreCache.open(local["cache"]).read_video("cup").vsg
+    )
+
+
+def _video(uid: str, group: str, steps: list[str]) -> Video:
+    seg = (Segment(0.0, 1.0, steps[0], 0),)
+    return Video("toy", uid, group, group, "Make tea", "Make tea", tuple(steps), seg, 1.0, 10, 10.0)
+
+
+def test_deps_on_ray_equal_the_local_matrices(cluster, tmp_path):
+    videos = [
+        _video("v1", "tea", ["Boil the water.", "Pour the water into the cup.", "Add milk."]),
+        _video("v2", "toast", ["Slice the bread.", "Toast the bread."]),
+    ]
+    factory = functools.partial(load_smollm2, batch_size=4)
+    local = dep.build_dependencies("toy", factory, tmp_path / "local", videos=videos,
+                                   show_progress=False)  # fmt: skip
+    dist = dep.build_dependencies("toy", factory, tmp_path / "ray", videos=videos,
+                                  show_progress=False, engine=RayOptions(workers=2))  # fmt: skip
+    assert sorted(dist["computed"]) == sorted(local["computed"]) == ["tea", "toast"]
+    a, b = DependencyCache.open(local["path"]), DependencyCache.open(dist["path"])
+    assert b.key == a.key and b.path.relative_to(tmp_path / "ray") == a.path.relative_to(
+        tmp_path / "local"
+    )
+    for g in ("tea", "toast"):
+        np.testing.assert_array_equal(b.read(g), a.read(g))
+        assert b.steps(g) == a.steps(g)

@@ -1,0 +1,220 @@
+"""The served scorer against llama.cpp's real server on 127.0.0.1, with images.
+
+The tiny random-init Qwen2.5-VL of ``baglm_nb.models.testing`` is converted to GGUF (model +
+mmproj, float32; :func:`~baglm_nb.models.testing.random_gguf`, cached after the first run) and
+served by ``tests/gguf_server.py`` (llama.cpp's own C++ server from the ``xllamacpp`` wheel, the
+GGUF's own chat template through jinja). One server for the module (restarted once by the kill
+test), with an API key. Its full-vocabulary responses are large (151,665 logprobs, about 14 MB,
+a few seconds each on a small CPU), so the tests ask for few of them. The model is random: these
+tests check the mechanics and the fidelity to the same weights run locally, not answers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from clips import coin_annotations, short_clips
+from gguf_server import ServerProcess
+
+from baglm_nb.apps.cli.main import main
+from baglm_nb.models.openai_client import ServerError
+from baglm_nb.models.questions import build_questions
+from baglm_nb.models.scoring import score_dataset
+from baglm_nb.models.served import ServedScorer
+from baglm_nb.models.testing import make_random_scorer, random_gguf
+from baglm_nb.stores.scores import ScoreCache
+
+pytestmark = pytest.mark.server
+
+KEY_ENV = "BAGLM_TEST_SERVED_KEY"
+KEY = "sk-served-right-0b7d"
+MODEL = "random-init/qwen2_5_vl-tiny"  # the name tells the family: qwen2_5_vl
+GOAL = "make tea"
+STEPS = ["Boil the water.", "Pour the water."]
+SERVER_MISSING = (
+    "xllamacpp is not installed: pip install -e '.[server-tests]'"
+    if importlib.util.find_spec("xllamacpp") is None
+    else None
+)
+
+
+class Llama:
+    """The module's llama.cpp server: the tiny model + its mmproj, an API key, 2 slots."""
+
+    def __init__(self, logs: Path) -> None:
+        self.model, self.mmproj = random_gguf("qwen2_5_vl")
+        self.logs = logs
+        self.proc: ServerProcess | None = None
+        self.start()
+
+    def start(self) -> None:
+        log = self.logs / f"server{len(list(self.logs.iterdir()))}.log"
+        self.proc = ServerProcess(self.model, log, api_key=KEY, mmproj=self.mmproj, parallel=2,
+                                  n_ctx=2048).wait_ready()  # fmt: skip
+
+    @property
+    def url(self) -> str:
+        return self.proc.url
+
+    def post(self, path: str, body: dict) -> dict:
+        """A llama.cpp endpoint outside /v1 (``/apply-template``, ``/tokenize``)."""
+        req = urllib.request.Request(
+            self.url.removesuffix("/v1") + path, data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"},
+        )  # fmt: skip
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return json.loads(r.read())
+
+    def kill(self) -> None:
+        self.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def module_llama(tmp_path_factory):
+    if SERVER_MISSING:
+        pytest.fail(SERVER_MISSING + " (or make setup)")
+    server = Llama(tmp_path_factory.mktemp("served-logs"))
+    yield server
+    server.kill()
+
+
+@pytest.fixture
+def llama(module_llama):
+    """The module's server, restarted if a test killed it."""
+    if module_llama.proc.proc.poll() is not None:
+        module_llama.start()
+    return module_llama
+
+
+@pytest.fixture
+def key(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, KEY)
+
+
+def served(url: str, **kw) -> ServedScorer:
+    kw.setdefault("concurrency", 2)
+    return ServedScorer(MODEL, base_url=url, api_key_env=KEY_ENV, timeout=120, max_attempts=2,
+                        backoff=0.1, **kw)  # fmt: skip
+
+
+def test_text_prompt_matches_transformers_token_for_token(llama, key):
+    """The same weights, local (transformers) and served: the rendered prompt, its tokens and
+    the logprobs of every option label and digit (text prompts: the image paths differ)."""
+    local = make_random_scorer("qwen2_5_vl", vision_layers=3)
+    labels = local.labels(len(STEPS) + 1)
+    questions, _, _ = build_questions(GOAL, STEPS, labels, prompt="vsg",
+                                      vsg_prompt="multiple_choice", progress=True,
+                                      next_step=False)  # fmt: skip
+    questions = questions[:2]  # the VSG question (A, B, C) and one progress question (digits)
+    scorer = served(llama.url, strategy="full-vocab")
+    remote = scorer._ask(questions, [[]])  # one "segment" without images, 2 requests at once
+    for q, p_served in zip(questions, remote, strict=True):
+        text = local.render_chat([{"role": "user", "content": [{"type": "text", "text": q.text}]}])
+        rendered = llama.post("/apply-template", {"messages": scorer.messages(q.text)})["prompt"]
+        assert rendered == text and rendered.endswith("<|im_start|>assistant\n")
+        ids = local.tokenizer(text, add_special_tokens=False)["input_ids"]
+        tokens = llama.post("/tokenize", {"content": rendered, "parse_special": True})["tokens"]
+        assert tokens == ids
+        x = torch.tensor([ids])
+        with torch.no_grad():
+            logits = local.model(input_ids=x, logits_to_keep=1).logits[:, -1]
+        target = torch.tensor([local._answer_ids(q.kind, labels)])
+        p_local = local._probs(logits, x, target)[0]
+        assert p_served.shape == (1, len(q.answers))
+        np.testing.assert_allclose(np.log(p_served[0]), np.log(p_local), atol=0.02)
+
+
+def test_server_killed_mid_run_then_resumed_with_the_cli(llama, key, tmp_path, capsys):
+    """Video 1 is scored, the server dies during video 2: the run stops with a clear error and
+    keeps video 1; ``python -m baglm_nb score --backend openai`` (in process) resumes with
+    video 2 only."""
+    uids = ["v1", "v2"]
+    videos = short_clips(tmp_path / "videos", uids, 2.2, size="112:84")  # 1 segment each
+    ann = coin_annotations(tmp_path / "ann", uids, STEPS[:1], 2.2)  # K = 1: options A, B
+    root = tmp_path / "cache"
+    asked: list[str] = []
+
+    class KillDuringSecondVideo(ServedScorer):
+        def question_probs(self, question, images=()):
+            asked.append(question.kind)
+            if len(asked) == 3:  # v1: VSG + progress; v2: its first question
+                llama.kill()
+            return super().question_probs(question, images)
+
+    first = KillDuringSecondVideo(MODEL, base_url=llama.url, api_key_env=KEY_ENV,
+                                  concurrency=1, max_attempts=2, backoff=0.1)  # fmt: skip
+    with pytest.raises(ServerError, match=r"cannot connect .*\(gave up after 2 attempts\)"):
+        score_dataset("coin", videos, first, root=root, annotations=ann, show_progress=False)
+    cache = ScoreCache.open(next(root.glob("scores/coin/*/*/*")))
+    assert cache.uids() == ["v1"] and cache.key.model == f"openai:{MODEL}, full-vocab"
+    v1 = cache.file("v1").read_bytes()
+    assert not (cache.path / "failures.json").exists()  # a dead server is not the video's fault
+    assert not [p for p in cache.path.rglob("*") if p.name.startswith(".tmp")]
+
+    llama.start()  # a fresh server on a new port; the cache does not depend on the URL
+    rc = main(
+        [
+            "score",
+            "--dataset",
+            "coin",
+            "--video-dir",
+            str(videos),
+            "--annotations",
+            str(ann),
+            "--cache-root",
+            str(root),
+            "--backend",
+            "openai",
+            "--model",
+            MODEL,
+            "--base-url",
+            llama.url,
+            "--api-key-env",
+            KEY_ENV,
+            "--concurrency",
+            "2",
+            "--no-progress",
+        ]
+    )
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    summary = json.loads(out.out)
+    assert summary["scored"] == 1 and summary["already_cached"] == 1 and not summary["failed"]
+    assert summary["label"] == "served" and summary["cache"] == str(cache.path)
+    assert "full-vocab" in Path(summary["cache"]).parent.parent.name
+    assert cache.uids() == ["v1", "v2"]
+    assert cache.file("v1").read_bytes() == v1  # not redone
+    scores = cache.read_video("v2")
+    assert scores.vsg.shape == (1, 2) and scores.progress.shape == (1, 1, 10)
+    for arr in (scores.vsg, scores.progress):
+        assert np.isfinite(arr).all() and (arr > 0).all() and (arr < 1).all()
+    assert scores.vsg.sum() < 0.5  # raw full-vocabulary probabilities of a random model
+    assert {"decode_s", "vsg_s", "progress_s"} <= set(scores.timings)
+
+
+def test_wrong_key_is_a_clear_error_never_printed(llama, monkeypatch, tmp_path, capsys, caplog):
+    wrong = "sk-WRONG-served-51c3e8"
+    monkeypatch.setenv(KEY_ENV, wrong)
+    caplog.set_level(logging.DEBUG)  # the openai client's debug log included
+    videos = short_clips(tmp_path / "videos", ["v1"], 2.2)
+    ann = coin_annotations(tmp_path / "ann", ["v1"], STEPS, 2.2)
+    rc = main(["score", "--dataset", "coin", "--video-dir", str(videos), "--annotations",
+               str(ann), "--cache-root", str(tmp_path / "cache"), "--model", f"openai:{MODEL}",
+               "--base-url", llama.url, "--api-key-env", KEY_ENV, "--no-progress"])  # fmt: skip
+    out = capsys.readouterr()
+    assert rc == 1
+    assert f"error: the server at {llama.url} rejected the API key from ${KEY_ENV} (HTTP 401)" in (
+        out.err
+    )
+    assert wrong not in out.out + out.err + caplog.text and "Traceback" not in out.err
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").rglob("*.parquet"))
+    with pytest.raises(ServerError) as info:
+        _ = served(llama.url).strategy
+    assert wrong not in str(info.value) and wrong not in repr(served(llama.url))

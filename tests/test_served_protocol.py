@@ -1,0 +1,336 @@
+"""The served scorer's protocol against a stub OpenAI-compatible server on 127.0.0.1.
+
+The stub answers with chosen logprobs, so the label mapping, the strategies, the probing and the
+refusals are checked exactly; ``tests/test_served.py`` runs the same scorer against llama.cpp's
+real server. No model is involved: the stub's numbers are test inputs, never presented as scores.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+from clips import coin_annotations, short_clips
+from PIL import Image
+
+from baglm_nb.models.openai_client import ServerError
+from baglm_nb.models.questions import ScoringError
+from baglm_nb.models.scoring import make_scorer, score_dataset
+from baglm_nb.models.served import ServedScorer, answer_probs, user_content
+from baglm_nb.stores.scores import ScoreCache
+
+KEY_ENV = "BAGLM_TEST_STUB_KEY"
+GOAL = "make tea"
+STEPS = ["Boil the water.", "Pour the water."]
+#: The stub's logprobs: the VSG options A, B and C (none), the digits, and other tokens.
+VSG = {"A": math.log(0.1), "B": math.log(0.3), "C": math.log(0.05)}
+DIGITS = {str(d): math.log(0.01 * (d + 1)) for d in range(10)}
+
+
+def entry(token: str, logprob) -> dict:
+    return {"id": 0, "token": token, "bytes": list(token.encode()), "logprob": logprob}
+
+
+def chat_answer(top: list[dict]) -> dict:
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": "x"},
+                         "logprobs": {"content": [{**top[0], "top_logprobs": top}]}}]}  # fmt: skip
+
+
+class Stub:
+    """A tiny OpenAI-compatible server: ``handler(path, body) -> (status, json)``."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        self.handler = self.full_vocab
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _reply(self, status: int, data: dict) -> None:
+                raw = json.dumps(data).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def do_GET(self):  # noqa: N802
+                self._reply(*stub.handler(self.path, None))
+
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stub.requests.append(body)
+                self._reply(*stub.handler(self.path, body))
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    @staticmethod
+    def question(body: dict) -> str:
+        content = body["messages"][-1]["content"]
+        if body["messages"][-1]["role"] == "assistant":
+            content = body["messages"][-2]["content"]
+        return content if isinstance(content, str) else content[-1]["text"]
+
+    def full_vocab(self, path: str, body: dict | None, drop=()):
+        """llama.cpp-like: the vocabulary size in /v1/models, as many logprobs as asked."""
+        if body is None:
+            return 200, {"data": [{"id": "m", "meta": {"n_vocab": 1234}}]}
+        if "Rate how far" in self.question(body):
+            top = [entry(d, lp) for d, lp in DIGITS.items()]
+        else:
+            top = [entry(a, lp) for a, lp in VSG.items()]
+        top = [e for e in top if e["token"] not in drop] + [entry("Hello", -2.0)]
+        n = body.get("top_logprobs") or 0
+        if n > 20:  # the rest of a "vocabulary"
+            top += [entry(f"tok{i}", -20.0) for i in range(min(n, 100) - len(top))]
+        return 200, chat_answer(top[:n])
+
+
+@pytest.fixture(scope="module")
+def stub():
+    s = Stub()
+    yield s
+    s.httpd.shutdown()
+
+
+@pytest.fixture
+def server(stub, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "sk-stub-key")
+    stub.requests.clear()
+    stub.handler = stub.full_vocab
+    return stub
+
+
+def scorer(server: Stub, **kw) -> ServedScorer:
+    kw.setdefault("strategy", "full-vocab")
+    kw.setdefault("family", "qwen2_5_vl")
+    return ServedScorer("m", base_url=server.url, api_key_env=KEY_ENV, max_attempts=2,
+                        backoff=0.01, timeout=10, **kw)  # fmt: skip
+
+
+def frames(s: int = 2, f: int = 4) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    return rng.integers(0, 256, (s, f, 3, 24, 32), dtype=np.uint8)
+
+
+def decode(url: str) -> np.ndarray:
+    head, data = url.split(",", 1)
+    assert head == "data:image/png;base64"
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(data)))).transpose(2, 0, 1)
+
+
+def test_label_mapping_none_last_shapes_and_raw_probabilities(server):
+    sc = scorer(server, concurrency=3)
+    x = frames()
+    r = sc.score_segments(x, GOAL, STEPS)
+    assert r.labels == ("A", "B", "C") and r.model_id == "openai:m, full-vocab"
+    assert r.vsg.shape == (2, 3) and r.progress.shape == (2, 2, 10) and r.next_step is None
+    np.testing.assert_allclose(r.vsg, [[0.1, 0.3, 0.05]] * 2, rtol=1e-12)  # none (C) last
+    np.testing.assert_allclose(r.progress[1, 0], 0.01 * np.arange(1, 11), rtol=1e-12)
+    assert not r.renormalised and r.label == "served" and r.family == "qwen2_5_vl"
+    assert r.prompt_versions == {"vsg": "vsg-v1", "prog": "prog-v1"}
+    # the requests: one per (segment, question), first token only, full vocabulary
+    assert len(server.requests) == 2 * 3
+    body = server.requests[0]
+    assert body["max_tokens"] == 1 and body["logprobs"] is True and body["top_logprobs"] == 1234
+    assert body["model"] == "m" and [m["role"] for m in body["messages"]] == ["user"]
+    # Qwen2.5-VL: the segment's frames as images in order, then the question
+    seen = {}
+    for b in server.requests:
+        parts = b["messages"][0]["content"]
+        assert [p["type"] for p in parts] == ["image_url"] * 4 + ["text"]
+        seen[parts[-1]["text"][:30], decode(parts[0]["image_url"]["url"]).tobytes()] = parts
+    for s in range(2):
+        parts = next(p for (_, im), p in seen.items() if im == x[s, 0].tobytes())
+        for i in range(4):
+            np.testing.assert_array_equal(decode(parts[i]["image_url"]["url"]), x[s, i])
+
+
+def test_renormalised_flag(server):
+    r = scorer(server).score_segments(frames(1), GOAL, STEPS, renormalise=True)
+    assert r.renormalised
+    np.testing.assert_allclose(r.vsg[0], np.array([0.1, 0.3, 0.05]) / 0.45, rtol=1e-12)
+    np.testing.assert_allclose(r.progress.sum(-1), 1.0, rtol=1e-12)
+
+
+def test_family_layouts_and_system_messages():
+    qwen = user_content("qwen2_5_vl", "Q?", ["u1", "u2"])
+    assert [p.get("text") for p in qwen] == [None, None, "Q?"]
+    internvl = user_content("internvl", "Q?", ["u1", "u2"])
+    assert [p.get("text") or p["image_url"]["url"] for p in internvl] == [
+        "Frame1: ", "u1", "\nFrame2: ", "u2", "\nQ?"]  # fmt: skip
+    llava = user_content("llava_onevision", "Q?", ["u1"])
+    assert llava[-1]["text"] == "\nQ?"
+    assert user_content("internvl", "Q?", []) == "Q?"
+    sc = ServedScorer("OpenGVLab/InternVL3-8B-hf", client=object())
+    assert sc.family == "internvl" and sc.messages("Q?")[0]["role"] == "system"
+    with pytest.raises(ValueError, match="pass --family"):
+        ServedScorer("my-model", client=object())
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [(float("nan"), r"answer 'B'.*invalid log-probability nan"),
+     (0.5, r"answer 'B'.*invalid log-probability 0\.5"),
+     (float("inf"), "invalid log-probability inf"), (None, "None is not a number"),
+     ("BAD", "'BAD' is not a number"), (True, "True is not a number")],
+)  # fmt: skip
+def test_bad_logprob_is_an_error_never_p1(value, match):
+    top = [entry("A", math.log(0.2)), entry("B", value), entry("C", -3.0)]
+    with pytest.raises(ScoringError, match=match):
+        answer_probs(chat_answer(top), ["A", "B", "C"])
+
+
+def test_malformed_and_ambiguous_responses():
+    with pytest.raises(ScoringError, match="no choices"):
+        answer_probs({"choices": [{"message": {}}]}, ["A"])
+    twice = [entry("A", -1.0), entry("A", -2.0)]
+    with pytest.raises(ScoringError, match="two entries"):
+        answer_probs(chat_answer(twice), ["A"])
+    # matched by bytes: a token string that is not valid UTF-8 on its own cannot fake "A"
+    odd = [{"token": "A", "bytes": [0xE4, 0xBD], "logprob": -0.1}, entry("A", -2.0)]
+    assert answer_probs(chat_answer(odd), ["A"])[0] == pytest.approx(math.exp(-2.0))
+
+
+def test_missing_label_fails_the_video_naming_segment_and_label(server, tmp_path):
+    videos = short_clips(tmp_path / "videos", ["v1", "v2"], 4.2)
+    ann = coin_annotations(tmp_path / "ann", ["v1", "v2"], STEPS, 4.2)
+    calls = {"n": 0}
+
+    def drop_c_in_second_segment_of_v2(path, body):
+        if body is not None and "Rate how far" not in server.question(body):
+            calls["n"] += 1
+            if calls["n"] == 4:  # v1: 2 segments; v2: the second segment's VSG question
+                return server.full_vocab(path, body, drop=("C",))
+        return server.full_vocab(path, body)
+
+    server.handler = drop_c_in_second_segment_of_v2
+    summary = score_dataset("coin", videos, scorer(server), root=tmp_path / "cache",
+                            annotations=ann, show_progress=False)  # fmt: skip
+    assert summary["scored"] == ["v1"] and list(summary["failed"]) == ["v2"]
+    msg = summary["failed"]["v2"]
+    assert "video 'v2', segment 1 (2-4 s)" in msg and "the VSG question" in msg
+    assert "answer 'C'" in msg and "never read as 0" in msg
+    cache = ScoreCache.open(summary["cache"])
+    assert cache.uids() == ["v1"] and cache.key.model == "openai:m, full-vocab"
+    failures = json.loads((cache.path / "failures.json").read_text())
+    assert failures["v2"] == msg
+
+
+def test_approx_refused_beyond_20_answers_and_its_fill_rule(server):
+    with pytest.raises(ValueError, match="--allow-approx"):
+        scorer(server, strategy="approx-top20")
+    sc = scorer(server, strategy="approx-top20", allow_approx=True)
+    many = [f"step {i}" for i in range(20)]  # K+1 = 21 > 20
+    with pytest.raises(ScoringError, match="21 answers .* refused"):
+        sc.score_segments(frames(1), GOAL, many)
+    assert server.requests == []  # refused before asking anything
+    server.handler = lambda p, b: server.full_vocab(p, b, drop=("C",))
+    r = sc.score_segments(frames(1), GOAL, STEPS, progress=False)
+    listed = [0.1, 0.3, math.exp(-2.0)]
+    fill = min(min(listed), 1 - sum(listed))  # one missing answer: the leftover, capped
+    np.testing.assert_allclose(r.vsg[0], [0.1, 0.3, fill], rtol=1e-12)
+    assert server.requests[0]["top_logprobs"] == 20 and r.model_id == "openai:m, approx-top20"
+
+
+def vllm_like(stub: Stub, *, prompt_logprobs: bool):
+    """A server capped at 20 top logprobs; with ``prompt_logprobs``, vLLM's extension."""
+
+    def handle(path, body):
+        if body is None:
+            return 200, {"data": [{"id": "m"}]}
+        if (body.get("top_logprobs") or 0) > 20:
+            return 400, {"error": {"message": "top_logprobs must be <= 20", "code": 400}}
+        if "prompt_logprobs" in body:
+            if not prompt_logprobs:
+                return 400, {"error": {"message": "unknown field prompt_logprobs"}}
+            answer = body["messages"][-1]["content"]
+            lp = {**VSG, **DIGITS}.get(answer, -1.0)
+            last = {"17": {"logprob": lp, "rank": 5, "decoded_token": answer}}
+            return 200, {"choices": [{"message": {"content": "x"}}],
+                         "prompt_logprobs": [None, {"3": {"logprob": -1.0}}, last]}  # fmt: skip
+        return stub.full_vocab(path, body)
+
+    return handle
+
+
+def test_auto_probe_picks_the_best_strategy(server):
+    sc = scorer(server, strategy="auto")
+    assert sc.model_id == "openai:m, full-vocab"  # 21 top logprobs accepted
+    assert server.requests[0]["top_logprobs"] == 21
+
+    server.handler = vllm_like(server, prompt_logprobs=True)
+    sc = scorer(server, strategy="auto")
+    assert sc.strategy == "prompt-logprobs"
+    server.requests.clear()
+    r = sc.score_segments(frames(1), GOAL, STEPS[:1])
+    np.testing.assert_allclose(r.vsg[0], [0.1, 0.3], rtol=1e-12)
+    np.testing.assert_allclose(r.progress[0, 0], 0.01 * np.arange(1, 11), rtol=1e-12)
+    assert len(server.requests) == 2 + 10  # one request per answer
+    body = server.requests[0]
+    assert body["messages"][-1] == {"role": "assistant", "content": "A"}
+    assert body["continue_final_message"] is True and body["add_generation_prompt"] is False
+    assert body["prompt_logprobs"] == 0 and body["max_tokens"] == 1
+
+    server.handler = vllm_like(server, prompt_logprobs=False)
+    with pytest.raises(ServerError, match="at most 20 top logprobs .* --allow-approx"):
+        _ = scorer(server, strategy="auto").strategy
+    assert scorer(server, strategy="auto", allow_approx=True).strategy == "approx-top20"
+
+
+def test_prefill_merged_with_the_template_is_an_error(server):
+    def merged(path, body):
+        return 200, {"prompt_logprobs": [None, {"9": {"logprob": -2.0, "decoded_token": "\nA"}}]}
+
+    server.handler = merged
+    sc = scorer(server, strategy="prompt-logprobs")
+    with pytest.raises(ScoringError, match="not the prefilled answer 'A' alone"):
+        sc.score_segments(frames(1), GOAL, STEPS[:1], progress=False)
+
+
+def test_transient_errors_are_retried_and_a_dead_server_stops_the_run(server):
+    state = {"n": 0}
+
+    def flaky(path, body):
+        state["n"] += 1
+        if state["n"] == 1:
+            return 503, {"error": {"message": "loading model"}}
+        return server.full_vocab(path, body)
+
+    server.handler = flaky
+    r = scorer(server).score_segments(frames(1), GOAL, STEPS[:1], progress=False)
+    np.testing.assert_allclose(r.vsg[0], [0.1, 0.3], rtol=1e-12)
+    dead = ServedScorer("m", family="qwen2_5_vl", base_url="http://127.0.0.1:9/v1",
+                        api_key_env=KEY_ENV, strategy="full-vocab", top_logprobs=10,
+                        max_attempts=2, backoff=0.01, timeout=5)  # fmt: skip
+    with pytest.raises(ServerError, match=r"cannot connect .*\(gave up after 2 attempts\)"):
+        dead.score_segments(frames(1), GOAL, STEPS[:1])
+
+
+def test_wrong_key_is_not_retried_and_never_shown(server, monkeypatch):
+    wrong = "sk-WRONG-stub-4f1e"
+    monkeypatch.setenv(KEY_ENV, wrong)
+    server.handler = lambda p, b: (401, {"error": {"message": f"invalid key {wrong}"}})
+    sc = scorer(server, strategy="auto")
+    with pytest.raises(ServerError) as info:
+        _ = sc.strategy
+    msg = str(info.value)
+    assert "rejected the API key from $" + KEY_ENV in msg and wrong not in msg
+    assert len(server.requests) == 1 and wrong not in repr(sc)
+
+
+def test_make_scorer_openai_prefix(server):
+    sc = make_scorer("openai:Qwen/Qwen2.5-VL-7B-Instruct", base_url=server.url,
+                     api_key_env=KEY_ENV, strategy="full-vocab")  # fmt: skip
+    assert isinstance(sc, ServedScorer) and sc.family == "qwen2_5_vl"
+    assert sc.model_id == "openai:Qwen/Qwen2.5-VL-7B-Instruct, full-vocab"
