@@ -72,6 +72,8 @@ def _definitions(pattern: str) -> list[str]:
         (r"np\.repeat\(.*axis=0", ["baglm_nb/inputs/grid.py"]),
         (r"^def (_?atomic\w*|_save_atomic|_write_json\w*)\(", ["baglm_nb/stores/atomic.py"]),
         (r"VideoDecoder\(", ["baglm_nb/inputs/video.py"]),
+        (r"\bav\.open\(", ["baglm_nb/inputs/live.py"]),
+        (r"^class StreamGrid\b", ["baglm_nb/inputs/grid.py"]),
         (r"first\.get\(seg\.step", ["baglm_nb/inputs/grid.py"]),
     ],
 )  # fmt: skip

@@ -291,3 +291,97 @@ def test_a_file_named_by_a_dataset_uid_gets_its_ground_truth(tmp_path):
     rows = _cells(page, "truth")
     assert [r[1] for r in rows] == list(video.steps)
     assert f"followed: coin video {video.uid}" in page
+
+
+# --------------------------------------------------------------------------------------------
+# follow on broken, empty or unreadable sources (issue 15): checked before the model loads,
+# never exit 0 without a segment, one line of user text
+
+
+def _main(capsys, *args: str) -> tuple[int, str, str]:
+    from baglm_nb.apps.cli.main import main
+
+    code = main(["follow", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _one_error(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def task_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("task") / "task.json"
+    path.write_text(json.dumps({"goal": "handle a cup", "steps": STEPS}))
+    return path
+
+
+def _ffmpeg(*args: str) -> None:
+    subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", *args], check=True,
+                   timeout=60)  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ["missing", "empty", "short", "moov-at-end", "moov-growing"])
+def test_a_source_that_cannot_be_followed_is_refused_before_the_model_loads(
+    case, task_file, tmp_path, capsys
+):
+    path, extra = tmp_path / "video.mp4", []
+    if case == "empty":
+        path.write_bytes(b"")
+    elif case == "short":  # 1 s: no whole 2-s segment
+        _ffmpeg("-i", str(CLIPS / "cup.mp4"), "-t", "1", "-an", "-c:v", "copy", str(path))
+    elif case.startswith("moov"):  # FFmpeg writes the index at the end; cut before it
+        _ffmpeg("-i", str(CLIPS / "cup.mp4"), "-an", "-c:v", "copy", str(tmp_path / "f.mp4"))
+        data = (tmp_path / "f.mp4").read_bytes()
+        assert data.rfind(b"moov") > data.find(b"mdat") > 0
+        path.write_bytes(data[: len(data) // 2])
+        extra = ["--growing"] if case == "moov-growing" else []
+    # a model id that cannot load: the source must be refused first
+    code, out, err = _main(capsys, str(path), "--task", str(task_file), "--model",
+                           "no-such-model", *extra)  # fmt: skip
+    line = _one_error(err)
+    assert code == 2 and str(path) in line and out == ""
+    expected = {
+        "missing": "no such video file",
+        "empty": "cannot open as a video",
+        "short": "shorter than one 2-s segment",
+        "moov-at-end": "(moov atom) comes at its end cannot be read (it is cut short",
+        "moov-growing": "(moov atom) comes at its end cannot be read while it is written",
+    }[case]
+    assert expected in line
+    if case.startswith("moov"):
+        assert "MPEG-TS" in line and "fragmented MP4" in line
+    if case == "empty":
+        code, _, err = _main(capsys, str(path), "--task", str(task_file), "--model", "m",
+                             "--debug")  # fmt: skip
+        assert code == 2 and "Traceback (most recent call last)" in err
+
+
+def test_a_source_that_breaks_mid_run_exits_1_with_its_last_decode_error(tmp_path, capsys):
+    """cup.mp4 with the second half of its media data overwritten: one segment decodes, then
+    frame 100 does not. The run ends with exit 1 and the decoder's error, after the event log
+    and the report are written; a goal of many lines is echoed as one short line."""
+    data = bytearray((CLIPS / "cup.mp4").read_bytes())
+    start = data.find(b"mdat") + 4
+    cut = start + (len(data) - start) // 2
+    data[cut:] = np.random.default_rng(0).integers(0, 256, len(data) - cut, np.uint8).tobytes()
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(bytes(data))
+    goal = "handle a cup\n" + "and then do many more things " * 50
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps({"goal": goal, "steps": STEPS}))
+    log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
+    args = ["--model", "random-init:internvl", "--jsonl", str(log), "--html", str(report)]
+    code, out, err = _main(capsys, str(broken), "--task", str(task), *args)
+    line = _one_error(err)
+    assert code == 1 and "source broke after 1 segments" in line and str(broken) in line
+    assert "frame 100 at 3.735 s cannot be decoded" in line
+    assert len(log.read_text().splitlines()) == 1 and "frame 100" in report.read_text()
+    first = out.splitlines()[0]
+    assert first.startswith("following ") and "and then do many" in first
+    echoed = first.split("goal: ", 1)[1]
+    assert len(echoed) <= 80 and echoed.endswith("\u2026")
+    assert not any("more things" in x for x in out.splitlines()[1:])  # one line of the goal

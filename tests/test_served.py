@@ -113,8 +113,9 @@ def test_text_prompt_matches_transformers_token_for_token(llama, key):
                                       vsg_prompt="multiple_choice", progress=True,
                                       next_step=False)  # fmt: skip
     questions = questions[:2]  # the VSG question (A, B, C) and one progress question (digits)
-    scorer = served(llama.url, strategy="full-vocab")
-    remote = scorer._ask(questions, [[]])  # one "segment" without images, 2 requests at once
+    # one request at a time: llama.cpp's results depend slightly on what shares a batch
+    scorer = served(llama.url, strategy="full-vocab", concurrency=1)
+    remote = scorer._ask(questions, [[]])  # one "segment" without images
     for q, p_served in zip(questions, remote, strict=True):
         text = local.render_chat([{"role": "user", "content": [{"type": "text", "text": q.text}]}])
         rendered = llama.post("/apply-template", {"messages": scorer.messages(q.text)})["prompt"]
@@ -196,7 +197,7 @@ def test_server_killed_mid_run_then_resumed_with_the_cli(llama, key, tmp_path, c
     for arr in (scores.vsg, scores.progress):
         assert np.isfinite(arr).all() and (arr > 0).all() and (arr < 1).all()
     assert scores.vsg.sum() < 0.5  # raw full-vocabulary probabilities of a random model
-    assert {"decode_s", "vsg_s", "progress_s"} <= set(scores.timings)
+    assert {"decode_s", "score_s"} <= set(scores.timings)  # one call per batch: VSG + progress
 
 
 def test_wrong_key_is_a_clear_error_never_printed(llama, monkeypatch, tmp_path, capsys, caplog):

@@ -8,9 +8,16 @@ scoring and filtering. A step change is announced only after it stays above a co
 threshold for ``patience`` segments (:class:`Hysteresis`), to avoid flicker.
 
 Sources: :func:`follow` reads a video file, a file that is still being written, or a URL
-(through torchcodec/FFmpeg) and scores it with a real scorer; :func:`replay` plays a score
-cache of an already scored video through the online filter (the CPU default for demos without
-weights, labelled ``replay``).
+(through torchcodec/FFmpeg, on the published frame grid), or a live stream or camera (through
+:mod:`baglm_nb.inputs.live` and :mod:`baglm_nb.apps.online_live`, on the stream grid) and scores
+it with a real scorer; :func:`replay` plays a score cache of an already scored video through the
+online filter (the CPU default for demos without weights, labelled ``replay``).
+
+Gaps (segments a live source skipped, :meth:`OnlineGrounder.skip`): by default the filter
+applies its transition once per missed second without an observation (``gaps="predict"``):
+the belief spreads as the model expects over the missed time, the progress memory is kept, and
+the hysteresis is not fed, so the announced step stays until new evidence. ``gaps="pause"``
+freezes the belief instead.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ __all__ = [
     "Estimate",
     "EventLog",
     "Hysteresis",
+    "EndReason",
     "OnlineGrounder",
     "Task",
     "follow",
@@ -40,6 +48,19 @@ __all__ = [
 ]
 
 NONE_LABEL = "none"
+#: How :meth:`OnlineGrounder.skip` steps over segments without observations (module docstring).
+GAP_MODES = ("predict", "pause")
+
+
+class EndReason(str):
+    """Why a followed source stopped: a message, and ``failed`` when the source broke."""
+
+    failed: bool
+
+    def __new__(cls, text: str, failed: bool = False) -> EndReason:
+        obj = super().__new__(cls, text)
+        obj.failed = failed
+        return obj
 
 
 # --------------------------------------------------------------------------------------------
@@ -151,7 +172,12 @@ class Estimate:
     ``belief`` is (K+1,) with none last; ``step`` the index of the most probable state (K for
     none); ``progress`` (K,) the running maximum of each step's expected progress in [0, 1];
     ``announced`` the step text announced at this segment (after hysteresis), else None;
-    ``latency`` seconds spent on ``decode``, ``score`` and ``filter``.
+    ``latency`` seconds spent on ``decode``, ``score`` and ``filter`` (a live source adds
+    ``wait``: queued before scoring); ``lag`` (live sources) seconds from the arrival of the
+    segment's last frame to this estimate; ``marks`` (live sources) ``time.perf_counter()``
+    stamps of that frame's arrival and decoding and of the segment's start of scoring, and the
+    frame's stream time (``frame_time``) and container timestamp (``frame_pts``), for latency
+    measurements.
     """
 
     segment: int
@@ -166,10 +192,13 @@ class Estimate:
     current: str | None
     latency: dict[str, float]
     source: str = ""
+    lag: float = 0.0
+    marks: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (one line of the event log)."""
         return {
+            "event": "segment",
             "segment": self.segment,
             "t_start": self.t_start,
             "t_end": self.t_end,
@@ -181,6 +210,7 @@ class Estimate:
             "belief": [round(float(x), 6) for x in self.belief],
             "progress": [round(float(x), 6) for x in self.progress],
             "latency": {k: round(float(v), 6) for k, v in self.latency.items()},
+            "lag": round(float(self.lag), 6),
             "source": self.source,
         }
 
@@ -250,6 +280,8 @@ class OnlineGrounder:
     label : str
         The observation source label for titles (``"simulated"``, ``"lmm:<model>"``);
         default: ``source``.
+    gaps : {"predict", "pause"}
+        How :meth:`skip` steps over segments without observations (module docstring).
     """
 
     def __init__(
@@ -267,7 +299,10 @@ class OnlineGrounder:
         patience: int = 2,
         source: str = "",
         label: str = "",
+        gaps: str = "predict",
     ) -> None:
+        if gaps not in GAP_MODES:
+            raise ValueError(f"gaps must be one of {GAP_MODES}, got {gaps!r}")
         if stepping not in ("second", "segment"):
             raise ValueError(f"stepping must be 'second' or 'segment', got {stepping!r}")
         if int(segment_duration) != segment_duration or segment_duration < 1:
@@ -287,6 +322,7 @@ class OnlineGrounder:
         self._names = (*self.steps, NONE_LABEL)
         self.hysteresis = Hysteresis(threshold, patience)
         self.source, self.label = source, label or source
+        self.gaps = gaps
         self.segment = 0
         k = len(self.steps)  # warm the compiled kernel now, not on the first live segment
         self.state.step(np.full(k + 1, 1.0), np.full((k, 10), 0.1))
@@ -297,6 +333,24 @@ class OnlineGrounder:
         self.state.reset()
         self.hysteresis.reset()
         self.segment = 0
+
+    def skip(self, count: int) -> np.ndarray:
+        """Step over ``count`` segments without observations; returns the belief (K+1,).
+
+        ``gaps="predict"`` applies the transition for each missed row (an observation of all
+        ones, no progress); ``"pause"`` leaves the belief as it is. Either way the next pushed
+        segment is number ``segment + count`` and the hysteresis is not fed.
+        """
+        if int(count) != count or count < 0:
+            raise ValueError(f"count must be a whole number >= 0, got {count!r}")
+        if count and self.gaps == "predict":
+            if self.state.prior != "uniform":
+                raise ValueError("stepping over a gap by prediction needs prior='uniform'; "
+                                 "use gaps='pause'")  # fmt: skip
+            k = len(self.steps)
+            self.state.step(np.ones(k + 1), np.zeros((k, 10)), repeats=int(count) * self._repeats)
+        self.segment += int(count)
+        return self.state.belief.copy()
 
     def push(self, frames, *, decode_s: float = 0.0) -> Estimate:
         """Score one segment's frames (F, 3, H, W) uint8 and update the belief."""
@@ -387,18 +441,40 @@ def follow(
     sampling_fps: float = 2.0,
     device: str = "cpu",
     on_end=None,
+    live: bool | None = None,
+    **live_options,
 ) -> Iterator[Estimate]:
-    """Follow a video file, a file still being written (``growing=True``) or a URL.
+    """Follow a video file, a file still being written (``growing=True``), a URL or a live source.
 
     Each whole segment is decoded (:func:`baglm_nb.inputs.video.iter_segments`), scored and filtered
     as it becomes available. A growing file is re-probed every ``poll`` seconds and the run
     stops when no new segment arrives for ``timeout`` seconds. When the source ends or breaks,
-    the generator stops; ``on_end(reason)`` (if given) receives a clear message. Everything
-    emitted before stays valid.
+    the generator stops; ``on_end(reason)`` (if given) receives an :class:`EndReason` (a str;
+    ``failed`` when the source broke). Everything emitted before stays valid.
+
+    A live source (an RTSP/UDP/SRT URL, a camera, an http(s) stream without a length, or any
+    source with ``live=True``; :func:`baglm_nb.inputs.live.live_source`), or a started
+    :class:`~baglm_nb.inputs.live.LiveReader`, is followed by
+    :func:`baglm_nb.apps.online_live.follow_live`, which also yields
+    :class:`~baglm_nb.inputs.live.Gap` events; ``live_options`` (``lag``, ``reconnect``,
+    ``transport``, ``pace``) go to it, ``timeout`` is its stall limit.
     """
+    from baglm_nb.apps.online_live import follow_live, live_reader_for
+
+    reader = live_reader_for(source, grounder, live=live, timeout=timeout,
+                             sampling_fps=sampling_fps, **live_options)  # fmt: skip
+    if reader is not None:
+        yield from follow_live(reader, grounder, on_end=on_end)
+        return
+    yield from _follow_file(source, grounder, growing=growing, timeout=timeout, poll=poll,
+                            sampling_fps=sampling_fps, device=device, on_end=on_end)  # fmt: skip
+
+
+def _follow_file(source, grounder, *, growing, timeout, poll, sampling_fps, device, on_end):
+    """:func:`follow` for a file, a growing file or a seekable URL (the published grid)."""
     from baglm_nb.inputs.video import VideoError, iter_segments
 
-    done = 0
+    done, error = 0, None
     last_new = time.monotonic()
     while True:
         try:
@@ -416,17 +492,20 @@ def follow(
                     done += 1
                     last_new = time.monotonic()
         except VideoError as exc:
+            error = exc
             if not growing:
                 if on_end:
-                    on_end(f"source broke after {done} segments: {exc}")
+                    on_end(EndReason(f"source broke after {done} segments: {exc}", True))
                 return
         if not growing:
             if on_end:
-                on_end(f"source ended after {done} segments")
+                on_end(EndReason(f"source ended after {done} segments"))
             return
         if time.monotonic() - last_new > timeout:
             if on_end:
-                on_end(f"no new frames for {timeout:g} s; stopped after {done} segments")
+                last = f" (last error: {error})" if error is not None else ""
+                on_end(EndReason(f"no new frames for {timeout:g} s; stopped after {done} "
+                                 f"segments{last}", done == 0))  # fmt: skip
             return
         time.sleep(poll)
 

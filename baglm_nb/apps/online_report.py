@@ -5,8 +5,10 @@ dataset video (a replay, or a file named by its uid) the report shows the ground
 annotated step, whether it was announced inside its annotation and whether BaGLM's peak belief
 hits it (R@1), the announcements of steps that are not annotated, and the belief views of
 :class:`~baglm_nb.analyses.belief_views.BeliefFigure` (heatmap with the annotation outlined,
-top-state and announced-step strips beside the ground truth). Figures are embedded as base64
-PNG, so the file can be mailed or opened offline.
+top-state and announced-step strips beside the ground truth). A live run's gaps (segments it
+did not score: skipped to keep up with live, or lost while reconnecting) are listed and left
+blank in the belief view. Figures are embedded as base64 PNG, so the file can be mailed or
+opened offline.
 """
 
 from __future__ import annotations
@@ -61,12 +63,41 @@ def _png(fig) -> str:
 
 
 def _rows(estimates: Sequence[Estimate], steps: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Per-second beliefs (T, K+1) and announced states (T,) (K: none or nothing yet)."""
+    """Per-second beliefs (T, K+1) and announced states (T,) (K: none or nothing yet), placed
+    by segment number: the rows of segments that were not scored (gaps) hold zeros and keep
+    the announced state."""
     d = int(round(estimates[0].t_end - estimates[0].t_start)) or 1
     index = {name: i for i, name in enumerate(steps)}
-    said = np.array([index.get(e.current, len(steps)) for e in estimates], dtype=np.int64)
-    beliefs = np.stack([e.belief for e in estimates])
+    rows = estimates[-1].segment + 1
+    beliefs = np.zeros((rows, len(steps) + 1))
+    said = np.full(rows, len(steps), dtype=np.int64)
+    for e in estimates:
+        beliefs[e.segment] = e.belief
+        said[e.segment] = index.get(e.current, len(steps))
+    scored = np.zeros(rows, dtype=bool)
+    scored[[e.segment for e in estimates]] = True
+    for s in range(1, rows):
+        if not scored[s]:
+            said[s] = said[s - 1]
     return per_second(beliefs, d), per_second(said, d)
+
+
+def _gaps_table(gaps: Sequence) -> str:
+    """The spans a live run did not score (:class:`~baglm_nb.inputs.live.Gap`)."""
+    why = {"lag": "skipped to keep up with live (--lag drop)", "reconnect": "connection lost",
+           "no frames": "no frames in the stream", "frame size": "frame size changed"}  # fmt: skip
+    rows = "".join(
+        f"<tr><td>{mmss(g.t_start)}\u2013{mmss(g.t_end)}</td><td>{g.count}</td>"
+        f"<td>{html.escape(why.get(g.reason, g.reason))}</td></tr>"
+        for g in gaps
+    )
+    total = sum(g.count for g in gaps)
+    return (
+        f"<h2>Gaps</h2><p>{len(gaps)} gaps, {total} segments not scored (blank in the belief "
+        "view; the filter predicted through them).</p>"
+        '<table id="gaps"><tr><th>time (mm:ss)</th><th>segments</th><th>why</th></tr>'
+        f"{rows}</table>"
+    )
 
 
 def _belief_view(beliefs, said, steps, video: Video | None, title: str) -> str:
@@ -87,7 +118,7 @@ def _latency_plot(estimates: Sequence[Estimate]) -> str:
     t = np.array([e.t_start for e in estimates])
     fig, ax = plt.subplots(figsize=(10, 2.4))
     bottom = np.zeros(len(estimates))
-    for part in ("decode", "score", "filter"):
+    for part in _parts(estimates):
         ms = np.array([e.latency.get(part, 0.0) for e in estimates]) * 1000
         ax.bar(t, ms, width=estimates[0].t_end - estimates[0].t_start, bottom=bottom, label=part)
         bottom += ms
@@ -96,6 +127,12 @@ def _latency_plot(estimates: Sequence[Estimate]) -> str:
     ax.legend(fontsize=7)
     fig.tight_layout()
     return _png(fig)
+
+
+def _parts(estimates: Sequence[Estimate]) -> tuple[str, ...]:
+    """The latency parts to show: decode, score, filter (and wait for a live source)."""
+    live = any("wait" in e.latency for e in estimates)
+    return ("decode", "wait", "score", "filter") if live else ("decode", "score", "filter")
 
 
 def _cell(state: str, text: str | None = None) -> str:
@@ -197,6 +234,7 @@ def render_html(
     note: str = "",
     video: Video | None = None,
     source: str = "",
+    gaps: Sequence = (),
 ) -> str:
     """The report as one HTML string (figures inline).
 
@@ -212,6 +250,8 @@ def render_html(
         The dataset video, for the ground truth (tables, outlines, right/wrong strips).
     source : str
         The observation source (``"simulated"`` in it gets the simulated banner).
+    gaps : sequence of Gap
+        A live run's unscored spans (listed; blank rows in the belief view).
     """
     parts = [_source_banner(source or "unknown"), f'<p id="note">{html.escape(note)}</p>']
     if not estimates:
@@ -230,6 +270,8 @@ def render_html(
                 + _steps_table(steps)
             )
         image = _belief_view(beliefs, said, steps, video, title)
+        if gaps:
+            parts.append(_gaps_table(gaps))
         parts += [
             "<h2>Step changes</h2>",
             _changes(estimates, steps, video),
@@ -237,7 +279,7 @@ def render_html(
             f'<img id="beliefs" alt="belief views" src="data:image/png;base64,{image}">',
         ]
         lat = {p: median_p99([e.latency.get(p, 0.0) * 1000 for e in estimates])
-               for p in ("decode", "score", "filter")}  # fmt: skip
+               for p in _parts(estimates)}  # fmt: skip
         lat_rows = "".join(
             f"<tr><td>{p}</td><td>{m:.3f}</td><td>{q:.3f}</td></tr>" for p, (m, q) in lat.items()
         )
@@ -263,7 +305,9 @@ def write_html_report(
     note: str = "",
     video: Video | None = None,
     source: str = "",
+    gaps: Sequence = (),
 ) -> Path:
     """Write :func:`render_html` to ``path`` atomically; returns the path."""
-    page = render_html(estimates, steps, title=title, note=note, video=video, source=source)
+    page = render_html(estimates, steps, title=title, note=note, video=video, source=source,
+                       gaps=gaps)  # fmt: skip
     return atomic_write_text(path, page)

@@ -5,5 +5,7 @@
 - :mod:`.grid`: the published time grids (frame sampling, segments, per-second rows, ground
   truth, first annotated starts);
 - :mod:`.video`: streaming decoding on that grid, probing, finding a video's file;
+- :mod:`.live`: live streams and cameras read frame by frame on the stream grid, with a lag
+  policy (PyAV);
 - :mod:`.preprocess` / :mod:`.resample`: frame preprocessing per model family.
 """

@@ -8,11 +8,17 @@ One place for each rule the rest of the package shares:
 - per-second rows: each segment's scores repeated ``segment_duration`` times (§2.4);
 - ground truth: rows ``floor(start)`` to ``ceil(end)`` of a step's column (§6.1);
 - a step's first annotated start (step order, temporal position, oracle chains);
-- a video's length agrees with its annotation within one segment (:func:`length_mismatch`).
+- a video's length agrees with its annotation within one segment (:func:`length_mismatch`);
+- the grid of a stream whose length is unknown (a live source, :class:`StreamGrid`): sample
+  ``n`` is the first frame shown at or after ``n / sampling_fps`` seconds on the stream's own
+  clock. The published rule above needs the frame count ``F`` (its last sample is pinned to the
+  last frame), which a live stream never has; the two grids agree at the start and the
+  published one runs ahead by up to about half a second (``fps / 2`` frames) at the end of a
+  video.
 
 Exports :func:`frame_indices`, :func:`segment_frame_indices`, :func:`num_segments`,
-:func:`num_rows`, :func:`per_second`, :func:`ground_truth`, :func:`first_starts` and
-:func:`length_mismatch`.
+:func:`num_rows`, :func:`per_second`, :func:`ground_truth`, :func:`first_starts`,
+:func:`length_mismatch` and :class:`StreamGrid`.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ if TYPE_CHECKING:
     from baglm_nb.inputs.datasets import Video
 
 __all__ = [
+    "STREAM_TOLERANCE_S",
+    "StreamGrid",
     "first_starts",
     "frame_indices",
     "frames_per_segment",
@@ -170,3 +178,59 @@ def length_mismatch(
         f"(video_num_frames={video.num_frames}, video_fps={video.fps:g}) gives {expected} "
         f"({video.num_frames / video.fps:.1f} s)"
     )
+
+
+#: A frame whose time is this close before a sample's nominal time counts as at that time
+#: (timestamps rounded by a container or RTP's 90 kHz clock).
+STREAM_TOLERANCE_S = 1e-3
+
+
+class StreamGrid:
+    """The sampling grid of a stream read frame by frame, whose length is unknown.
+
+    Sample ``n`` sits at ``n / sampling_fps`` seconds on the stream's clock (0 = its first
+    frame) and takes the first frame shown at or after that time (within
+    :data:`STREAM_TOLERANCE_S`); samples ``s * F .. s * F + F - 1`` form segment ``s`` with
+    ``F = frames_per_segment(...)``, spanning ``[s * segment_duration, (s + 1) *
+    segment_duration)``, the segments of the file rule. A hole in the timestamps shorter than a
+    segment is filled by the next frame (one frame may fill several samples); a longer one, or
+    :meth:`restart` (a reconnection), drops the unfinished segment and resumes at the first
+    segment that starts at or after the new frame.
+
+    Parameters
+    ----------
+    segment_duration : float, default 2
+        Seconds per segment.
+    sampling_fps : float, default 2.0
+        Samples per second.
+    """
+
+    def __init__(self, segment_duration: float = 2, sampling_fps: float = 2.0) -> None:
+        self.per_segment = frames_per_segment(segment_duration, sampling_fps)
+        self.segment_duration, self.sampling_fps = float(segment_duration), float(sampling_fps)
+        self.next_sample = 0
+        self.last_time: float | None = None
+
+    def feed(self, t: float) -> tuple[range, range]:
+        """The samples the frame at stream time ``t`` fills, and the segments skipped first.
+
+        Returns ``(samples, skipped)``: sample indices (possibly empty) and the segments that a
+        hole longer than a segment left without frames (usually empty).
+        """
+        skipped = range(0)
+        if self.last_time is not None and t - self.last_time > self.segment_duration:
+            skipped = self.restart(t)
+        if self.last_time is None or t > self.last_time:
+            self.last_time = t
+        end = math.floor((t + STREAM_TOLERANCE_S) * self.sampling_fps) + 1
+        samples = range(self.next_sample, max(self.next_sample, end))
+        self.next_sample = samples.stop
+        return samples, skipped
+
+    def restart(self, t: float) -> range:
+        """Resume at the first segment starting at or after ``t``; returns the skipped ones."""
+        current = self.next_sample // self.per_segment
+        resume = max(current, math.ceil((t - STREAM_TOLERANCE_S) / self.segment_duration))
+        self.next_sample = resume * self.per_segment
+        self.last_time = t
+        return range(current, resume)

@@ -37,13 +37,14 @@ import numpy as np
 import torch
 from torchcodec.decoders import VideoDecoder
 
-from baglm_nb.inputs.grid import segment_frame_indices
+from baglm_nb.inputs.grid import num_segments, segment_frame_indices
 
 __all__ = [
     "CPU_ONLY_CODECS",
     "SegmentBatch",
     "VideoError",
     "VideoInfo",
+    "check_video_file",
     "find_video_file",
     "frames_at",
     "iter_segments",
@@ -246,6 +247,71 @@ def probe(path: str | os.PathLike, *, allow_truncated: bool = False) -> VideoInf
     """
     path = _source(path)
     return _info(_open(path), path, allow_truncated)
+
+
+def _mp4_index_missing(path: Path) -> bool:
+    """Whether ``path`` is an MP4/MOV with media data but no index (moov atom) yet: a recording
+    whose index is written when it ends (read from the top-level box headers only)."""
+    size, pos, seen = path.stat().st_size, 0, []
+    with open(path, "rb") as f:
+        while pos + 8 <= size and len(seen) < 64:
+            f.seek(pos)
+            head = f.read(16)
+            length, kind = int.from_bytes(head[:4], "big"), head[4:8]
+            if length == 1 and len(head) == 16:
+                length = int.from_bytes(head[8:16], "big")
+            seen.append(kind)
+            if kind == b"moov" or length < 8:  # an index, or a box that runs to the end
+                break
+            pos += length
+    return bool(seen) and seen[0] == b"ftyp" and b"mdat" in seen and b"moov" not in seen
+
+
+def check_video_file(
+    path: str | os.PathLike,
+    *,
+    growing: bool = False,
+    segment_duration: float = 2,
+    sampling_fps: float = 2.0,
+) -> None:
+    """Refuse a local video file that cannot be followed, before a model loads.
+
+    A URL is left to the reader. A file must exist; an MP4 whose index (moov atom) is written
+    only when the recording ends is refused with the advice to record MPEG-TS or fragmented MP4;
+    a finished file (not ``growing``) must probe (:func:`probe`) and hold at least one segment.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the file does not exist.
+    ValueError
+        For anything else, naming the file and the reason (FFmpeg's last error included).
+    """
+    src = _source(path)
+    if isinstance(src, str):
+        return
+    if not src.exists():
+        raise FileNotFoundError(f"{src}: no such video file")
+    if not src.is_file():
+        raise ValueError(f"{src}: not a regular file")
+    if _mp4_index_missing(src):
+        state = "while it is written" if growing else "(it is cut short, or still being written)"
+        raise ValueError(
+            f"{src}: an MP4 whose index (moov atom) comes at its end cannot be read {state}; "
+            "to follow a recording as it grows, record MPEG-TS (ffmpeg -f mpegts, .ts) or "
+            "fragmented MP4 (-movflags frag_keyframe+empty_moov) and pass --growing"
+        )
+    if growing:
+        return  # may not hold a whole segment yet
+    try:
+        info = probe(src)
+    except VideoError as exc:
+        raise ValueError(str(exc)) from None
+    if num_segments(info.num_frames, info.fps, segment_duration, sampling_fps) == 0:
+        raise ValueError(
+            f"{src}: {info.duration_s:.1f} s of video, shorter than one {segment_duration:g}-s "
+            "segment: nothing to follow"
+        )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,6 +1,10 @@
 """``python -m baglm_nb follow``: say which step is happening now, live.
 
-``follow FILE --model ID --task TASK`` scores a video file, a growing file or a URL;
+``follow SOURCE --model ID --task TASK`` scores a video file, a growing file, a URL, a live
+stream (``rtsp://``, ``udp://``, ``srt://``, live ``http(s)://`` MPEG-TS or HLS) or a camera
+(``/dev/videoN``, ``--camera N``); the source is checked before the model loads, and a source
+that breaks or yields no segment ends with exit code 1 after the event log and the report are
+written;
 ``follow --replay [SCORES] [--dataset NAME] -- UID`` replays scores through the online filter:
 ``simulated`` (the default; one video simulated on demand through :mod:`baglm_nb.core.sources`)
 or a score-cache folder (or a folder above one). Without a uid, ``--replay`` lists the videos
@@ -28,7 +32,8 @@ def register(verbs) -> None:
         "after --, uids may start with '-'). --replay without a uid lists the videos.",
     )
     p.add_argument("source", nargs="?",
-                   help="video file / URL (with --model) or video uid (with --replay)")  # fmt: skip
+                   help="video file, URL, live stream (rtsp://, udp://, srt://, http(s)://) or "
+                   "/dev/videoN (with --model), or video uid (with --replay)")  # fmt: skip
     p.add_argument("--task", help="task file (JSON or YAML); with --replay or a dataset video, "
                    "defaults to the video's annotation")  # fmt: skip
     group = p.add_mutually_exclusive_group(required=True)
@@ -43,10 +48,14 @@ def register(verbs) -> None:
     p.add_argument("--deps", default=None,
                    help="for a dataset video without --task: 'oracle' (default), 'none' or a "
                    "dependency cache folder")  # fmt: skip
-    p.add_argument("--pace", choices=["fast", "realtime"], default="fast")
+    p.add_argument("--pace", choices=["fast", "realtime"], default="fast",
+                   help="--replay, or a file read with --live: 'realtime' plays it at its own "
+                   "rate (as a camera would)")  # fmt: skip
     p.add_argument("--growing", action="store_true", help="the file is still being written")
     p.add_argument("--timeout", type=float, default=10.0,
-                   help="seconds without new frames before a growing source ends")  # fmt: skip
+                   help="seconds without new frames before a growing file ends, or before a "
+                   "live source counts as stalled (an error)")  # fmt: skip
+    _add_live_options(p)
     p.add_argument("--transition", default="both",
                    choices=["static", "readiness", "validity", "both"])  # fmt: skip
     p.add_argument("--threshold", type=float, default=0.5, help="hysteresis confidence")
@@ -55,6 +64,25 @@ def register(verbs) -> None:
     p.add_argument("--html", help="write a self-contained HTML report here")
     p.add_argument("--trust-remote-code", action="store_true")
     p.set_defaults(func=run)
+
+
+def _add_live_options(p: argparse.ArgumentParser) -> None:
+    """The live-source options (:mod:`baglm_nb.inputs.live`)."""
+    live = p.add_argument_group("live sources (streams and cameras)")
+    live.add_argument("--camera", type=int, metavar="N", help="follow the V4L2 camera /dev/videoN")
+    live.add_argument("--live", action=argparse.BooleanOptionalAction, default=None,
+                      help="read SOURCE frame by frame as a live stream, on the stream's own "
+                      "clock (default: streams, cameras and http(s) without a length; --live "
+                      "on a file compares it with a stream of it)")  # fmt: skip
+    live.add_argument("--lag", choices=["drop", "queue"],
+                      help="when scoring is slower than real time: 'drop' skips to the newest "
+                      "segment and logs the skipped span as a gap (default for live sources); "
+                      "'queue' keeps every segment (default for files)")  # fmt: skip
+    live.add_argument("--reconnect", type=int, default=0, metavar="N",
+                      help="reopen a lost or stalled live source up to N times (per loss); "
+                      "the lost span is logged as a gap")  # fmt: skip
+    live.add_argument("--transport", choices=["tcp", "udp"], default="tcp",
+                      help="RTSP transport (default: tcp)")  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -157,14 +185,15 @@ def _replay_setup(args):
 
 
 def _model_setup(args):
-    """The grounder and ground-truth video (or None) of a live run with ``--model``."""
+    """The grounder, the ground-truth video (or None) and the live reader (or None for a file)
+    of a run with ``--model``; the source is checked before the model loads."""
     from baglm_nb.apps.online import OnlineGrounder
     from baglm_nb.inputs.datasets import load_dataset
     from baglm_nb.models.scoring import make_scorer
 
-    if not args.source:
-        raise ValueError("SOURCE (a video file or URL) is required with --model")
-    stem = Path(str(args.source).split("?")[0]).stem
+    if not args.source and args.camera is None:
+        raise ValueError("SOURCE (a video file, URL or camera) is required with --model")
+    stem = Path(str(args.source or "").split("?")[0]).stem
     video = None
     if args.dataset:
         video = next((v for v in load_dataset(args.dataset) if v.uid == stem), None)
@@ -172,12 +201,46 @@ def _model_setup(args):
         raise ValueError("--task is required with --model (or --dataset with a file named by "
                          "its video uid)")  # fmt: skip
     goal, steps, dep, truth = _task_of(args, video)
-    scorer = make_scorer(args.model, trust_remote_code=args.trust_remote_code)
+    reader = _check_source(args)
+    try:
+        scorer = make_scorer(args.model, trust_remote_code=args.trust_remote_code)
+    except BaseException:
+        if reader is not None:
+            reader.stop()
+        raise
     grounder = OnlineGrounder(
         scorer, goal, steps, dep, transition=args.transition, threshold=args.threshold,
         patience=args.patience, source=f"lmm:{args.model}",
     )  # fmt: skip
-    return grounder, truth
+    return grounder, truth, reader
+
+
+def _check_source(args):
+    """Open a live source (its reader, started unless it is a file), or check a file."""
+    from baglm_nb.apps.online_live import live_reader_for
+    from baglm_nb.inputs.live import SourceError
+    from baglm_nb.inputs.video import check_video_file
+
+    if args.reconnect < 0 or not args.timeout > 0:
+        raise ValueError("--reconnect must be >= 0 and --timeout > 0")
+    try:
+        reader = live_reader_for(args.source, live=args.live, lag=args.lag,
+                                 timeout=args.timeout, reconnect=args.reconnect,
+                                 transport=args.transport, pace=args.pace,
+                                 camera=args.camera)  # fmt: skip
+    except SourceError as exc:  # a local file or device that is no video: bad input
+        if args.source is not None and "://" not in str(args.source):
+            raise ValueError(str(exc)) from None
+        raise
+    if args.camera is not None:
+        args.source = reader.source.label
+    if reader is None:
+        if args.lag == "drop":
+            raise ValueError("--lag drop needs a live source (a stream, a camera, or --live)")
+        check_video_file(args.source, growing=args.growing)
+    elif reader.source.kind != "file":
+        reader.start()  # drain the stream while the model loads
+    return reader
 
 
 # --------------------------------------------------------------------------------------------
@@ -195,57 +258,102 @@ def run(args: argparse.Namespace) -> int:
             return scores  # the videos were listed
         stream = replay(grounder, *scores, pace=args.pace)
     else:
-        grounder, truth = _model_setup(args)
-        stream = follow(args.source, grounder, growing=args.growing, timeout=args.timeout,
-                        on_end=ended.append)  # fmt: skip
-    print(f"following {args.source} ({grounder.source}); goal: {grounder.goal}", flush=True)
-    estimates, reason, interrupted = _consume(stream, args, ended)
+        grounder, truth, reader = _model_setup(args)
+        stream = follow(reader or args.source, grounder, growing=args.growing,
+                        timeout=args.timeout, on_end=ended.append)  # fmt: skip
+    print(f"following {one_line(args.source)} ({grounder.source}); goal: "
+          f"{one_line(grounder.goal)}", flush=True)  # fmt: skip
+    estimates, gaps, reason, interrupted = _consume(stream, args, ended)
     if args.html:
-        _report(args, grounder, estimates, truth, reason)
-    return 130 if interrupted else 0
+        _report(args, grounder, estimates, gaps, truth, reason)
+    if interrupted:
+        return 130
+    if getattr(reason, "failed", False):
+        raise RuntimeError(reason)
+    if not estimates:
+        raise RuntimeError(f"no segment was followed: {reason}")
+    return 0
+
+
+def one_line(text, width: int = 80) -> str:
+    """User text as one line of at most ``width`` characters (whitespace runs collapsed)."""
+    from baglm_nb.analyses.belief_legend import short_label
+
+    return short_label(" ".join(str(text)[: 4 * width].split()), width)
 
 
 def _consume(stream, args, ended: list[str]):
-    """Print the announcements and the status line; returns (estimates, reason, interrupted)."""
+    """Print the announcements, the gaps and the status line; returns (estimates, gaps,
+    reason, interrupted)."""
     from baglm_nb.apps.online import EventLog
+    from baglm_nb.inputs.live import Gap
 
-    estimates = []
+    estimates, gaps = [], []
     log = EventLog(args.jsonl) if args.jsonl else None
     tty = sys.stdout.isatty()
     interrupted = False
     try:
-        for est in stream:
-            estimates.append(est)
+        for item in stream:
             if log:
-                log.write(est.to_json())
-            if est.announced:
-                end = "\n" if not tty else "\x1b[K\n"
-                print(f"\r[{est.t_start:7.1f} s] step: {est.announced} "
-                      f"({est.confidence:.2f})", end=end, flush=True)  # fmt: skip
-            if tty:
-                print(f"\r  t={est.t_end:7.1f} s  now: {est.step_name[:50]} "
-                      f"({est.confidence:.2f})\x1b[K", end="", flush=True)  # fmt: skip
+                log.write(item.to_json())
+            if isinstance(item, Gap):
+                gaps.append(item)
+                if item.reason != "lag":  # lag gaps are counted in the status line
+                    span = f"{item.t_start:.0f}-{item.t_end:.0f} s"
+                    print(f"\r[{item.t_start:7.1f} s] gap: {item.count} segments ({span}): "
+                          f"{item.reason}", flush=True)  # fmt: skip
+                continue
+            estimates.append(item)
+            _print_estimate(item, tty)
     except KeyboardInterrupt:
         interrupted = True
+        stream.close()
     finally:
         if log:
             log.close()
     if tty:
         print()
     reason = "interrupted (Ctrl-C)" if interrupted else (ended[0] if ended else "source ended")
-    last = estimates[-1] if estimates else None
-    status = (f"status: {len(estimates)} segments, {last.t_end:.0f} s; current step: "
-              f"{last.current or 'none announced'}" if last else "status: no segment")  # fmt: skip
-    print(f"{status}; {reason}", flush=True)
-    return estimates, reason, interrupted
+    print(f"{_status(estimates, gaps)}; {reason}", flush=True)
+    return estimates, gaps, reason, interrupted
 
 
-def _report(args, grounder, estimates, truth, reason: str) -> None:
+def _print_estimate(est, tty: bool) -> None:
+    if est.announced:
+        end = "\n" if not tty else "\x1b[K\n"
+        print(f"\r[{est.t_start:7.1f} s] step: {one_line(est.announced)} "
+              f"({est.confidence:.2f})", end=end, flush=True)  # fmt: skip
+    if tty:
+        lag = f"  lag {est.lag:.1f} s" if est.marks else ""
+        print(f"\r  t={est.t_end:7.1f} s  now: {one_line(est.step_name, 50)} "
+              f"({est.confidence:.2f}){lag}\x1b[K", end="", flush=True)  # fmt: skip
+
+
+def _status(estimates, gaps) -> str:
+    """The final status line (without the reason)."""
+    if not estimates:
+        return "status: no segment"
+    last = estimates[-1]
+    text = (f"status: {len(estimates)} segments, {last.t_end:.0f} s; current step: "
+            f"{one_line(last.current) if last.current else 'none announced'}")  # fmt: skip
+    dropped = sum(g.count for g in gaps if g.reason == "lag")
+    other = [g for g in gaps if g.reason != "lag"]
+    if dropped:
+        text += f"; {dropped} segments dropped to keep up with live"
+    if other:
+        text += f"; {len(other)} gaps ({sum(g.count for g in other)} segments)"
+    if last.marks:
+        text += f"; lag {last.lag:.1f} s"
+    return text
+
+
+def _report(args, grounder, estimates, gaps, truth, reason: str) -> None:
     from baglm_nb.analyses.tables import title_for
     from baglm_nb.apps.online_report import write_html_report
 
-    title = title_for(f"Online step grounding: {grounder.goal}", grounder.label)
-    what = f"{truth.dataset} video {truth.uid}" if truth is not None else str(args.source)
+    title = title_for(f"Online step grounding: {one_line(grounder.goal, 120)}", grounder.label)
+    what = f"{truth.dataset} video {truth.uid}" if truth is not None else one_line(args.source)
     write_html_report(estimates, grounder.steps, args.html, title=title, video=truth,
-                      source=grounder.source, note=f"followed: {what}; {reason}")  # fmt: skip
+                      source=grounder.source, note=f"followed: {what}; {reason}",
+                      gaps=gaps)  # fmt: skip
     print(f"report: {args.html}")

@@ -1,0 +1,152 @@
+"""Follow a live source in real time: the consumer side of :mod:`baglm_nb.inputs.live`.
+
+:func:`live_reader_for` opens a live source (or says it is a file); :func:`follow_live` takes
+its segments as they arrive, scores them with an :class:`~baglm_nb.apps.online.OnlineGrounder`
+and yields an :class:`~baglm_nb.apps.online.Estimate` per scored segment and a
+:class:`~baglm_nb.inputs.live.Gap` per span it did not score. The lag policy is the reader's
+(``"drop"``: always the newest complete segment, ``"queue"``: every segment); the filter steps
+over a gap as :meth:`~baglm_nb.apps.online.OnlineGrounder.skip` says (by default it predicts
+the missed rows). Each estimate carries its latency split (``decode``, ``wait``, ``score``,
+``filter``) and its ``lag`` behind live.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from baglm_nb.apps.online import EndReason, Estimate, OnlineGrounder
+from baglm_nb.inputs.live import End, Gap, LiveReader, LiveSource, live_source, open_live
+
+__all__ = ["follow_live", "live_reader_for"]
+
+#: How often (s) the consumer looks at the stall watchdog while nothing arrives.
+_POLL_S = 0.25
+
+
+def live_reader_for(
+    source: Any,
+    grounder: OnlineGrounder | None = None,
+    *,
+    live: bool | None = None,
+    lag: str | None = None,
+    timeout: float = 10.0,
+    reconnect: int = 0,
+    transport: str = "tcp",
+    pace: str = "fast",
+    camera: int | None = None,
+    sampling_fps: float = 2.0,
+) -> LiveReader | None:
+    """A (not yet started) :class:`LiveReader` of ``source``, or None when it is a file.
+
+    ``source`` may be a :class:`LiveReader` already (returned as is), a
+    :class:`LiveSource`, or what :func:`baglm_nb.inputs.live.live_source` takes. The source is
+    opened here (an http(s) URL with a length turns out to be a file: None). ``lag`` defaults to
+    ``"drop"``, or ``"queue"`` for a file read with ``live=True``.
+
+    Raises
+    ------
+    ValueError
+        For bad arguments (see :func:`~baglm_nb.inputs.live.live_source`).
+    FileNotFoundError
+        For a camera or file that does not exist.
+    baglm_nb.inputs.live.SourceError
+        When the source cannot be opened.
+    """
+    if isinstance(source, LiveReader):
+        return source
+    src = source if isinstance(source, LiveSource) else live_source(
+        source, camera=camera, transport=transport, live=live
+    )  # fmt: skip
+    if src is None:
+        return None
+    container = open_live(src, timeout)
+    if container is None:
+        return None
+    policy = lag or ("queue" if src.kind == "file" else "drop")
+    duration = grounder.segment_duration if grounder is not None else 2
+    return LiveReader(src, container, segment_duration=duration, sampling_fps=sampling_fps,
+                      lag=policy, timeout=timeout, reconnect=reconnect, pace=pace)  # fmt: skip
+
+
+def follow_live(
+    reader: LiveReader,
+    grounder: OnlineGrounder,
+    *,
+    on_end: Callable[[EndReason], Any] | None = None,
+) -> Iterator[Estimate | Gap]:
+    """Score ``reader``'s segments as they arrive (starting it if needed).
+
+    Yields an :class:`Estimate` per scored segment and a :class:`Gap` per skipped span, in
+    stream order. Stops when the reader ends; ``on_end`` receives an :class:`EndReason`
+    (``failed`` when the source broke, stalled or could not be reconnected; a count of packets
+    that failed to decode is appended). If nothing arrives for ``2 * timeout + 1`` seconds
+    although the reader did not report a stall itself, the run ends as stalled. Closing the
+    generator (or Ctrl-C) stops the reader.
+    """
+    if reader.segment_duration != grounder.segment_duration:
+        raise ValueError(f"the reader cuts {reader.segment_duration}-s segments, the grounder "
+                         f"expects {grounder.segment_duration}-s ones")  # fmt: skip
+    if not reader.started:
+        reader.start()
+    backstop = 2 * reader.timeout + 1
+    try:
+        while True:
+            items = reader.take(_POLL_S)
+            if not items:
+                idle = time.perf_counter() - reader.activity
+                if idle > backstop:
+                    _finish(reader, End(f"{reader.source.label}: no frames for {idle:.0f} s: "
+                                        "the stream stalled", True), on_end)  # fmt: skip
+                    return
+                continue
+            for item in items:
+                if isinstance(item, End):
+                    _finish(reader, item, on_end)
+                    return
+                if isinstance(item, Gap):
+                    yield from _skip(grounder, item)
+                    continue
+                if item.index > grounder.segment:  # cannot happen: the reader reports gaps
+                    s, d = grounder.segment, grounder.segment_duration
+                    hole = Gap(s, item.index - s, s * d, item.t_start, "no frames")
+                    yield from _skip(grounder, hole)
+                yield _score(grounder, item)
+    finally:
+        reader.stop()
+
+
+def _skip(grounder: OnlineGrounder, gap: Gap) -> Iterator[Gap]:
+    if gap.first != grounder.segment:
+        raise RuntimeError(f"gap at segment {gap.first}, but the grounder is at {grounder.segment}")
+    grounder.skip(gap.count)
+    yield gap
+
+
+def _score(grounder: OnlineGrounder, segment) -> Estimate:
+    """Score one :class:`~baglm_nb.inputs.live.LiveSegment`; fill in its latency and lag."""
+    taken = time.perf_counter()
+    if segment.index != grounder.segment:
+        raise RuntimeError(f"segment {segment.index} arrived, the grounder is at "
+                           f"{grounder.segment}")  # fmt: skip
+    est = grounder.push(segment.frames, decode_s=segment.decoded - segment.arrived)
+    est.latency["wait"] = taken - segment.decoded
+    est.lag = time.perf_counter() - segment.arrived
+    est.marks = {
+        "arrived": segment.arrived,
+        "decoded": segment.decoded,
+        "taken": taken,
+        "frame_time": float(segment.times[-1]),
+        "frame_pts": float(segment.pts),
+    }
+    return est
+
+
+def _finish(reader: LiveReader, end: End, on_end) -> None:
+    text = end.reason
+    if reader.decode_errors:
+        text += (f" ({reader.decode_errors} packets failed to decode; the last: "
+                 f"{reader.last_decode_error})")  # fmt: skip
+    if on_end:
+        on_end(EndReason(text, end.error))

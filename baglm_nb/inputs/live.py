@@ -1,0 +1,581 @@
+"""Live sources: read an endless stream or a camera frame by frame, as the frames arrive.
+
+:func:`live_source` turns what the user typed into a :class:`LiveSource` (no I/O):
+
+* ``rtsp://`` / ``rtsps://`` (over TCP by default, ``transport="udp"`` for UDP), ``udp://``,
+  ``rtmp://``, ``rtp://``, ``tcp://``, ``srt://``: live streams FFmpeg reads (SRT only where
+  PyAV's FFmpeg is built with it; the PyPI wheel is not);
+* ``http(s)://``: live MPEG-TS or HLS when the stream has no known duration, else a file (the
+  decision is made when it is opened, :func:`open_live`);
+* a V4L2 camera: ``/dev/videoN``, or ``camera=N``;
+* any file with ``live=True`` (read front to back on the stream grid, e.g. to compare a stream
+  with its file, or, paced at its frame rate, to stand in for a camera).
+
+:class:`LiveReader` decodes in a thread with PyAV (FFmpeg; torchcodec cannot read a stream
+without scanning it first: its exact mode reads to the end, its approximate mode refuses a
+stream of unknown length). It samples frames on :class:`~baglm_nb.inputs.grid.StreamGrid` (the
+stream's own timestamps), converts only the sampled frames to RGB, and hands whole
+:class:`LiveSegment` s to the consumer through a :class:`SegmentBuffer` whose lag policy says
+what happens when the consumer is slower than real time:
+
+* ``"drop"`` (the default for live sources): the consumer gets the newest complete segment; the
+  older ones become an explicit :class:`Gap` (reason ``"lag"``), so the backlog stays bounded;
+* ``"queue"``: every segment is kept (files apply back-pressure: the reader waits).
+
+A stall (no frame for ``timeout`` seconds), a dropped connection or the end of the stream ends
+the reader with an :class:`End`; with ``reconnect=N`` it first reopens the source up to N times
+(per drop), and the lost span becomes a :class:`Gap` (reason ``"reconnect"``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from baglm_nb.inputs.grid import StreamGrid
+
+__all__ = [
+    "LAG_POLICIES",
+    "LIVE_SCHEMES",
+    "End",
+    "Gap",
+    "LiveReader",
+    "LiveSegment",
+    "LiveSource",
+    "SegmentBuffer",
+    "SourceError",
+    "live_source",
+    "open_live",
+]
+
+#: URL schemes that are always live streams.
+LIVE_SCHEMES = frozenset({"rtsp", "rtsps", "rtmp", "rtmps", "udp", "rtp", "srt", "tcp"})
+#: What happens when segments arrive faster than they are consumed (module docstring).
+LAG_POLICIES = ("drop", "queue")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_CAMERA = re.compile(r"^/dev/video\d+$")
+
+
+class SourceError(RuntimeError):
+    """A live source that cannot be opened or read; the message starts with the source."""
+
+    def __init__(self, label: str, message: str):
+        self.label = label
+        super().__init__(f"{label}: {message}")
+
+
+@dataclass(frozen=True)
+class LiveSource:
+    """A source read frame by frame (see :func:`live_source`).
+
+    Attributes
+    ----------
+    url : str
+        What FFmpeg opens (a URL, a device or a file path).
+    kind : str
+        ``"stream"`` (a network stream), ``"http"`` (live or a file, decided at opening),
+        ``"camera"`` (V4L2) or ``"file"``.
+    options : dict
+        FFmpeg options (e.g. ``rtsp_transport``).
+    format : str or None
+        The FFmpeg input format (``"video4linux2"`` for a camera), else probed.
+    """
+
+    url: str
+    kind: str
+    options: dict[str, str] = field(default_factory=dict, compare=False)
+    format: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How messages name the source."""
+        return f"camera {self.url}" if self.kind == "camera" else self.url
+
+    @property
+    def reconnectable(self) -> bool:
+        """Whether a lost source is worth reopening (not a file)."""
+        return self.kind != "file"
+
+
+def live_source(
+    source: str | Path | None = None,
+    *,
+    camera: int | None = None,
+    transport: str = "tcp",
+    live: bool | None = None,
+) -> LiveSource | None:
+    """The live source that ``source`` or ``camera`` names, or None for a file.
+
+    Parameters
+    ----------
+    source : str or Path, optional
+        A URL, ``/dev/videoN`` or a file path.
+    camera : int, optional
+        A V4L2 camera number (``/dev/video<camera>``); excludes ``source``.
+    transport : {"tcp", "udp"}
+        RTSP transport.
+    live : bool, optional
+        True: read ``source`` as a live stream even if it is a file; False: never (an http(s)
+        URL is then a file); None: decide from the source.
+
+    Raises
+    ------
+    ValueError
+        For a bad combination or value (both or neither of ``source`` and ``camera``, a
+        negative camera, an unknown transport, ``live=False`` with a stream or camera).
+    """
+    if transport not in ("tcp", "udp"):
+        raise ValueError(f"--transport must be 'tcp' or 'udp', got {transport!r}")
+    if camera is not None:
+        if source is not None:
+            raise ValueError("give either SOURCE or --camera, not both")
+        if isinstance(camera, bool) or not isinstance(camera, int) or camera < 0:
+            raise ValueError(f"--camera takes a camera number >= 0 (/dev/videoN), got {camera!r}")
+        source = f"/dev/video{camera}"
+    if source is None:
+        raise ValueError("a source is required: a file, a URL or --camera N")
+    text = str(source)
+    match = _SCHEME.match(text)
+    scheme = match.group(1).lower() if match else None
+    if _CAMERA.match(text):
+        found = LiveSource(text, "camera", {}, "video4linux2")
+    elif scheme in LIVE_SCHEMES:
+        options = {"rtsp_transport": transport} if scheme.startswith("rtsp") else {}
+        found = LiveSource(text, "stream", options)
+    elif scheme in ("http", "https"):
+        found = LiveSource(text, "stream" if live else "http")
+    else:
+        found = LiveSource(text, "file") if live else None
+    if live is False and found is not None and found.kind in ("stream", "camera"):
+        raise ValueError(f"{text} is a live source; it cannot be read as a file (--no-live)")
+    if live is False:
+        return None
+    return found
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for an FFmpeg/OS error (``strerror`` without the repeated URL)."""
+    if type(exc).__name__ == "ExitError":  # PyAV's own timeout interrupted FFmpeg
+        return "timed out"
+    text = getattr(exc, "strerror", None)
+    if not text:
+        lines = str(exc).strip().splitlines()
+        text = lines[0] if lines else ""
+    return text or type(exc).__name__
+
+
+def open_live(source: LiveSource, timeout: float = 10.0) -> Any | None:
+    """Open ``source`` with PyAV; returns the container, or None for an http(s) file.
+
+    An ``"http"`` source with a known duration is a file (None is returned; read it with
+    :func:`baglm_nb.inputs.video.iter_segments`); without one it is a live stream. Opening
+    waits at most ``timeout`` seconds.
+
+    Raises
+    ------
+    FileNotFoundError
+        For a camera device or file that does not exist.
+    SourceError
+        When the source cannot be opened or has no video stream (the message names it and
+        FFmpeg's reason).
+    """
+    import av
+
+    if source.kind in ("camera", "file") and not Path(source.url).exists():
+        what = "no camera at" if source.kind == "camera" else "no such file:"
+        raise FileNotFoundError(f"{what} {source.url}")
+    options = dict(source.options)
+    micro = str(int(timeout * 1e6))
+    if source.url.lower().startswith("rtsp"):
+        options.setdefault("timeout", micro)  # socket I/O timeout (FFmpeg's RTSP option)
+    try:
+        container = av.open(source.url, format=source.format, options=options,
+                            timeout=(timeout, timeout))  # fmt: skip
+    except (av.FFmpegError, OSError) as exc:
+        why = _describe(exc)
+        if why == "Protocol not found":
+            why += f": the FFmpeg inside PyAV {av.__version__} cannot read {source.url.split(':')[0]}://"
+        raise SourceError(source.label, f"cannot open ({why})") from None
+    if not container.streams.video:
+        container.close()
+        raise SourceError(source.label, "no video stream")
+    if source.kind == "http" and container.duration is not None:
+        container.close()
+        return None
+    return container
+
+
+# --------------------------------------------------------------------------------------------
+# What the reader hands over
+
+
+@dataclass(frozen=True)
+class LiveSegment:
+    """One whole segment read from a live source.
+
+    Attributes
+    ----------
+    index : int
+        Segment number on the stream's clock (segment ``s`` spans ``[s * d, (s + 1) * d)``).
+    frames : torch.Tensor
+        uint8 ``(F, 3, H, W)``.
+    times : numpy.ndarray
+        ``(F,)`` each sampled frame's time on the stream's clock (s, 0 = the first frame).
+    t_start, t_end : float
+        The segment's nominal span in seconds.
+    arrived, decoded : float
+        ``time.perf_counter()`` when the packet of the segment's last frame was received, and
+        when that frame was decoded and converted (the segment was then complete).
+    pts : float
+        The container's own timestamp (s) of that frame (for matching it with a sender's log).
+    """
+
+    index: int
+    frames: torch.Tensor
+    times: np.ndarray
+    t_start: float
+    t_end: float
+    arrived: float
+    decoded: float
+    pts: float = math.nan
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Segments ``first .. first + count - 1`` that were not scored, and why.
+
+    ``reason``: ``"lag"`` (skipped to catch up with live, ``lag="drop"``), ``"reconnect"``
+    (the connection was lost), ``"no frames"`` (a hole in the stream's timestamps) or
+    ``"frame size"`` (the frame size changed inside the segment).
+    """
+
+    first: int
+    count: int
+    t_start: float
+    t_end: float
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (one line of the event log)."""
+        return {"event": "gap", "first_segment": self.first, "segments": self.count,
+                "t_start": self.t_start, "t_end": self.t_end, "reason": self.reason}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class End:
+    """The reader stopped: ``error`` False when the source ended, True when it failed."""
+
+    reason: str
+    error: bool
+
+
+class SegmentBuffer:
+    """Segments, gaps and the end, handed from the reader thread to the consumer.
+
+    ``lag="queue"`` hands items over one at a time, oldest first; with ``maxsize`` the reader
+    waits while that many segments are pending (back-pressure, for files). ``lag="drop"``
+    hands over everything pending, with every segment but the newest turned into a ``"lag"``
+    :class:`Gap`.
+    """
+
+    def __init__(self, lag: str = "drop", maxsize: int | None = None) -> None:
+        if lag not in LAG_POLICIES:
+            raise ValueError(f"lag must be one of {LAG_POLICIES}, got {lag!r}")
+        self.lag, self.maxsize = lag, maxsize
+        self._items: deque = deque()
+        self._cond = threading.Condition()
+        self.closed = False
+
+    def pending(self) -> int:
+        """Segments waiting to be taken."""
+        with self._cond:
+            return sum(isinstance(i, LiveSegment) for i in self._items)
+
+    def put(self, item: LiveSegment | Gap | End) -> None:
+        """Add an item (waits while ``maxsize`` segments are pending, until :meth:`close`)."""
+        with self._cond:
+            while self.maxsize and isinstance(item, LiveSegment) and not self.closed:
+                if sum(isinstance(i, LiveSegment) for i in self._items) < self.maxsize:
+                    break
+                self._cond.wait(0.1)
+            self._items.append(item)
+            self._cond.notify_all()
+
+    def take(self, timeout: float | None = None) -> list[LiveSegment | Gap | End]:
+        """The next items in order (empty after ``timeout`` seconds without one)."""
+        with self._cond:
+            if not self._items:
+                self._cond.wait(timeout)
+            if not self._items:
+                return []
+            if self.lag == "queue":
+                item = self._items.popleft()
+                self._cond.notify_all()
+                return [item]
+            items = list(self._items)
+            self._items.clear()
+            self._cond.notify_all()
+        return _drop_all_but_newest(items)
+
+    def close(self) -> None:
+        """Release a reader waiting in :meth:`put`."""
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+
+def _drop_all_but_newest(items: list) -> list:
+    """Every segment but the last one becomes a ``"lag"`` gap (adjacent ones merged)."""
+    last = max((i for i, x in enumerate(items) if isinstance(x, LiveSegment)), default=-1)
+    out: list = []
+    for i, item in enumerate(items):
+        if not isinstance(item, LiveSegment) or i == last:
+            out.append(item)
+            continue
+        prev = out[-1] if out else None
+        if isinstance(prev, Gap) and prev.reason == "lag" and prev.first + prev.count == item.index:
+            out[-1] = Gap(prev.first, prev.count + 1, prev.t_start, item.t_end, "lag")
+        else:
+            out.append(Gap(item.index, 1, item.t_start, item.t_end, "lag"))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The reader
+
+
+class LiveReader:
+    """Decode a :class:`LiveSource` in a thread and hand over whole segments.
+
+    Parameters
+    ----------
+    source : LiveSource
+        What to read.
+    container : optional
+        An already opened PyAV container of ``source`` (:func:`open_live`), e.g. opened to
+        check the source before a model loads; else it is opened in the thread.
+    segment_duration, sampling_fps
+        The grid (:class:`~baglm_nb.inputs.grid.StreamGrid`).
+    lag : {"drop", "queue"}
+        The lag policy (:class:`SegmentBuffer`); a file read with ``"queue"`` and
+        ``pace="fast"`` applies back-pressure instead of buffering.
+    timeout : float
+        Seconds without a frame before the source counts as stalled (and opening's limit).
+    reconnect : int
+        Reopen a lost source up to this many times per loss (not a file).
+    pace : {"fast", "realtime"}
+        A file's frames as fast as they decode, or at their own rate (as a camera would).
+
+    Attributes
+    ----------
+    activity : float
+        ``time.perf_counter()`` of the newest frame or connection attempt (a stall watchdog).
+    frames_read : int
+        Frames decoded so far.
+    decode_errors : int
+        Packets that failed to decode (skipped: their frames are a hole in the stream).
+    last_decode_error : str or None
+        FFmpeg's message for the last of them.
+    """
+
+    def __init__(
+        self,
+        source: LiveSource,
+        container: Any | None = None,
+        *,
+        segment_duration: float = 2,
+        sampling_fps: float = 2.0,
+        lag: str = "drop",
+        timeout: float = 10.0,
+        reconnect: int = 0,
+        pace: str = "fast",
+    ) -> None:
+        if pace not in ("fast", "realtime"):
+            raise ValueError(f"pace must be 'fast' or 'realtime', got {pace!r}")
+        if not timeout > 0 or int(reconnect) != reconnect or reconnect < 0:
+            raise ValueError(f"need timeout > 0 and reconnect >= 0, got {timeout}, {reconnect}")
+        self.source, self.timeout, self.reconnect, self.pace = source, timeout, reconnect, pace
+        self.grid = StreamGrid(segment_duration, sampling_fps)
+        self.segment_duration = float(segment_duration)
+        paced = source.kind == "file" and pace == "fast"
+        self.buffer = SegmentBuffer(lag, maxsize=2 if paced and lag == "queue" else None)
+        self._container = container
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="live-reader", daemon=True)
+        self.activity = time.perf_counter()
+        self.frames_read = self.decode_errors = 0
+        self.last_decode_error: str | None = None
+        self._origin: float | None = None  # pts (s) of stream time 0 on this connection
+        self._last_raw: float | None = None  # pts (s) of the last frame
+        self._last_t: float | None = None  # stream time of the last frame
+        self._last_wall = 0.0  # perf_counter() of the last frame
+        self._period = 1 / 30
+        self._samples: list[tuple[int, np.ndarray, float]] = []
+
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` was called."""
+        return self._thread.ident is not None
+
+    def start(self) -> LiveReader:
+        """Start reading (returns self)."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Ask the thread to stop (it ends at its next packet or timeout)."""
+        self._stop.set()
+        self.buffer.close()
+
+    def take(self, timeout: float | None = None) -> list[LiveSegment | Gap | End]:
+        """The next items (see :meth:`SegmentBuffer.take`)."""
+        return self.buffer.take(timeout)
+
+    @property
+    def newest_time(self) -> float:
+        """Stream time (s) of the newest frame read (0 before the first)."""
+        return self._last_t or 0.0
+
+    # ---------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        attempts, end = 0, None
+        try:
+            while not self._stop.is_set():
+                container, self._container = self._container, None
+                before = self.frames_read
+                self.activity = time.perf_counter()
+                try:
+                    container = container or open_live(self.source, self.timeout)
+                    if container is None:
+                        raise SourceError(self.source.label, "not a live stream (it has a length)")
+                    error = self._read(container, reconnecting=attempts > 0 or before > 0)
+                except (SourceError, FileNotFoundError) as exc:
+                    error = str(exc).removeprefix(f"{self.source.label}: ")
+                finally:
+                    if container is not None:
+                        container.close()
+                if self.frames_read > before:
+                    attempts = 0  # frames came: the next loss gets N new attempts
+                if self._stop.is_set():
+                    return
+                if not self.source.reconnectable or attempts >= self.reconnect:
+                    end = self._end(error, attempts)
+                    return
+                attempts += 1
+                time.sleep(min(0.5 * attempts, 5.0))
+        except Exception as exc:  # noqa: BLE001 - the consumer must always get an End
+            end = End(f"{self.source.label}: the reader failed ({type(exc).__name__}: {exc})", True)
+        finally:
+            self.buffer.put(end or End(f"{self.source.label}: stopped", False))
+
+    def _end(self, error: str | None, attempts: int) -> End:
+        label = self.source.label
+        tried = f" (after {attempts} reconnection attempts)" if attempts else ""
+        if error is None:
+            what = "the file ended" if self.source.kind == "file" else "the stream ended"
+            return End(f"{label}: {what}{tried}", attempts > 0)
+        return End(f"{label}: {error}{tried}", True)
+
+    def _read(self, container, *, reconnecting: bool) -> str | None:
+        """Demux and decode until the end (None) or an error (its description)."""
+        import av
+
+        stream = container.streams.video[0]
+        if stream.average_rate:
+            self._period = 1 / float(stream.average_rate)
+        base, start = stream.time_base, time.perf_counter()
+        self._origin = None
+        try:
+            for packet in container.demux(stream):
+                arrived = time.perf_counter()
+                if self._stop.is_set():
+                    return None
+                try:
+                    frames = packet.decode()
+                except av.FFmpegError as exc:  # a damaged packet: a hole in the stream
+                    self.decode_errors += 1
+                    self.last_decode_error = _describe(exc)
+                    continue
+                for frame in frames:
+                    raw = None if frame.pts is None else float(frame.pts * base)
+                    self._frame(frame, self._stream_time(raw, arrived), arrived, start,
+                                reconnecting)  # fmt: skip
+                    reconnecting = False
+        except (av.FFmpegError, OSError) as exc:
+            if self._stop.is_set():
+                return None
+            idle = time.perf_counter() - self.activity
+            if idle >= 0.9 * self.timeout:
+                return f"no frames for {idle:.1f} s: the stream stalled ({_describe(exc)})"
+            if self.source.kind == "file":
+                return f"reading failed ({_describe(exc)})"
+            return f"the connection broke ({_describe(exc)})"
+        return None
+
+    def _stream_time(self, raw: float | None, wall: float) -> float:
+        """The frame's time on the stream's clock: 0 at the very first frame; a new connection
+        (or a timestamp jump that the wall clock contradicts by more than 5 s) is re-anchored so
+        that the stream time goes on with the wall clock."""
+        if raw is None:  # no timestamp: one frame period on (0 for a connection's first frame)
+            raw = 0.0 if self._origin is None else self._last_raw + self._period
+        if self._origin is None:
+            lost = 0.0 if self._last_t is None else self._last_t + (wall - self._last_wall)
+            self._origin = raw - lost
+        elif self.source.kind != "file":
+            jump, elapsed = raw - self._last_raw, wall - self._last_wall
+            if abs(jump - elapsed) > 5.0 and abs(jump) > self.segment_duration:
+                self._origin = raw - (self._last_t + elapsed)
+        self._last_raw = raw
+        return raw - self._origin
+
+    def _frame(self, frame, t: float, arrived: float, start: float, reconnecting: bool) -> None:
+        """Place one decoded frame on the grid; emit gaps and whole segments."""
+        if self.pace == "realtime" and self.source.kind == "file":
+            time.sleep(max(0.0, start + t - time.perf_counter()))
+        if reconnecting:
+            self._samples.clear()
+            self._gap(self.grid.restart(t), "reconnect")
+        samples, skipped = self.grid.feed(t)
+        if len(skipped):
+            self._samples.clear()
+            self._gap(skipped, "no frames")
+        self.frames_read += 1
+        self._last_t, self._last_wall = t, arrived
+        self.activity = time.perf_counter()
+        if not samples:
+            return
+        image = frame.to_ndarray(format="rgb24")
+        per = self.grid.per_segment
+        for n in samples:
+            self._samples.append((n, image, t))
+            if (n + 1) % per == 0:
+                self._segment(n // per, arrived)
+
+    def _gap(self, segments: range, reason: str) -> None:
+        if len(segments):
+            d = self.segment_duration
+            self.buffer.put(Gap(segments.start, len(segments), segments.start * d,
+                                segments.stop * d, reason))  # fmt: skip
+
+    def _segment(self, index: int, arrived: float) -> None:
+        per, d = self.grid.per_segment, self.segment_duration
+        mine = [s for s in self._samples if s[0] // per == index]
+        self._samples.clear()
+        if len(mine) != per or len({s[1].shape for s in mine}) != 1:
+            self.buffer.put(Gap(index, 1, index * d, (index + 1) * d, "frame size"))
+            return
+        frames = torch.from_numpy(np.stack([s[1] for s in mine])).permute(0, 3, 1, 2)
+        times = np.array([s[2] for s in mine])
+        pts = float(times[-1] + self._origin)
+        self.buffer.put(LiveSegment(index, frames.contiguous(), times, index * d, (index + 1) * d,
+                                    arrived, time.perf_counter(), pts))  # fmt: skip

@@ -1,0 +1,435 @@
+"""Live sources: the stream grid, argument handling, the lag policies, stepping over gaps, and
+real streams of a committed clip on 127.0.0.1 (RTSP over TCP and UDP, live HTTP MPEG-TS, UDP
+MPEG-TS), each started and stopped inside its test: a stream followed end to end, replay
+equivalence with the file, gaps under a slow scorer, a stall, a dropped server, Ctrl-C.
+
+The stream tests are marked ``slow`` (``make test-fast`` leaves them out); every stream and
+subprocess has a time limit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from stream_servers import RtspServer, free_port, http_hls, http_ts, udp_ts
+
+from baglm_nb.apps.cli.main import main
+from baglm_nb.apps.online import OnlineGrounder, follow
+from baglm_nb.core.filtering import run_filter
+from baglm_nb.inputs.grid import StreamGrid, frame_indices
+from baglm_nb.inputs.live import End, Gap, LiveSegment, SegmentBuffer, live_source
+from baglm_nb.models.scoring import make_scorer
+
+CLIPS = Path(__file__).parent / "data" / "videos"
+CUP = CLIPS / "cup.mp4"  # 8.1 s, 26.777 fps, 217 frames: 4 segments
+CUP_FPS = 26.777
+STEPS = ["pick up the cup", "turn the cup", "put the cup down"]
+CHAIN = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], dtype=float)
+
+
+def grounder(scorer, **kw) -> OnlineGrounder:
+    return OnlineGrounder(scorer, "handle a cup", STEPS, CHAIN, source="random-init", **kw)
+
+
+# --------------------------------------------------------------------------------------------
+# the stream grid
+
+
+def test_stream_grid_samples_the_first_frame_at_or_after_each_half_second():
+    grid = StreamGrid()  # 2-s segments, 2 fps: 4 samples per segment
+    fps = 30.0
+    picks = []
+    for i in range(300):  # 10 s
+        samples, skipped = grid.feed(i / fps)
+        assert not skipped
+        picks += [(n, i) for n in samples]
+    assert [i for _, i in picks] == [15 * n for n in range(20)]  # 0, 0.5, 1.0, ... 9.5 s
+    assert [n for n, _ in picks] == list(range(20))
+    # the published grid (it knows F) starts the same and runs ahead by < fps/2 frames
+    published = frame_indices(300, fps)
+    assert list(published[:2]) == [0, 15] and 0 < published[-1] - 15 * 19 < fps / 2
+
+
+def test_stream_grid_holes_and_restarts():
+    grid = StreamGrid()
+    assert grid.feed(0.0) == (range(0, 1), range(0))
+    assert grid.feed(0.9) == (range(1, 2), range(0))  # a short hole: the next frame fills 0.5
+    assert grid.feed(1.6) == (range(2, 4), range(0))  # ... and 1.0 and 1.5 (segment 0 done)
+    # a hole longer than a segment: segment 1 (2-4 s, unfinished) and 2 are skipped; resume at
+    # the first segment that starts after the frame (3: 6-8 s)
+    samples, skipped = grid.feed(5.1)
+    assert skipped == range(1, 3) and samples == range(12, 12)
+    assert grid.feed(6.0) == (range(12, 13), range(0))
+    assert grid.restart(7.2) == range(3, 4)  # a reconnection drops the unfinished segment 3
+    assert grid.next_sample == 16 and grid.feed(8.0) == (range(16, 17), range(0))
+    assert grid.feed(7.9)[0] == range(17, 17)  # a frame out of order fills nothing
+
+
+# --------------------------------------------------------------------------------------------
+# argument handling (no I/O): streams, cameras, files
+
+
+def test_live_source_argument_handling():
+    rtsp = live_source("rtsp://cam.local:8554/live")
+    assert rtsp.kind == "stream" and rtsp.options == {"rtsp_transport": "tcp"}
+    assert live_source("rtsp://h/x", transport="udp").options == {"rtsp_transport": "udp"}
+    for url in ("udp://127.0.0.1:5000", "srt://127.0.0.1:9000", "rtmp://h/app/key"):
+        assert live_source(url).kind == "stream" and live_source(url).options == {}
+    cam = live_source(camera=0)
+    assert (cam.url, cam.kind, cam.format, cam.label) == (
+        "/dev/video0", "camera", "video4linux2", "camera /dev/video0")  # fmt: skip
+    assert live_source("/dev/video2").url == "/dev/video2" and live_source("/dev/video2").format
+    assert live_source("http://h/live.ts").kind == "http"  # live or a file: decided on opening
+    assert live_source("https://h/x.m3u8", live=True).kind == "stream"
+    assert live_source("clip.mp4") is None and live_source("http://h/a.mp4", live=False) is None
+    assert live_source("clip.mp4", live=True).kind == "file"
+    bad = [
+        ({"source": "/dev/video0", "camera": 0}, "not both"),
+        ({"camera": -1}, "camera number"),
+        ({"camera": True}, "camera number"),
+        ({}, "source is required"),
+        ({"source": "rtsp://h/x", "transport": "http"}, "--transport"),
+        ({"source": "rtsp://h/x", "live": False}, "live source"),
+    ]
+    for kwargs, words in bad:
+        with pytest.raises(ValueError, match=words):
+            live_source(**kwargs)
+
+
+@pytest.fixture(scope="module")
+def task_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("task") / "task.json"
+    path.write_text(json.dumps({"goal": "handle a cup", "steps": STEPS}))
+    return path
+
+
+def _no_device(n: int = 7) -> int:
+    while Path(f"/dev/video{n}").exists():
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--camera", "{cam}"], ["no camera at /dev/video{cam}"]),
+        (["/dev/video{cam}"], ["no camera at /dev/video{cam}"]),
+        (["/dev/video0", "--camera", "0"], ["either SOURCE or --camera"]),
+        (["--camera", "-2"], ["camera number"]),
+        (["rtsp://127.0.0.1:9/x", "--no-live"], ["live source"]),
+        (["{clip}", "--lag", "drop"], ["--lag drop needs a live source"]),
+        (["{empty}", "--live"], ["{empty}: cannot open (Invalid data"]),
+    ],
+)
+def test_camera_and_live_options_fail_before_the_model_loads(
+    args, words, task_file, capsys, tmp_path
+):
+    empty = tmp_path / "empty.ts"
+    empty.write_bytes(b"")
+    fill = {"cam": str(_no_device()), "clip": str(CUP), "empty": str(empty)}
+    # a model id that cannot load: reaching the model would be a different error
+    code = main(["follow", *[a.format(**fill) for a in args], "--task", str(task_file),
+                 "--model", "no-such-model"])  # fmt: skip
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
+    for word in words:
+        assert word.format(**fill) in lines[0]
+
+
+def test_an_unreachable_stream_fails_before_the_model_loads(task_file, capsys):
+    url = f"rtsp://127.0.0.1:{free_port()}/live"  # nothing listens there
+    code = main(["follow", url, "--task", str(task_file), "--model", "no-such-model"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.strip() == f"error: {url}: cannot open (Connection refused)"
+
+
+# --------------------------------------------------------------------------------------------
+# lag policies and gaps
+
+
+def _seg(i: int) -> LiveSegment:
+    return LiveSegment(i, None, None, 2.0 * i, 2.0 * i + 2, 0.0, 0.0)
+
+
+def test_drop_keeps_the_newest_segment_and_logs_the_rest_as_gaps():
+    buf = SegmentBuffer("drop")
+    reconnect = Gap(3, 2, 6.0, 10.0, "reconnect")
+    for item in (_seg(0), _seg(1), _seg(2), reconnect, _seg(5), _seg(6)):
+        buf.put(item)
+    got = buf.take(0)
+    assert got == [Gap(0, 3, 0.0, 6.0, "lag"), reconnect, Gap(5, 1, 10.0, 12.0, "lag"), _seg(6)]
+    assert buf.take(0.01) == []
+    buf.put(_seg(7))
+    buf.put(End("done", False))
+    assert buf.take(0) == [_seg(7), End("done", False)]
+
+
+def test_queue_keeps_every_segment_and_a_file_reader_waits():
+    buf = SegmentBuffer("queue", maxsize=2)
+    buf.put(_seg(0))
+    buf.put(_seg(1))
+    third = threading.Thread(target=buf.put, args=(_seg(2),))
+    third.start()
+    time.sleep(0.3)
+    assert third.is_alive() and buf.pending() == 2  # back-pressure
+    assert buf.take(0) == [_seg(0)]
+    third.join(timeout=2)
+    assert not third.is_alive() and [buf.take(0) for _ in range(2)] == [[_seg(1)], [_seg(2)]]
+
+
+@pytest.mark.parametrize("gaps", ["predict", "pause"])
+def test_the_filter_steps_over_a_gap(gaps):
+    rng = np.random.default_rng(0)
+    vsg, prog = rng.random((6, 4)), rng.dirichlet(np.ones(10), size=(6, 3))
+    g = grounder(None, gaps=gaps)
+    for s in range(2):
+        g.push_scores(vsg[s], prog[s])
+    before = g.state.belief.copy()
+    belief = g.skip(3)  # segments 2, 3, 4 were not scored
+    est = g.push_scores(vsg[5], prog[5])
+    assert est.segment == 5 and est.t_start == 10.0
+    if gaps == "pause":
+        np.testing.assert_array_equal(belief, before)
+        return
+    # predict = the batch filter with uninformative rows (all-ones VSG, zero progress)
+    rows_v = np.concatenate([vsg[:2], np.ones((3, 4)), vsg[5:]])
+    rows_p = np.concatenate([prog[:2], np.zeros((3, 3, 10)), prog[5:]])
+    batch = run_filter(np.repeat(rows_v, 2, 0), np.repeat(rows_p, 2, 0), CHAIN)
+    np.testing.assert_allclose(belief, batch[9], atol=1e-12)
+    np.testing.assert_allclose(est.belief, batch[11], atol=1e-12)
+    assert not np.allclose(belief, before)
+
+
+def test_the_report_lists_gaps_and_leaves_their_rows_blank():
+    from baglm_nb.apps.online_report import _rows, render_html
+
+    rng = np.random.default_rng(1)
+    g = grounder(None)
+    ests = [g.push_scores(rng.random(4), rng.dirichlet(np.ones(10), size=3)) for _ in range(2)]
+    gap = Gap(2, 3, 4.0, 10.0, "lag")
+    g.skip(3)
+    ests.append(g.push_scores(rng.random(4), rng.dirichlet(np.ones(10), size=3)))
+    beliefs, said = _rows(ests, STEPS)
+    assert beliefs.shape == (12, 4) and not beliefs[4:10].any() and beliefs[10:].sum() == 2
+    page = render_html(ests, STEPS, title="t", gaps=[gap])
+    assert '<table id="gaps">' in page and "3 segments not scored" in page
+    assert "00:04\u201300:10</td><td>3</td><td>skipped to keep up with live" in page
+
+
+# --------------------------------------------------------------------------------------------
+# real streams on 127.0.0.1
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    return make_scorer("random-init:internvl")
+
+
+@pytest.fixture(scope="module")
+def from_file(scorer):
+    """``follow`` on cup.mp4 read as a live source with ``--lag queue``: the reference."""
+    return list(follow(CUP, grounder(scorer), live=True, lag="queue"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["tcp", "udp"])
+def test_an_rtsp_stream_gives_the_beliefs_of_its_file(scorer, from_file, transport):
+    ends: list[str] = []
+    with RtspServer(CUP, speed=4) as server:
+        got = list(follow(server.url, grounder(scorer), lag="queue", transport=transport,
+                          timeout=10, on_end=ends.append))  # fmt: skip
+    assert [type(e).__name__ for e in got] == ["Estimate"] * 4
+    assert [(e.segment, e.t_start, e.t_end) for e in got] == [(s, 2.0 * s, 2.0 * s + 2)
+                                                              for s in range(4)]  # fmt: skip
+    # each segment's last frame is the first one at or after 2 s + 1.5 s on the stream's clock
+    for e in got:
+        assert 2 * e.segment + 1.5 <= e.marks["frame_time"] + 1e-3 < 2 * e.segment + 1.54
+        assert e.lag > 0 and {"decode", "wait", "score", "filter"} <= set(e.latency)
+    np.testing.assert_array_equal([e.belief for e in got], [e.belief for e in from_file])
+    assert ends == [f"{server.url}: the stream ended"] and not ends[0].failed
+
+
+@pytest.mark.slow
+def test_the_command_line_follows_an_rtsp_stream_as_it_follows_the_file(
+    from_file, task_file, tmp_path, capsys
+):
+    """End to end: ``follow rtsp://... --lag queue`` writes the beliefs of ``follow cup.mp4
+    --live --lag queue``, the event log and the report."""
+    log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
+    with RtspServer(CUP, speed=2) as server:
+        code = main(["follow", server.url, "--task", str(task_file), "--model",
+                     "random-init:internvl", "--lag", "queue", "--jsonl", str(log),
+                     "--html", str(report)])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "status: 4 segments, 8 s" in out.out and "the stream ended" in out.out
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [e["event"] for e in events] == ["segment"] * 4
+    np.testing.assert_allclose([e["belief"] for e in events], [e.belief for e in from_file],
+                               atol=2e-6)  # fmt: skip
+    assert all(e["lag"] > 0 and "wait" in e["latency"] for e in events)
+    page = report.read_text()
+    assert "4 segments, 8 s of video" in page and 'id="gaps"' not in page
+
+
+def _covered(items) -> list[int]:
+    """Segment numbers covered by estimates and gaps, in order."""
+    out = []
+    for item in items:
+        out += list(range(item.first, item.first + item.count)) if isinstance(item, Gap) else [
+            item.segment]  # fmt: skip
+    return out
+
+
+class SlowScorer:
+    """The tiny model, made slower than real time by ``delay`` seconds per segment."""
+
+    def __init__(self, scorer, delay: float):
+        self.scorer, self.delay = scorer, delay
+
+    def score_segments(self, *args, **kwargs):
+        time.sleep(self.delay)
+        return self.scorer.score_segments(*args, **kwargs)
+
+
+@pytest.mark.slow
+def test_lag_drop_logs_gaps_under_a_slow_scorer_and_keeps_up(scorer):
+    """Segments arrive every 0.5 s (a stream at 4x) and scoring takes over 1 s: ``drop``
+    scores the newest segment each time and logs the others as gaps; the lag stays bounded."""
+    items, ends = [], []
+    with RtspServer(CUP, speed=4, loop=True) as server:
+        stream = follow(server.url, grounder(SlowScorer(scorer, 1.0)), lag="drop",
+                        on_end=ends.append)  # fmt: skip
+        for item in stream:
+            items.append(item)
+            if sum(not isinstance(i, Gap) for i in items) == 4:
+                stream.close()
+    estimates = [i for i in items if not isinstance(i, Gap)]
+    gaps = [i for i in items if isinstance(i, Gap)]
+    assert gaps and {g.reason for g in gaps} == {"lag"}
+    assert _covered(items) == list(range(_covered(items)[-1] + 1))  # nothing lost silently
+    assert sum(g.count for g in gaps) >= 3
+    assert all(e.lag < 4.0 for e in estimates[1:]), [e.lag for e in estimates]
+    for g in gaps:
+        assert (g.t_start, g.t_end) == (2.0 * g.first, 2.0 * (g.first + g.count))
+
+
+@pytest.mark.slow
+def test_live_http_mpegts_hls_and_udp_mpegts(scorer):
+    """Endless streams (the clip looped): segments in order on the stream's clock; with ``drop``
+    every segment is either scored or logged as a gap."""
+    for kind in ("http", "hls", "udp"):
+        items, ends = [], []
+        port = free_port(socket.SOCK_DGRAM)
+        ctx = {"http": http_ts(CUP, speed=2), "hls": http_hls(CUP, speed=2),
+               "udp": udp_ts(CUP, port, speed=2)}[kind]  # fmt: skip
+        with ctx as handle:
+            url = f"udp://127.0.0.1:{port}" if kind == "udp" else handle
+            stream = follow(url, grounder(scorer), timeout=10, on_end=ends.append)
+            for item in stream:
+                items.append(item)
+                if sum(not isinstance(i, Gap) for i in items) == 2:
+                    stream.close()
+        est = [i for i in items if not isinstance(i, Gap)]
+        assert len(est) == 2 and [e.segment for e in est] == sorted({e.segment for e in est})
+        assert _covered(items) == list(range(_covered(items)[-1] + 1)), kind
+        for e in est:
+            assert e.t_start == 2.0 * e.segment and e.belief.sum() == pytest.approx(1.0)
+            assert 2 * e.segment + 1.5 <= e.marks["frame_time"] + 1e-3 < 2 * e.segment + 1.54
+
+
+@pytest.mark.slow
+def test_a_stall_ends_with_one_clear_line_and_exit_1(task_file, tmp_path, capsys):
+    log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
+    with RtspServer(CUP, loop=True, speed=2) as server:
+        stalled: list[float] = []
+
+        def stall_after_two_segments():
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not stalled:
+                if log.exists() and len(log.read_text().splitlines()) >= 2:
+                    server.stall()
+                    stalled.append(time.monotonic())
+                time.sleep(0.05)
+
+        threading.Thread(target=stall_after_two_segments, daemon=True).start()
+        code = main(["follow", server.url, "--task", str(task_file), "--model",
+                     "random-init:internvl", "--timeout", "1.5", "--lag", "queue",
+                     "--jsonl", str(log), "--html", str(report)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1 and stalled and time.monotonic() - stalled[0] < 10, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {server.url}: no frames for ")
+    assert "the stream stalled" in lines[0]
+    events = [json.loads(x) for x in log.read_text().splitlines()]  # complete lines only
+    assert len(events) >= 2 and "the stream stalled" in report.read_text()
+
+
+@pytest.mark.slow
+def test_a_dropped_server_is_reconnected_with_the_gap_logged(scorer):
+    items, ends = [], []
+    with RtspServer(CUP, loop=True, speed=2) as server:
+        stream = follow(server.url, grounder(scorer), lag="queue", reconnect=3, timeout=5,
+                        on_end=ends.append)  # fmt: skip
+        dropped_at = None
+        for item in stream:
+            items.append(item)
+            if dropped_at is None and len(items) == 2:
+                server.drop()  # the server cuts the client off; it listens again
+                dropped_at = time.perf_counter()
+            if any(isinstance(i, Gap) for i in items) and not isinstance(item, Gap):
+                stream.close()  # a segment after the gap: reconnected
+        assert server.clients == 2
+    gap = next(i for i in items if isinstance(i, Gap))
+    assert gap.reason == "reconnect" and gap.count >= 1 and gap.first >= 2
+    after = items[items.index(gap) + 1]
+    assert after.segment == gap.first + gap.count and after.t_start == gap.t_end
+    assert _covered(items) == list(range(_covered(items)[-1] + 1))
+
+
+@pytest.mark.slow
+def test_a_dropped_server_without_reconnect_ends_cleanly(scorer):
+    ends = []
+    with RtspServer(CUP, loop=True, speed=2) as server:
+        threading.Timer(3.0, server.drop).start()
+        got = list(follow(server.url, grounder(scorer), lag="queue", on_end=ends.append))
+    assert len(got) >= 1 and [e.segment for e in got] == list(range(len(got)))
+    assert ends == [f"{server.url}: the stream ended"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_event_log_and_the_report_complete(task_file, tmp_path, capsys):
+    """A live HTTP MPEG-TS stream followed until Ctrl-C (a real SIGINT to this process, once
+    two events are logged): exit 130, every logged line whole, the report written."""
+    log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
+    sent: list[float] = []
+
+    def interrupt_after_two_events():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if log.exists() and len(log.read_text().splitlines()) >= 2:
+                sent.append(time.monotonic())
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.05)
+
+    with http_ts(CUP, speed=2) as url:
+        threading.Thread(target=interrupt_after_two_events, daemon=True).start()
+        code = main(["follow", url, "--task", str(task_file), "--model", "random-init:internvl",
+                     "--jsonl", str(log), "--html", str(report)])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 130 and sent, out
+    events = [json.loads(x) for x in log.read_text().splitlines()]
+    segments = [e for e in events if e["event"] == "segment"]
+    assert "interrupted (Ctrl-C)" in out and f"status: {len(segments)} segments" in out
+    page = report.read_text()
+    assert page.rstrip().endswith("</html>") and f"{len(segments)} segments" in page
