@@ -13,12 +13,15 @@ from baglm_nb.analyses.tables import items_of
 from baglm_nb.core.observations import Observations, from_simulation
 from baglm_nb.core.oracles import oracle_dependency
 from baglm_nb.core.pipeline import compare, run_baglm
-from baglm_nb.core.simulate import SimulationParams
+from baglm_nb.core.simulate import SimulationParams, default_params
 from baglm_nb.inputs.datasets import load_dataset
 from baglm_nb.stores.keys import ScoreKey
 from baglm_nb.stores.scores import ScoreCache
 
 N = 8
+
+#: The default D of BaGLM's rows on the CPU: the simulated LLaMA-3.3-70B.
+LLAMA = "simulated-llm:llama"
 
 
 @pytest.fixture(scope="module")
@@ -50,14 +53,15 @@ def test_prior_table_slot_without_next_step_and_uniform_matches_compare(obs):
     assert _is_slot(slot) and "next-step" in slot["note"]
     assert slot["paper"] == PAPER["prior_next_step"]["htstep"]
     uniform = table.iloc[2]
-    assert uniform["workbench"] == round(compare(obs, "oracle")["baglm"], 1)
+    assert uniform["workbench"] == round(compare(obs, LLAMA)["baglm"], 1)
     assert uniform["paper"] == 57.4 and uniform["source"] == "simulated"
     assert uniform["videos"] == N
-    propagated = run_baglm(obs, "oracle", prior="propagated")
+    propagated = run_baglm(obs, LLAMA, prior="propagated")
     assert table.iloc[1]["workbench"] == round(
         reference_recall("htstep", propagated, obs.videos), 1
     )
-    assert list(table["note"][1:]) == ["D=oracle", "D=oracle"]
+    assert list(table["D"]) == [LLAMA] * 3 and list(table["note"][1:]) == ["", ""]
+    assert list(A.prior_table([obs], "oracle")["D"]) == ["oracle"] * 3
     for _, row in table.iloc[1:].iterrows():
         assert _items_r1(table, row["method"]) == row["workbench"]
     assert set(items_of(table)["method"]) == {"2) propagated", "3) uniform 1/(K+1)"}
@@ -74,7 +78,7 @@ def test_prior_table_uses_next_step_scores_when_present(obs):
     )
     row = A.prior_table([with_next]).iloc[0]
     assert not math.isnan(row["workbench"]) and row["paper"] == 50.5
-    beliefs = run_baglm(with_next, "oracle", prior="next_step")
+    beliefs = run_baglm(with_next, LLAMA, prior="next_step")
     assert row["workbench"] == round(reference_recall("htstep", beliefs, obs.videos), 1)
 
 
@@ -85,7 +89,16 @@ def test_llm_table_fills_given_caches_and_slots_the_rest(obs):
     llama, gpt = table.iloc[0], table.iloc[1]
     assert _is_slot(llama) and llama["paper"] == 57.4
     assert gpt["paper"] == 57.1 and gpt["workbench"] == round(compare(obs, "oracle")["baglm"], 1)
-    assert _items_r1(table, "GPT-4.1-mini") == gpt["workbench"]
+    assert gpt["D"] == "matrices" and _items_r1(table, "GPT-4.1-mini") == gpt["workbench"]
+
+
+def test_llm_table_with_the_simulated_presets(obs):
+    """The CPU default: each LLM row filled with its simulated preset, named in ``D``."""
+    table = A.llm_table([obs], {"LLaMA-3.3-70B": LLAMA, "GPT-4.1-mini": "simulated-llm:gpt"})
+    assert list(table["D"]) == [LLAMA, "simulated-llm:gpt"]
+    assert list(table["paper"]) == [57.4, 57.1]
+    for row, setting in zip(table.itertuples(), [LLAMA, "simulated-llm:gpt"], strict=True):
+        assert row.workbench == round(compare(obs, setting)["baglm"], 1)
 
 
 def test_prompt_table(obs):
@@ -119,9 +132,9 @@ def test_prompt_table_reads_a_score_cache_without_progress(obs, tmp_path):
 def test_stepping_table(obs):
     table = A.stepping_table([obs])
     assert list(table["paper"].isna()) == [False, True]
-    assert "not reported" in table.iloc[1]["note"]
-    assert table.iloc[0]["workbench"] == round(compare(obs, "oracle")["baglm"], 1)
-    per_segment = run_baglm(obs, "oracle", stepping="segment")
+    assert "not reported" in table.iloc[1]["note"] and (table["D"] == LLAMA).all()
+    assert table.iloc[0]["workbench"] == round(compare(obs, LLAMA)["baglm"], 1)
+    per_segment = run_baglm(obs, LLAMA, stepping="segment")
     assert table.iloc[1]["workbench"] == round(
         reference_recall("htstep", per_segment, obs.videos), 1
     )
@@ -134,10 +147,11 @@ def test_segment_duration_table_rebuilds_the_simulation():
     two = table[table["segment_duration"] == 2].set_index("method")["paper"]
     assert two["BaGLM"] == 57.4 and two["off-the-shelf LMM"] == 52.0
     videos = load_dataset("htstep")[:4]
+    assert list(table["D"]) == [LLAMA, "not used"] * 2
     for row in table.itertuples():
-        params = SimulationParams(segment_duration=row.segment_duration)
+        params = default_params("htstep", segment_duration=row.segment_duration)
         sim = from_simulation("htstep", params, videos=videos)
-        rows = sim.vsg if row.method == "off-the-shelf LMM" else run_baglm(sim, "oracle")
+        rows = sim.vsg if row.method == "off-the-shelf LMM" else run_baglm(sim, LLAMA)
         assert row.workbench == round(reference_recall("htstep", rows, videos), 1)
         r1 = _items_r1(table, row.method, segment_duration=row.segment_duration)
         assert r1 == row.workbench
@@ -145,18 +159,43 @@ def test_segment_duration_table_rebuilds_the_simulation():
 
 def test_sensitivity_table_tracks_the_signal():
     table = A.sensitivity_table("htstep", [0.0, 4.0], limit=6)
-    assert table["off_the_shelf"].iloc[1] > table["off_the_shelf"].iloc[0]
+    calibrated = default_params("htstep").signal
+    assert list(table["signal"]) == [0.0, calibrated, 4.0]  # the calibrated signal is added
+    assert list(table["calibrated"]) == [False, True, False]
+    assert table["off_the_shelf"].iloc[2] > table["off_the_shelf"].iloc[0]
     assert (table["paper_gain"] == 5.4).all() and (table["source"] == "simulated").all()
+    assert (table["D"] == LLAMA).all()
     videos = load_dataset("htstep")[:6]
     for row in table.itertuples():
-        sim = from_simulation("htstep", SimulationParams(signal=row.signal), videos=videos)
+        sim = from_simulation("htstep", default_params("htstep", signal=row.signal), videos=videos)
         off = reference_recall("htstep", sim.vsg, videos)
-        bag = reference_recall("htstep", run_baglm(sim, "oracle"), videos)
+        bag = reference_recall("htstep", run_baglm(sim, LLAMA), videos)
         assert (row.off_the_shelf, row.baglm) == (round(off, 1), round(bag, 1))
         assert row.gain == round(bag - off, 1)
         assert _items_r1(table, "BaGLM", signal=row.signal) == row.baglm
         assert _items_r1(table, "off-the-shelf LMM", signal=row.signal) == row.off_the_shelf
+    oracle = A.sensitivity_table("htstep", [1.0], deps="oracle", limit=6, with_calibrated=False)
+    assert list(oracle["signal"]) == [1.0] and list(oracle["D"]) == ["oracle"]
+
+
+def test_dependency_quality_table_from_the_oracle_chain_to_noise():
+    table = A.dependency_quality_table("htstep", [0.0, 1.0], limit=6)
+    assert list(table["D"]) == [
+        "noisy-oracle:0", "noisy-oracle:1", LLAMA, "simulated-llm:gpt",
+    ]  # fmt: skip
+    assert list(table["level"][:2]) == [0.0, 1.0] and table["level"][2:].isna().all()
+    assert (table["paper_gain"] == 5.4).all() and (table["videos"] == 6).all()
+    obs = from_simulation("htstep", limit=6)
+    off = reference_recall("htstep", obs.vsg, obs.videos)
+    assert (table["off_the_shelf"] == round(off, 1)).all()
+    for row, setting in zip(table.itertuples(), ["oracle", "noisy-oracle:1", LLAMA,
+                                                 "simulated-llm:gpt"], strict=True):  # fmt: skip
+        bag = reference_recall("htstep", run_baglm(obs, setting), obs.videos)
+        assert row.baglm == round(bag, 1) and row.gain == round(bag - off, 1)
+    items = items_of(table)
+    assert set(items["D"]) == {*table["D"], "not used"}
 
 
 def test_simulation_params_default_is_the_calibrated_one():
-    assert SimulationParams().signal == pytest.approx(1.244)
+    assert SimulationParams().signal == default_params("htstep").signal == pytest.approx(1.2439)
+    assert default_params("coin").signal == pytest.approx(0.8032)

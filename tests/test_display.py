@@ -58,7 +58,7 @@ def test_slot_notes_are_shown_in_full(observations):
     rows = body_rows(page)
     notes = [r[header(page).index("note")] for r in rows]
     assert notes == table["note"].tolist()  # every note whole, e.g. the cache it needs
-    assert notes[0] == "slot: pass a LLaMA-3.3-70B dependency cache (02_dependencies) for htstep"
+    assert notes[0] == "slot: pass a LLaMA-3.3-70B dependency source (02_dependencies) for htstep"
     assert [r[header(page).index("workbench")] for r in rows] == [MISSING] * 4
     assert "..." not in page and "\u2026" not in page
     assert notes[0] in repr(show_table(table))  # the text form is whole too
@@ -90,7 +90,7 @@ def test_a_meaningful_index_becomes_a_column():
 
 
 def test_float_columns_share_the_decimals_they_need():
-    table = sensitivity_table("htstep", [0.5, 1.244], limit=4)
+    table = sensitivity_table("htstep", [0.5, 1.244], limit=4, with_calibrated=False)
     cells = format_cells(table)
     assert cells["signal"].tolist() == ["0.500", "1.244"]
     assert all(re.fullmatch(r"\d+\.\d", v) for v in cells["baglm"])  # R@1: one decimal

@@ -532,3 +532,21 @@ def test_package_reexports_every_public_name(module):
     from baglm_nb import localization as shim
 
     assert shim.localize is localization.localize
+
+
+def test_localization_tables_name_baglms_dependency_source():
+    """Both tables carry ``D``: the simulated LLaMA by default, the given source otherwise."""
+    from baglm_nb.analyses.localization import localization_table, windowed_recall_table
+    from baglm_nb.core import sources
+    from baglm_nb.core.pipeline import run_baglm
+
+    htstep = sources.observations("htstep", limit=3)
+    table = localization_table(htstep)
+    assert list(table["D"][:2]) == ["not used", "simulated-llm:llama"]
+    assert table["D"].isna().iloc[2]  # NaSVA: the paper's row only
+    beliefs = run_baglm(htstep, "oracle")
+    given = localization_table(htstep, "oracle", beliefs=beliefs)
+    assert list(given["D"][:2]) == ["not used", "oracle"]
+    ego4d = sources.observations("ego4d_goalstep", limit=2)
+    recall = windowed_recall_table(ego4d, "simulated-llm:gpt")
+    assert list(recall["D"]) == ["not used", "simulated-llm:gpt"]

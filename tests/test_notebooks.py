@@ -33,7 +33,8 @@ SMALL = {
     "02_dependencies": (
         {"limit": 5, "thresholds": [0.0, 0.5, 1.0]},
         ["dependency_violations.csv", "dependency_violations.md",
-         "dependency_violations_long.csv"],
+         "dependency_violations_long.csv", "dependency_violations.png",
+         "dependency_answers.csv"],
     ),
     "03_main_results": (
         {"datasets": ["htstep", "crosstask"], "limit": 6},
@@ -51,10 +52,14 @@ SMALL = {
     ),
     "05_analysis": (
         {"limit": 6, "signals": [0.5, 2.0], "sensitivity_datasets": ["htstep"],
-         "breakdown_datasets": ["htstep"]},
+         "breakdown_datasets": ["htstep"], "check_datasets": ["htstep", "coin"],
+         "quality_datasets": ["htstep"], "noise_levels": [0.0, 1.0]},
         ["sensitivity.csv", "sensitivity.md", "sensitivity.png", "position.csv", "position.md",
          "position_htstep.png", "candidate_steps.csv", "candidate_steps_htstep.png",
-         "sensitivity.items.parquet", "position.items.parquet", "candidate_steps.items.parquet"],
+         "sensitivity.items.parquet", "position.items.parquet", "candidate_steps.items.parquet",
+         "simulation_check_gains.md", "simulation_check_gains.png",
+         "simulation_check_transitions.md", "dependency_quality.md", "dependency_quality.png",
+         "dependency_quality.items.parquet"],
     ),
     "06_localization": (
         {"limit": 4},
@@ -74,7 +79,9 @@ SMALL = {
 SIMULATED_TITLES = {
     "04_ablations": ["prior_ablation.md", "llm_ablation.md", "prompt_ablation.md",
                      "stepping_ablation.md", "segment_duration.md"],
-    "05_analysis": ["sensitivity.md", "position.md", "candidate_steps.md"],
+    "05_analysis": ["sensitivity.md", "position.md", "candidate_steps.md",
+                    "simulation_check_gains.md", "simulation_check_transitions.md",
+                    "dependency_quality.md"],
     "06_localization": ["localization.md", "ego4d_windowed_recall.md"],
     "08_qualitative": ["qualitative.md"],
 }  # fmt: skip
@@ -183,11 +190,21 @@ def test_notebook_runs_on_small_parameters(notebook, tmp_path):
     if notebook.stem == "03_main_results":
         text = (tmp_path / "main_results.md").read_text()
         assert "simulated observations, not a real model" in text
+        # like with like: every BaGLM row names its D, the simulated LLaMA by default
+        assert "D: simulated-llm:llama" in text and "| simulated-llm:llama |" in text
+        oracles = (tmp_path / "oracles.md").read_text()
+        assert "| LLM D, oracle progress |" in oracles and "| oracle | oracle |" in oracles
     for name in SIMULATED_TITLES.get(notebook.stem, []):
         assert "simulated observations, not a real model" in (tmp_path / name).read_text(), name
     if notebook.stem == "04_ablations":
         text = (tmp_path / "prior_ablation.md").read_text()
         assert "slot:" in text and "next-step" in text  # simulated: no next-step scores
+    if notebook.stem == "02_dependencies":
+        text = (tmp_path / "dependency_violations.md").read_text()
+        assert "| simulated-llm:llama |" in text and "| paper: LLaMA-3.3-70B |" in text
+    if notebook.stem == "05_analysis":
+        text = (tmp_path / "simulation_check_gains.md").read_text()
+        assert "| HT-Step | simulated-llm:llama |" in text and "held-out" in text
     if notebook.stem == "07_timing":
         assert "no timings available" in (tmp_path / "timing.md").read_text()
     check_shareable(tmp_path, notebook.stem)

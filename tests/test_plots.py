@@ -11,7 +11,7 @@ import pytest
 from baglm_nb.analyses import plots
 from baglm_nb.analyses.ablations import llm_table, segment_duration_table, sensitivity_table
 from baglm_nb.analyses.breakdowns import breakdown_tables
-from baglm_nb.analyses.tables import title_for
+from baglm_nb.analyses.tables import concat_tables, title_for
 from baglm_nb.analyses.timing import timing_summary
 from baglm_nb.core.observations import Observations, from_simulation
 from baglm_nb.inputs.datasets import load_dataset
@@ -147,7 +147,7 @@ def test_duration_lines_one_panel_per_dataset_and_one_line_per_source():
 
 
 def test_sensitivity_lines_draw_the_table():
-    table = sensitivity_table("htstep", [4.0, 0.0], limit=6)
+    table = sensitivity_table("htstep", [4.0, 0.0], limit=6, with_calibrated=False)
     title = title_for("BaGLM's gain vs observation quality", "simulated")
     fig = plots.sensitivity_lines(table, title, calibrated=1.244)
     assert fig.axes[0].get_title() == "HT-Step" and _text(fig.get_suptitle()) == title
@@ -190,6 +190,69 @@ def test_sensitivity_lines_one_column_per_dataset():
     np.testing.assert_array_equal(_line(bottom, "BaGLM gain").get_ydata(), [-1.0, 2.0])
     assert _levels(top) == [] and _levels(bottom) == [0.0]
     assert len(fig.axes) == 4
+
+
+def test_sensitivity_lines_one_line_per_dependency_source_and_the_calibrated_mark():
+    tables = [
+        sensitivity_table("htstep", [0.0], deps=d, limit=4)
+        for d in ("simulated-llm:llama", "oracle")
+    ]
+    table = concat_tables(tables)
+    fig = plots.sensitivity_lines(table, "t")
+    top, bottom = fig.axes
+    calibrated = float(table.loc[table["calibrated"], "signal"].iloc[0])
+    for d, part in table.groupby("D", sort=False):
+        line = _line(top, f"BaGLM (D={d})")
+        np.testing.assert_array_equal(line.get_ydata(), part.sort_values("signal")["baglm"])
+        gain = _line(bottom, f"BaGLM gain (D={d})")
+        np.testing.assert_array_equal(gain.get_ydata(), part.sort_values("signal")["gain"])
+    assert len([ln for ln in top.get_lines() if ln.get_label() == "off-the-shelf LMM"]) == 1
+    for ax in (top, bottom):  # the calibrated signal of the table, vertical
+        assert [list(ln.get_xdata()) for ln in ax.get_lines()][-1] == [calibrated, calibrated]
+
+
+def test_dependency_quality_lines_draw_the_sweep_and_the_presets():
+    df = pd.DataFrame({
+        "dataset": ["HT-Step"] * 4,
+        "D": ["noisy-oracle:1", "noisy-oracle:0", "simulated-llm:llama", "simulated-llm:gpt"],
+        "level": [1.0, 0.0, np.nan, np.nan],
+        "gain": [2.0, 9.0, 6.0, 4.0],
+        "paper_gain": [5.4] * 4,
+    })  # fmt: skip
+    fig = plots.dependency_quality_lines(df, "quality")
+    [ax] = fig.axes
+    line = _line(ax, "oracle chain + noise")
+    assert list(line.get_xdata()) == [0.0, 1.0] and list(line.get_ydata()) == [9.0, 2.0]
+    assert _levels(ax) == [0.0, 4.0, 5.4, 6.0]  # zero, the presets, the paper's gain
+    assert {t.get_text() for t in ax.get_legend().get_texts()} >= {
+        "simulated-llm:llama", "simulated-llm:gpt", "paper gain (LLaMA D)",
+    }  # fmt: skip
+
+
+def test_violation_lines_draw_each_source_and_the_papers_rows():
+    from baglm_nb.analyses.paper import PAPER_VIOLATIONS
+    from baglm_nb.analyses.violations import violation_report
+
+    _, long = violation_report("htstep", ["simulated-llm:llama", "oracle"], limit=10)
+    fig = plots.violation_lines(long, "violations", paper=PAPER_VIOLATIONS)
+    left, right = fig.axes
+    for ax, col in ((left, "violated_pct"), (right, "tasks_violated_pct")):
+        for source, part in long.groupby("source"):
+            np.testing.assert_array_equal(_line(ax, source).get_ydata(), part[col])
+        paper = _line(ax, "paper: LLaMA-3.3-70B")
+        np.testing.assert_array_equal(paper.get_ydata(), PAPER_VIOLATIONS[col]["LLaMA-3.3-70B"])
+        assert list(paper.get_xdata())[:3] == [0.0, 0.1, 0.2]
+    assert len(plots.violation_lines(long, "v").axes[0].get_lines()) == 2  # no paper rows
+
+
+def test_results_bars_draw_negative_values_below_zero():
+    df = pd.DataFrame({"dataset": ["Ego4D", "HT-Step"], "method": ["gain"] * 2,
+                       "workbench": [-2.9, 5.6], "paper": [-1.9, 5.4]})  # fmt: skip
+    fig = plots.results_bars(df, "gains", ylabel="gain (points)")
+    ax = fig.axes[0]
+    assert [p.get_height() for p in ax.patches] == [-2.9, 5.6]
+    low, high = ax.get_ylim()
+    assert low < -2.9 and high > 5.6 and ax.get_ylabel() == "gain (points)"
 
 
 def test_steps_lines_draw_the_table(obs):

@@ -63,11 +63,15 @@ def test_tables_name_the_source_and_write_atomically(observations, tmp_path):
 
 def test_main_results_beside_the_paper(observations):
     table = main_results_table(observations)
-    assert list(table.columns) == ["dataset", "method", "workbench", "paper", "videos", "source"]
+    assert list(table.columns) == [
+        "dataset", "method", "workbench", "paper", "videos", "source", "D",
+    ]  # fmt: skip
     assert list(table["dataset"]) == ["HT-Step", "HT-Step", "COIN", "COIN"]
     assert list(table["paper"]) == [57.4, 52.0, 51.0, 47.9]
+    # like with like: BaGLM with the simulated LLaMA's D (the paper's LLM), named in ``D``
+    assert list(table["D"]) == ["simulated-llm:llama", "not used"] * 2
     for obs, (bag, off) in zip(observations, [(0, 1), (2, 3)], strict=True):
-        beliefs = run_baglm(obs, "oracle")
+        beliefs = run_baglm(obs, "simulated-llm:llama")
         assert table["workbench"][bag] == round(
             reference_recall(obs.dataset, beliefs, obs.videos), 1
         )
@@ -77,6 +81,8 @@ def test_main_results_beside_the_paper(observations):
     assert (table["videos"] == 5).all()
     with pytest.raises(KeyError, match="no dependency source for htstep"):
         main_results_table(observations, {"coin": "oracle"})
+    oracle = main_results_table(observations, "oracle")
+    assert list(oracle["D"]) == ["oracle", "not used"] * 2
 
 
 def test_transition_table_computes_the_baseline_once_per_dataset(observations, scored_calls):
@@ -84,8 +90,9 @@ def test_transition_table_computes_the_baseline_once_per_dataset(observations, s
     # per dataset: one off-the-shelf evaluation, then one per variant
     assert scored_calls == [("htstep", 5)] * 5 + [("coin", 5)] * 5
     assert list(table.columns) == [
-        "dataset", "method", "workbench", "paper", "off_the_shelf", "videos", "source",
+        "dataset", "method", "workbench", "paper", "off_the_shelf", "videos", "source", "D",
     ]  # fmt: skip
+    assert (table["D"] == "simulated-llm:llama").all()
     assert list(table["method"]) == ["static", "readiness", "validity", "both"] * 2
     assert list(table["paper"][:4]) == [55.9, 57.0, 56.4, 57.4]
     assert table["paper"][4:].isna().all()  # the paper has no transition ablation on COIN
@@ -94,7 +101,7 @@ def test_transition_table_computes_the_baseline_once_per_dataset(observations, s
         off = reference_recall(obs.dataset, obs.vsg, obs.videos)
         assert (part["off_the_shelf"] == round(off, 1)).all()
         for _, row in part.iterrows():
-            beliefs = run_baglm(obs, "oracle", transition=row["method"])
+            beliefs = run_baglm(obs, "simulated-llm:llama", transition=row["method"])
             expected = evaluate(obs.dataset, beliefs, obs.videos)
             assert row["workbench"] == round(expected, 1)
             items = items_of(table)
@@ -102,23 +109,44 @@ def test_transition_table_computes_the_baseline_once_per_dataset(observations, s
             assert round(mine["hit"].mean() * 100, 1) == row["workbench"]
 
 
-def test_oracle_table_labels_the_estimated_source(observations, scored_calls):
+def test_oracle_table_crosses_llm_or_oracle_d_with_lmm_or_oracle_progress(
+    observations, scored_calls
+):
+    """The paper's four rows, each naming its D and progress; the LLM rows use the LLM's D."""
     htstep = observations[0]
-    matrices = {v.uid: oracle_dependency(v) for v in load_dataset("htstep")[:5]}
-    table = oracle_table([htstep], {"htstep": matrices})
+    table = oracle_table([htstep])
     assert len(scored_calls) == 5  # the baseline once, then the four variants
     assert list(table["method"]) == [
-        "D=LLM, progress=scores",
-        "D=LLM, progress=oracle",
-        "D=oracle, progress=scores",
-        "D=oracle, progress=oracle",
+        "LLM D, LMM progress",
+        "LLM D, oracle progress",
+        "oracle D, LMM progress",
+        "oracle D, oracle progress",
     ]
+    assert list(table["D"]) == ["simulated-llm:llama"] * 2 + ["oracle"] * 2
+    assert list(table["progress"]) == ["simulated", "oracle"] * 2
     keys = ["both", "oracle_progress", "oracle_dependency", "oracle_both"]
     assert list(table["paper"]) == [PAPER[k]["htstep"] for k in keys]
-    for row, progress in zip(table.itertuples(), ["scores", "oracle"] * 2, strict=True):
-        beliefs = run_baglm(htstep, "oracle", progress=progress)  # D = the chain either way
+    for row in table.itertuples():
+        progress = "oracle" if row.progress == "oracle" else "scores"
+        beliefs = run_baglm(htstep, row.D, progress=progress)
         assert row.workbench == round(evaluate("htstep", beliefs, htstep.videos), 1)
-    assert oracle_table([htstep])["method"].iloc[0] == "D=none, progress=scores"
+    # the first row is BaGLM of the main table, not the off-the-shelf model (the old mislabel)
+    main = main_results_table([htstep])
+    assert table["workbench"].iloc[0] == main["workbench"].iloc[0]
+
+
+@pytest.mark.parametrize("deps", ["oracle", "none", {"coin": "oracle"}])
+def test_oracle_table_slots_the_llm_rows_without_an_llm(observations, deps):
+    """Without an LLM's D the LLM rows are slots: never another D under the paper's label."""
+    table = oracle_table([observations[0]], deps)
+    llm, oracle = table.iloc[:2], table.iloc[2:]
+    assert llm["workbench"].isna().all() and llm["note"].str.startswith("slot:").all()
+    assert llm["note"].str.contains("simulated-llm:llama").all()
+    assert list(llm["paper"]) == [57.4, 44.9] and llm["D"].isna().all()
+    assert oracle["workbench"].notna().all() and (oracle["D"] == "oracle").all()
+    matrices = {v.uid: oracle_dependency(v) for v in load_dataset("htstep")[:5]}
+    given = oracle_table([observations[0]], {"htstep": matrices})  # caller's matrices: filled
+    assert list(given["D"][:2]) == ["matrices"] * 2 and given["workbench"].notna().all()
 
 
 def test_dataset_table_beside_the_paper():

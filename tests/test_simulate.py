@@ -7,12 +7,15 @@ import dataclasses
 import numpy as np
 import pytest
 
+from baglm_nb.analyses.paper import paper_value
 from baglm_nb.core.simulate import (
+    CALIBRATED_SIGNAL,
     LABEL,
     Calibration,
     SimulatedScores,
     SimulationParams,
     calibrate,
+    default_params,
     offline_recall,
     per_second,
     segment_truth,
@@ -132,6 +135,48 @@ def test_signal_controls_argmax_agreement(htstep60: list[Video]) -> None:
         np.testing.assert_array_equal(s.vsg.argmax(axis=1), s.truth)
 
 
+def test_off_step_progress_noisy_or_zero() -> None:
+    """Off-step digits: the true step's noise model centred at 0, or a point mass on 0."""
+    video = toy_video()
+    noisy = simulate_video(video, SimulationParams(progress_noise=0.0, progress_width=1.0))
+    zero = simulate_video(video, SimulationParams(progress_width=1.0, off_step_progress="zero"))
+    np.testing.assert_array_equal(noisy.vsg, zero.vsg)  # VSG draws come first
+    digits = np.arange(10.0)
+    centred = np.exp(-0.5 * digits**2) / np.exp(-0.5 * digits**2).sum()
+    for seg, step in enumerate(noisy.truth):
+        for k in range(3):
+            if k == step:
+                continue
+            np.testing.assert_allclose(noisy.progress[seg, k], centred)  # no jitter: centre 0
+            np.testing.assert_array_equal(zero.progress[seg, k], np.eye(10)[0])
+    on = noisy.truth < 3
+    rows = np.flatnonzero(on)
+    np.testing.assert_array_equal(  # the true step keeps its own digits in both models
+        noisy.progress[rows, noisy.truth[on]].argmax(-1),
+        np.rint(9 * noisy.fraction[on]).astype(int),
+    )
+    jitter = simulate_video(video, SimulationParams(progress_noise=1.0))
+    expected = (jitter.progress * digits).sum(-1) / 9  # every off-step row has some progress
+    assert (expected[~np.eye(3, dtype=bool)[np.minimum(jitter.truth, 2)]] > 0).all()
+    with pytest.raises(ValueError, match="off_step_progress"):
+        SimulationParams(off_step_progress="oracle")
+
+
+def test_default_params_are_calibrated_per_dataset() -> None:
+    """Each dataset's stored signal gives the paper's off-the-shelf R@1 within 0.3 points."""
+    assert SimulationParams().signal == CALIBRATED_SIGNAL["htstep"]
+    for name, signal in CALIBRATED_SIGNAL.items():
+        params = default_params(name)
+        assert params.signal == signal and params == SimulationParams(signal=signal)
+        value = offline_recall(name)  # params None: the dataset's default
+        assert abs(value - paper_value("off_the_shelf", name)) <= 0.3, (name, value)
+    assert default_params("coin", seed=4).seed == 4
+    video = load_dataset("coin")[0]
+    np.testing.assert_array_equal(
+        simulate_video(video).vsg, simulate_video(video, default_params("coin")).vsg
+    )
+
+
 def test_params_validation() -> None:
     with pytest.raises(ValueError):
         SimulationParams(noise=-1.0)
@@ -152,3 +197,6 @@ def test_offline_recall_monotone_and_calibrate(htstep60: list[Video]) -> None:
     assert cal.params.signal == cal.signal and cal.iterations == len(cal.history)
     assert offline_recall("htstep", cal.params, htstep60) == cal.achieved
     assert "simulated" in cal.report()
+    # the default target is the dataset's off-the-shelf R@1 in the paper
+    first = calibrate("coin", tol=5.0, videos=load_dataset("coin")[:40])
+    assert first.target == paper_value("off_the_shelf", "coin")

@@ -13,6 +13,7 @@ from baglm_nb.core.observations import from_cache
 from baglm_nb.core.oracles import oracle_dependency
 from baglm_nb.core.pipeline import compare, run_baglm
 from baglm_nb.core.simulate import write_simulated_cache
+from baglm_nb.core.simulate_deps import order_evidence, simulated_matrix
 from baglm_nb.inputs.datasets import load_dataset
 from baglm_nb.stores.dependencies import DependencyCache
 from baglm_nb.stores.keys import DependencyKey
@@ -41,20 +42,26 @@ def test_limit_means_the_first_videos_in_annotation_order(shuffled_cache):
 
 
 def test_cli_notebook_and_table_evaluate_the_same_videos(shuffled_cache):
-    """``--limit 3`` in the CLI, ``limit=3`` in a notebook's sources and in a table agree."""
+    """``--limit 3`` in the CLI, ``limit=3`` in a notebook's sources and in a table agree.
+
+    All three default to the same D, the simulated LLaMA, and say so.
+    """
     videos, folder = shuffled_cache
     cmd = [sys.executable, "-m", "baglm_nb", "evaluate", "--dataset", "crosstask",
            "--scores", str(folder), "--limit", "3", "--json"]  # fmt: skip
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     cli = json.loads(out.strip().splitlines()[-1])
+    assert "D (BaGLM's dependency matrices): simulated-llm:llama" in out
     # what notebook 03 does: sources.observations_for(datasets, scores, limit=limit)
     [obs] = sources.observations_for(["crosstask"], {"crosstask": folder}, limit=3)
-    table = main_results_table([obs], "oracle")
+    table = main_results_table([obs])
     first3 = from_cache(folder).subset([v.uid for v in videos[:3]])
-    direct = compare(first3, "oracle")
+    direct = compare(first3, sources.SIMULATED_LLM)
     assert cli["videos"] == table["videos"].iloc[0] == 3
+    assert cli["D"] == table["D"].iloc[0] == "simulated-llm:llama"
     assert cli["baglm"] == pytest.approx(direct["baglm"])
     assert table["workbench"].iloc[0] == round(direct["baglm"], 1)
+    assert direct["baglm"] != compare(first3, "oracle")["baglm"]  # the default is not the oracle
 
 
 def test_observation_settings_and_labels(shuffled_cache, tmp_path):
@@ -87,11 +94,47 @@ def test_dependency_settings(tmp_path):
     assert sources.dependencies(oracle, "htstep") is oracle
     with pytest.raises(ValueError, match="'orcle'"):
         sources.dependencies("orcle", "htstep")
+    assert (oracle.kind, none.kind, resolved.kind) == ("oracle", "none", "llm")
+    assert not (oracle.simulated or resolved.simulated)
     # the per-dataset mapping reaches the filter: the same beliefs as the opened cache
     obs = sources.observations("htstep", limit=2)
     a = run_baglm(obs, {"htstep": str(cache.path)}, videos=[video])
     b = run_baglm(obs, cache, videos=[video])
     np.testing.assert_array_equal(a[video.uid], b[video.uid])
+
+
+def test_simulated_dependency_settings():
+    """``simulated-llm[:preset][:held-out]`` and ``noisy-oracle:<level>``: labels, kinds, D."""
+    videos = load_dataset("htstep")
+    video = videos[0]
+    group = [v for v in videos if v.group == video.group]
+    for setting, preset, label in (
+        ("simulated-llm", "llama", "simulated-llm:llama"),
+        ("simulated-llm:llama", "llama", "simulated-llm:llama"),
+        ("simulated-llm:gpt", "gpt", "simulated-llm:gpt"),
+    ):
+        d = sources.dependencies(setting, "htstep")
+        assert (d.label, d.kind, d.simulated) == (label, "llm", True)
+        np.testing.assert_array_equal(d.matrix(video), simulated_matrix(group, preset))
+        assert sources.label_of(d) == label
+    held = sources.dependencies("simulated-llm:gpt:held-out", "htstep")
+    assert held.label == "simulated-llm:gpt:held-out" and held.simulated
+    n, b = order_evidence(group)
+    own_n, own_b = order_evidence([video])
+    expected = simulated_matrix(group, "gpt", evidence=(n - own_n, b - own_b))
+    np.testing.assert_array_equal(held.matrix(video), expected)
+    noisy = sources.dependencies("noisy-oracle:0", "htstep")
+    assert (noisy.label, noisy.kind, noisy.simulated) == ("noisy-oracle:0", "noisy-oracle", True)
+    np.testing.assert_array_equal(noisy.matrix(video), oracle_dependency(video))
+    assert sources.dependencies("noisy-oracle:0.25", "htstep").label == "noisy-oracle:0.25"
+    with pytest.raises(ValueError, match="unknown simulated-LLM preset 'mistral'"):
+        sources.dependencies("simulated-llm:mistral", "htstep")
+    with pytest.raises(ValueError, match="held-out"):
+        sources.dependencies("simulated-llm:llama:loo", "htstep")
+    with pytest.raises(ValueError, match="noisy-oracle:<level"):
+        sources.dependencies("noisy-oracle:lots", "htstep")
+    with pytest.raises(ValueError, match=r"level must be in \[0, 1\]"):
+        sources.dependencies("noisy-oracle:2", "htstep")
 
 
 def test_a_folder_above_one_score_cache_names_it(shuffled_cache, tmp_path):

@@ -1,14 +1,15 @@
 """Ablation sweeps behind notebooks 04 and 05: prior, LLM, prompt, stepping, segment duration,
-sensitivity to the observation quality.
+sensitivity to the observation quality and to the dependency quality.
 
 Every function returns a result table (:mod:`baglm_nb.analyses.tables`): the workbench's R@1
-beside the paper's value, the observation ``source``, and the (video, step) items behind each
-row. Rows that the inputs cannot fill (no next-step scores, no second dependency cache, no
-binary-prompt scores) are slot rows.
+beside the paper's value, the observation ``source``, the dependency source ``D`` of BaGLM's
+rows (default :data:`~baglm_nb.core.sources.SIMULATED_LLM`, the simulated LLaMA-3.3-70B, as the
+paper uses LLaMA), and the (video, step) items behind each row. Rows that the inputs cannot
+fill (no next-step scores, no dependency source, no binary-prompt scores) are slot rows.
 
 Exports :func:`prior_table`, :func:`llm_table`, :func:`prompt_table` with
-:func:`vsg_from_cache`, :func:`stepping_table`, :func:`segment_duration_table` and
-:func:`sensitivity_table`.
+:func:`vsg_from_cache`, :func:`stepping_table`, :func:`segment_duration_table`,
+:func:`sensitivity_table` and :func:`dependency_quality_table`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from baglm_nb.analyses.paper import PAPER_PROMPT_QUERIES, paper_value
 from baglm_nb.analyses.tables import (
     DATASET_NAMES,
     METHOD_NAMES,
+    NOT_USED,
     TableBuilder,
     result_row,
     score,
@@ -34,11 +36,12 @@ from baglm_nb.analyses.tables import (
 )
 from baglm_nb.core import sources
 from baglm_nb.core.observations import Observations, from_simulation
-from baglm_nb.core.simulate import SimulationParams
+from baglm_nb.core.simulate import SimulationParams, default_params
 from baglm_nb.inputs import grid
 from baglm_nb.stores.scores import ScoreCache
 
 __all__ = [
+    "dependency_quality_table",
     "llm_table",
     "prior_table",
     "prompt_table",
@@ -50,8 +53,11 @@ __all__ = [
 
 _NO_DEPS = "no dependency source for this dataset"
 
+#: The default D of BaGLM's rows.
+_DEFAULT_D = sources.SIMULATED_LLM
 
-def prior_table(observations: Iterable[Observations], deps: Any = "oracle") -> pd.DataFrame:
+
+def prior_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D) -> pd.DataFrame:
     """Tab. prior: the state prior divided out in the update.
 
     Rows per dataset: 1) the LMM's next-step scores (only when the source has them, else a
@@ -63,23 +69,23 @@ def prior_table(observations: Iterable[Observations], deps: Any = "oracle") -> p
         d = sources.dependencies(deps, obs.dataset)
         name = "1) next-step scores (pi_next)"
         paper = paper_value("prior_next_step", obs.dataset)
+        label = sources.label_of(d) if d is not None else None
         if obs.next_step and d is not None:
             scored = score_baglm(obs, d, prior="next_step")
-            table.add(obs.dataset, name, scored, paper, source=obs.label, note="")
+            table.add(obs.dataset, name, scored, paper, source=obs.label, D=label, note="")
         else:
             why = f"the {obs.label} source has no next-step (pi_next) scores"
-            table.slot(obs.dataset, name, paper, why if not obs.next_step else _NO_DEPS)
+            table.slot(obs.dataset, name, paper, why if not obs.next_step else _NO_DEPS, D=label)
         for label, prior, key in (
             ("2) propagated", "propagated", "prior_propagated"),
             ("3) uniform 1/(K+1)", "uniform", "both"),
         ):
             paper = paper_value(key, obs.dataset)
             if d is None:
-                table.slot(obs.dataset, label, paper, _NO_DEPS)
+                table.slot(obs.dataset, label, paper, _NO_DEPS, D=None)
                 continue
             scored = score_baglm(obs, d, prior=prior)
-            note = f"D={sources.label_of(d)}"
-            table.add(obs.dataset, label, scored, paper, source=obs.label, note=note)
+            table.add(obs.dataset, label, scored, paper, source=obs.label, D=d.label, note="")
     return table.frame()
 
 
@@ -92,26 +98,27 @@ def _paper_key_for_llm(name: str) -> str | None:
     return None
 
 
-def llm_table(
-    observations: Iterable[Observations], llms: Mapping[str, Mapping[str, Any]]
-) -> pd.DataFrame:
+def llm_table(observations: Iterable[Observations], llms: Mapping[str, Any]) -> pd.DataFrame:
     """Tab. LLM: BaGLM with the dependency matrices of two (or more) LLMs.
 
-    ``llms`` maps an LLM's display name to ``{dataset: dependency-cache folder}``; a dataset
-    without a cache for an LLM gets a slot row. The paper's column is filled for names that
-    contain ``llama`` (LLaMA-3.3-70B) or ``gpt-4.1-mini``.
+    ``llms`` maps an LLM's display name to a deps setting (:mod:`baglm_nb.core.sources`): e.g.
+    ``"simulated-llm:gpt"`` (the CPU default, labelled simulated in the ``D`` column),
+    ``"imported"`` or ``{dataset: dependency-cache folder}``; an empty setting, or a mapping
+    without the dataset, gives a slot row. The paper's column is filled for names that contain
+    ``llama`` (LLaMA-3.3-70B) or ``gpt-4.1-mini``.
     """
     table = TableBuilder()
     for obs in observations:
-        for name, caches in llms.items():
+        for name, setting in llms.items():
             key = _paper_key_for_llm(name)
             paper = paper_value(key, obs.dataset) if key else float("nan")
-            d = sources.dependencies(dict(caches or {}), obs.dataset)
+            d = sources.dependencies(setting, obs.dataset) if setting else None
             if d is None:
-                why = f"pass a {name} dependency cache (02_dependencies) for {obs.dataset}"
-                table.slot(obs.dataset, name, paper, why)
+                why = f"pass a {name} dependency source (02_dependencies) for {obs.dataset}"
+                table.slot(obs.dataset, name, paper, why, D=None)
                 continue
-            table.add(obs.dataset, name, score_baglm(obs, d), paper, source=obs.label, note="")
+            scored = score_baglm(obs, d)
+            table.add(obs.dataset, name, scored, paper, source=obs.label, D=d.label, note="")
     return table.frame()
 
 
@@ -166,7 +173,7 @@ def prompt_table(
     return table.frame()
 
 
-def stepping_table(observations: Iterable[Observations], deps: Any = "oracle") -> pd.DataFrame:
+def stepping_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D) -> pd.DataFrame:
     """Per-second vs per-segment stepping (a new ablation; the paper does not report it).
 
     The published code steps the filter once per second row, so each 2-s segment's observation
@@ -191,10 +198,10 @@ def stepping_table(observations: Iterable[Observations], deps: Any = "oracle") -
             ),
         ):
             if d is None:
-                table.slot(obs.dataset, label, paper, "no dependency source")
+                table.slot(obs.dataset, label, paper, "no dependency source", D=None)
                 continue
             scored = score_baglm(obs, d, stepping=stepping)
-            table.add(obs.dataset, label, scored, paper, source=obs.label, note=note)
+            table.add(obs.dataset, label, scored, paper, source=obs.label, D=d.label, note=note)
     return table.frame()
 
 
@@ -202,14 +209,15 @@ def segment_duration_table(
     datasets: Iterable[str],
     durations: Sequence[int] = (1, 2, 3, 4),
     *,
-    deps: Any = "oracle",
+    deps: Any = _DEFAULT_D,
     params: SimulationParams | None = None,
     limit: int | None = None,
     caches: Iterable[str | os.PathLike] = (),
 ) -> pd.DataFrame:
     """Fig. segment duration x LMM: BaGLM and the off-the-shelf model per segment duration.
 
-    The simulated source is rebuilt at every duration (``SimulationParams(segment_duration=d)``)
+    The simulated source is rebuilt at every duration (``params``, default each dataset's
+    calibrated :func:`~baglm_nb.core.simulate.default_params`, with ``segment_duration=d``)
     for every dataset in ``datasets``; each score-cache folder in ``caches`` adds one point
     (its dataset, model and segment duration are read from its key). The paper gives numbers
     only for InternVL2.5-8B at 2 s (the main table); other points of its figure are not stated.
@@ -217,15 +225,15 @@ def segment_duration_table(
     Returns
     -------
     DataFrame
-        ``dataset, source, segment_duration, method, workbench, paper, videos``; items carry
+        ``dataset, source, segment_duration, method, workbench, paper, videos, D``; items carry
         ``segment_duration``.
     """
-    params = SimulationParams() if params is None else params
     observed: list[Observations] = []
     for name in datasets:
         videos = sources.select_videos(name, limit)
+        base = default_params(name) if params is None else params
         for d in durations:
-            p = replace(params, segment_duration=int(d))
+            p = replace(base, segment_duration=int(d))
             observed.append(from_simulation(name, p, videos=videos))
     for folder in caches:
         dataset = ScoreCache.open(Path(folder)).key.dataset
@@ -239,15 +247,19 @@ def segment_duration_table(
         group = {"segment_duration": obs.segment_duration}
         for key in ("baglm", "off_the_shelf"):
             paper = paper_value(key, obs.dataset) if obs.segment_duration == 2 else np.nan
+            label = NOT_USED if key == "off_the_shelf" else dep.label if dep else None
             if key == "baglm" and dep is None:  # no D: an empty BaGLM point, not a slot
                 row = result_row(
                     obs.dataset, METHOD_NAMES[key], None, paper, source=obs.label, **group
                 )
-                table.row({**row, "videos": len(obs.videos)})
+                table.row({**row, "videos": len(obs.videos), "D": None})
                 continue
             scored = score_baglm(obs, dep) if key == "baglm" else score_raw(obs)
-            table.add(obs.dataset, METHOD_NAMES[key], scored, paper, source=obs.label, groups=group)
-    columns = ("dataset", "source", "segment_duration", "method", "workbench", "paper", "videos")
+            method = METHOD_NAMES[key]
+            table.add(obs.dataset, method, scored, paper, source=obs.label, groups=group, D=label)
+    columns = (
+        "dataset", "source", "segment_duration", "method", "workbench", "paper", "videos", "D",
+    )  # fmt: skip
     return table.frame(columns)
 
 
@@ -255,29 +267,35 @@ def sensitivity_table(
     dataset: str,
     signals: Sequence[float],
     *,
-    deps: Any = "oracle",
+    deps: Any = _DEFAULT_D,
     params: SimulationParams | None = None,
     limit: int | None = None,
+    with_calibrated: bool = True,
 ) -> pd.DataFrame:
     """BaGLM's gain over the off-the-shelf model as the simulated signal strength varies.
 
     A figure the paper does not have: for each ``signal`` the simulated source is rebuilt
-    (other parameters from ``params``) and both methods are evaluated. The paper's columns
-    repeat its InternVL2.5-8B numbers as a reference level (they belong to no signal value).
+    (other parameters from ``params``, default the dataset's calibrated ones) and both methods
+    are evaluated, BaGLM with ``deps``. ``with_calibrated`` adds the dataset's calibrated
+    signal to ``signals`` (column ``calibrated`` marks it). The paper's columns repeat its
+    InternVL2.5-8B numbers as a reference level (they belong to no signal value).
 
     Returns
     -------
     DataFrame
-        ``dataset, signal, off_the_shelf, baglm, gain, paper_off_the_shelf, paper_baglm,
-        paper_gain, videos, source``; items carry ``method`` and ``signal``.
+        ``dataset, D, signal, calibrated, off_the_shelf, baglm, gain, paper_off_the_shelf,
+        paper_baglm, paper_gain, videos, source``; items carry ``method``, ``signal`` and ``D``.
     """
-    params = SimulationParams() if params is None else params
+    params = default_params(dataset) if params is None else params
+    calibrated = default_params(dataset).signal
+    signals = sorted({float(x) for x in signals} | ({calibrated} if with_calibrated else set()))
     videos = sources.select_videos(dataset, limit)
     dep = sources.dependencies(deps, dataset)
+    label = dep.label if dep is not None else None
     p_off, p_bag = paper_value("off_the_shelf", dataset), paper_value("baglm", dataset)
     table = TableBuilder()
     for signal in signals:
-        obs = from_simulation(dataset, replace(params, signal=float(signal)), videos=videos)
+        obs = from_simulation(dataset, replace(params, signal=signal), videos=videos)
         scored = {"off_the_shelf": score_raw(obs, videos)}
         if dep is not None:
             scored["baglm"] = score_baglm(obs, dep, videos)
@@ -285,7 +303,9 @@ def sensitivity_table(
         bag = scored["baglm"].value if dep is not None else float("nan")
         row = {
             "dataset": DATASET_NAMES.get(dataset, dataset),
-            "signal": float(signal),
+            "D": label,
+            "signal": signal,
+            "calibrated": signal == calibrated,
             "off_the_shelf": round(off, 1),
             "baglm": round(bag, 1),
             "gain": round(bag - off, 1),
@@ -298,11 +318,48 @@ def sensitivity_table(
         table.row(row)
         for key, s in scored.items():
             method = METHOD_NAMES[key]
-            table.item(
-                s.hits,
-                dataset=row["dataset"],
-                method=method,
-                source=obs.label,
-                signal=float(signal),
-            )
+            d_label = label if key == "baglm" else NOT_USED
+            table.item(s.hits, dataset=row["dataset"], method=method, source=obs.label,
+                       signal=signal, D=d_label)  # fmt: skip
+    return table.frame()
+
+
+def dependency_quality_table(
+    dataset: str,
+    levels: Sequence[float] = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0),
+    *,
+    presets: Sequence[str] = ("simulated-llm:llama", "simulated-llm:gpt"),
+    scores: Any = sources.SIMULATED,
+    limit: int | None = None,
+) -> pd.DataFrame:
+    """BaGLM's gain as the dependency matrix degrades from the oracle chain to noise.
+
+    A sweep the paper does not have: D = ``noisy-oracle:<level>`` (each video's oracle chain
+    with a fraction ``level`` of its entries replaced by uniform noise) for every level, then
+    the simulated LLM ``presets`` as reference rows (``level`` empty), all on the same
+    observations (``scores``, default the calibrated simulated source).
+
+    Returns
+    -------
+    DataFrame
+        ``dataset, D, level, off_the_shelf, baglm, gain, paper_gain, videos, source``; items
+        carry ``method`` and ``D``.
+    """
+    obs = sources.observations(dataset, scores, limit=limit)
+    off = score_raw(obs)
+    p_gain = round(paper_value("baglm", dataset) - paper_value("off_the_shelf", dataset), 1)
+    name = DATASET_NAMES.get(dataset, dataset)
+    table = TableBuilder()
+    settings = [(f"{sources.NOISY}:{x:g}", float(x)) for x in levels]
+    settings += [(p, float("nan")) for p in presets]
+    for setting, level in settings:
+        dep = sources.dependencies(setting, dataset)
+        bag = score_baglm(obs, dep)
+        row = {"dataset": name, "D": dep.label, "level": level,
+               "off_the_shelf": round(off.value, 1),
+               "baglm": round(bag.value, 1), "gain": round(bag.value - off.value, 1),
+               "paper_gain": p_gain, "videos": bag.videos, "source": obs.label}  # fmt: skip
+        table.row(row, bag.hits, method=METHOD_NAMES["baglm"], D=dep.label)
+    table.item(off.hits, dataset=name, method=METHOD_NAMES["off_the_shelf"], source=obs.label,
+               D=NOT_USED)  # fmt: skip
     return table.frame()

@@ -22,10 +22,12 @@ from baglm_nb.analyses.paper import PAPER_POSITION
 from baglm_nb.analyses.tables import (
     DATASET_NAMES,
     METHOD_NAMES,
+    NOT_USED,
     pair_items,
     require_dependencies,
     with_items,
 )
+from baglm_nb.core import sources
 from baglm_nb.core.evaluation import pair_hits
 from baglm_nb.core.observations import Observations
 from baglm_nb.core.pipeline import run_baglm
@@ -57,19 +59,30 @@ def _method_key(name: str) -> str:
     return {v: k for k, v in METHOD_NAMES.items()}.get(name, name)
 
 
+def _d_column(methods: pd.Series, deps: str | None) -> list[str | None]:
+    """The ``D`` of each row: ``deps`` for BaGLM, :data:`NOT_USED` for the other methods."""
+    return [deps if m == METHOD_NAMES["baglm"] else NOT_USED for m in methods]
+
+
 def position_table(
-    dataset: str, hits: pd.DataFrame, *, bins: int = 5, source: str = "simulated"
+    dataset: str,
+    hits: pd.DataFrame,
+    *,
+    bins: int = 5,
+    source: str = "simulated",
+    deps: str | None = None,
 ) -> pd.DataFrame:
     """R@1 by the temporal position of the step (Tab. htstep_step_position).
 
     A step's position is its first annotated start over the video's duration (``position`` of
     :func:`~baglm_nb.core.evaluation.pair_hits`); positions go into ``bins`` equal bins over
-    [0, 1] (1.0 falls in the last). ``hits`` comes from :func:`breakdown_hits`.
+    [0, 1] (1.0 falls in the last). ``hits`` comes from :func:`breakdown_hits`; ``deps`` is
+    the label of BaGLM's dependency source (the ``D`` column).
 
     Returns
     -------
     DataFrame
-        ``dataset, method, bin, range, workbench, paper, pairs, source``; items carry ``bin``.
+        ``dataset, method, bin, range, workbench, paper, pairs, source, D``; items carry ``bin``.
     """
     if bins < 1:
         raise ValueError(f"bins must be >= 1, got {bins}")
@@ -93,20 +106,23 @@ def position_table(
                     "source": source,
                 }
             )
-    return with_items(pd.DataFrame(rows), [frame])
+    table = pd.DataFrame(rows)
+    table["D"] = _d_column(table["method"], deps)
+    return with_items(table, [frame])
 
 
 def candidate_steps_table(
-    dataset: str, hits: pd.DataFrame, *, source: str = "simulated"
+    dataset: str, hits: pd.DataFrame, *, source: str = "simulated", deps: str | None = None
 ) -> pd.DataFrame:
     """R@1 by the number of candidate steps K of the video's task (Fig. recall by step count).
 
-    The paper shows this as a figure without numbers, so ``paper`` is NaN.
+    The paper shows this as a figure without numbers, so ``paper`` is NaN. ``deps`` is the
+    label of BaGLM's dependency source (the ``D`` column).
 
     Returns
     -------
     DataFrame
-        ``dataset, method, num_steps, videos, pairs, workbench, paper, source``; items carry
+        ``dataset, method, num_steps, videos, pairs, workbench, paper, source, D``; items carry
         ``num_steps``.
     """
     grouped = hits.groupby(["method", "num_steps"], sort=False).agg(
@@ -121,11 +137,12 @@ def candidate_steps_table(
     order = list(dict.fromkeys(hits["method"]))
     out["_o"] = out["method"].map(order.index)
     table = out.sort_values(["_o", "num_steps"]).drop(columns="_o").reset_index(drop=True)
+    table["D"] = _d_column(table["method"], deps)
     return with_items(table, [pair_items(hits, dataset=name, source=source)])
 
 
 def breakdown_tables(
-    obs: Observations, deps: Any = "oracle", *, bins: int = 5
+    obs: Observations, deps: Any = sources.SIMULATED_LLM, *, bins: int = 5
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Position and candidate-step breakdowns of BaGLM and the off-the-shelf model on ``obs``.
 
@@ -142,6 +159,6 @@ def breakdown_tables(
         videos,
     )
     return (
-        position_table(obs.dataset, hits, bins=bins, source=obs.label),
-        candidate_steps_table(obs.dataset, hits, source=obs.label),
+        position_table(obs.dataset, hits, bins=bins, source=obs.label, deps=d.label),
+        candidate_steps_table(obs.dataset, hits, source=obs.label, deps=d.label),
     )

@@ -13,6 +13,7 @@ import matplotlib
 
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import textwrap  # noqa: E402
+from collections.abc import Mapping  # noqa: E402
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -29,6 +30,7 @@ __all__ = [
     "SLOT_TEXT",
     "BeliefFigure",
     "belief_figure",
+    "dependency_quality_lines",
     "duration_lines",
     "keyframe_times",
     "results_bars",
@@ -36,6 +38,7 @@ __all__ = [
     "sensitivity_lines",
     "steps_lines",
     "timing_bars",
+    "violation_lines",
 ]
 
 #: What :func:`results_bars` writes where a slot row (no workbench number) would have its bar.
@@ -63,7 +66,13 @@ def _wrapped(title: str, width_in: float) -> str:
     return textwrap.fill(title, width=max(40, int(width_in * 13)))
 
 
-def results_bars(df: pd.DataFrame, title: str, group: str = "dataset", bar: str = "method"):
+def results_bars(
+    df: pd.DataFrame,
+    title: str,
+    group: str = "dataset",
+    bar: str = "method",
+    ylabel: str = "R@1 (%)",
+):
     """Grouped bars of the workbench's numbers, with the paper's values as black ticks.
 
     ``df`` has the columns ``group``, ``bar``, ``workbench`` and ``paper`` (NaN where the paper
@@ -72,7 +81,7 @@ def results_bars(df: pd.DataFrame, title: str, group: str = "dataset", bar: str 
     :data:`SLOT_TEXT` at the foot of their place, and a chart of slot rows only says
     :data:`SLOTS_ONLY` first in its title; the paper's values are black ticks (in the legend
     when there is one); the legend sits below the axes and the title wraps, so neither hides a
-    value.
+    value. Negative values (gains) extend the axis below 0.
     """
     groups = list(dict.fromkeys(df[group]))
     bars = list(dict.fromkeys(df[bar]))
@@ -81,7 +90,7 @@ def results_bars(df: pd.DataFrame, title: str, group: str = "dataset", bar: str 
     fig, ax = plt.subplots(figsize=(fig_w, 4.2))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     has_paper = pd.to_numeric(df["paper"], errors="coerce").notna().any()
-    top = 0.0
+    top = bottom = 0.0
     for b_i, name in enumerate(bars):
         sub = df[df[bar] == name].set_index(group).reindex(groups)
         x = np.arange(len(groups)) + (b_i - (len(bars) - 1) / 2) * width
@@ -102,9 +111,12 @@ def results_bars(df: pd.DataFrame, title: str, group: str = "dataset", bar: str 
             label="paper" if b_i == 0 and has_paper else None,
         )
         top = max(top, np.nanmax(np.concatenate([values, paper, [0.0]])))
-    ax.set_ylim(0, max(top * 1.1, 1.0))
+        bottom = min(bottom, np.nanmin(np.concatenate([values, paper, [0.0]])))
+    ax.set_ylim(bottom * 1.1, max(top * 1.1, 1.0))
+    if bottom < 0:
+        ax.axhline(0, color="grey", lw=0.8)
     ax.set_xticks(np.arange(len(groups)), groups)
-    ax.set_ylabel("R@1 (%)")
+    ax.set_ylabel(ylabel)
     if pd.to_numeric(df["workbench"], errors="coerce").isna().all():
         title = f"{SLOTS_ONLY}. {title}"
     ax.set_title(_wrapped(title, fig_w), fontsize=9)
@@ -173,40 +185,95 @@ def duration_lines(df: pd.DataFrame, title: str):
 def sensitivity_lines(df: pd.DataFrame, title: str, calibrated: float | None = None):
     """R@1 and BaGLM's gain against the simulated signal strength, one column per dataset.
 
-    ``df`` comes from :func:`baglm_nb.analyses.ablations.sensitivity_table`. Dotted lines mark the
-    paper's InternVL2.5-8B levels (which belong to no signal value); ``calibrated`` draws a
-    vertical line at the calibrated default signal.
+    ``df``: :func:`baglm_nb.analyses.ablations.sensitivity_table` rows; BaGLM gets one line per
+    D (column ``D``), the off-the-shelf model one. Dotted: the paper's InternVL2.5-8B levels (of
+    no signal value); vertical: ``calibrated``, else the rows whose ``calibrated`` is True.
     """
     datasets = list(dict.fromkeys(df["dataset"]))
+    deps = list(dict.fromkeys(df["D"])) if "D" in df.columns else [None]
     fig, axes = _by_dataset_axes(len(datasets), rows=2, height=2.6)
     for col, name in enumerate(datasets):
-        sub = df[df["dataset"] == name].sort_values("signal")
+        sub = df[df["dataset"] == name].sort_values("signal", kind="stable")
         top, bottom = axes[0, col], axes[1, col]
-        top.plot(sub["signal"], sub["baglm"], "-o", ms=3, label="BaGLM")
-        top.plot(sub["signal"], sub["off_the_shelf"], "--o", ms=3, label="off-the-shelf LMM")
+        for i, d in enumerate(deps):
+            part = sub if d is None else sub[sub["D"] == d]
+            suffix = f" (D={d})" if len(deps) > 1 else ""
+            top.plot(part["signal"], part["baglm"], "-o", ms=3, color=f"C{3 * i}",
+                     label="BaGLM" + suffix)  # fmt: skip
+            bottom.plot(part["signal"], part["gain"], "-o", ms=3, color=f"C{3 * i + 2}",
+                        label="BaGLM gain" + suffix)  # fmt: skip
+        first = sub if deps == [None] else sub[sub["D"] == deps[0]]
+        top.plot(first["signal"], first["off_the_shelf"], "--o", ms=3, color="C1",
+                 label="off-the-shelf LMM")  # fmt: skip
         for key, colour in (("paper_baglm", "C0"), ("paper_off_the_shelf", "C1")):
             level = sub[key].iloc[0]
             if pd.notna(level):
                 top.axhline(level, color=colour, ls=":", lw=1)
-        bottom.plot(sub["signal"], sub["gain"], "-o", ms=3, color="C2", label="BaGLM gain")
         bottom.axhline(0, color="grey", lw=0.8)
         if pd.notna(sub["paper_gain"].iloc[0]):
-            bottom.axhline(
-                sub["paper_gain"].iloc[0],
-                color="C2",
-                ls=":",
-                lw=1,
-                label="paper gain (InternVL2.5-8B)",
-            )
-        for ax in (top, bottom):
-            if calibrated is not None:
-                ax.axvline(calibrated, color="black", lw=0.8, ls="-.")
+            bottom.axhline(sub["paper_gain"].iloc[0], color="C2", ls=":", lw=1,
+                           label="paper gain (InternVL2.5-8B)")  # fmt: skip
+        marked = sub["signal"][sub["calibrated"].astype(bool)] if "calibrated" in sub else []
+        mark = calibrated if calibrated is not None or not len(marked) else marked.iloc[0]
+        for ax in (top, bottom) if mark is not None else ():
+            ax.axvline(mark, color="black", lw=0.8, ls="-.")
         top.set_title(name, fontsize=9)
         bottom.set_xlabel("simulated signal strength")
     axes[0, 0].set_ylabel("R@1 (%)")
     axes[1, 0].set_ylabel("gain (points)")
     axes[0, -1].legend(fontsize=6)
     axes[1, -1].legend(fontsize=6)
+    fig.suptitle(_wrapped(title, fig.get_figwidth()), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def dependency_quality_lines(df: pd.DataFrame, title: str):
+    """BaGLM's gain against the dependency noise level, one panel per dataset.
+
+    ``df``: :func:`baglm_nb.analyses.ablations.dependency_quality_table` rows. The ``level`` rows
+    (0 = the oracle chain, 1 = noise) are a line, the rows without one (the simulated LLM
+    presets) dashed levels labelled with their D; the paper's gain is dotted.
+    """
+    datasets = list(dict.fromkeys(df["dataset"]))
+    fig, axes = _by_dataset_axes(len(datasets), rows=1, height=3.0)
+    for col, name in enumerate(datasets):
+        sub, ax = df[df["dataset"] == name], axes[0, col]
+        sweep = sub[sub["level"].notna()].sort_values("level")
+        ax.plot(sweep["level"], sweep["gain"], "-o", ms=3, color="C0", label="oracle chain + noise")
+        for i, ref in enumerate(sub[sub["level"].isna()].itertuples()):
+            ax.axhline(ref.gain, color=f"C{i + 1}", ls="--", lw=1, label=str(ref.D))
+        ax.axhline(0, color="grey", lw=0.8)
+        if pd.notna(sub["paper_gain"].iloc[0]):
+            ax.axhline(sub["paper_gain"].iloc[0], color="black", ls=":", lw=1,
+                       label="paper gain (LLaMA D)")  # fmt: skip
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("fraction of D's entries replaced by noise")
+    axes[0, 0].set_ylabel("BaGLM gain (points)")
+    axes[0, -1].legend(fontsize=6)
+    fig.suptitle(_wrapped(title, fig.get_figwidth()), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def violation_lines(long: pd.DataFrame, title: str, paper: Mapping[str, Mapping] | None = None):
+    """The dependency-violation curves: violated dependencies and tasks with a violation.
+
+    ``long``: :func:`baglm_nb.analyses.violations.violations` rows, one line per ``source``;
+    ``paper`` (:data:`~baglm_nb.analyses.paper.PAPER_VIOLATIONS`) adds the paper's rows, dashed.
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.4), squeeze=False)
+    metrics = (("violated_pct", "violated dependencies (%)"),
+               ("tasks_violated_pct", "tasks with a violation (%)"))  # fmt: skip
+    for ax, (col, ylabel) in zip(axes[0], metrics, strict=True):
+        for i, (source, part) in enumerate(long.groupby("source", sort=False)):
+            ax.plot(part["threshold"], part[col], "-o", ms=3, color=f"C{i}", label=str(source))
+        for j, (llm, values) in enumerate((paper or {}).get(col, {}).items()):
+            x = np.round(np.linspace(0.0, 1.0, len(values)), 1)
+            ax.plot(x, values, "--", marker="o", mfc="none", ms=4, lw=1,
+                    color=("black", "grey")[j % 2], label=f"paper: {llm}")  # fmt: skip
+        ax.set(xlabel="threshold t (D >= t kept)", ylabel=ylabel)
+    axes[0, 1].legend(fontsize=6)
     fig.suptitle(_wrapped(title, fig.get_figwidth()), fontsize=9)
     fig.tight_layout()
     return fig

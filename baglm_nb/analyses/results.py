@@ -1,9 +1,13 @@
 """The paper's headline tables: dataset statistics, main results, transition model, oracles.
 
 Notebooks ``00_dataset_statistics`` and ``03_main_results`` show them. Every R@1 table names its
-observation source in the ``source`` column and carries its (video, step) items
-(:mod:`baglm_nb.analyses.tables`); the paper's values come from
-:mod:`baglm_nb.analyses.paper`.
+observation source in the ``source`` column and its dependency source in the ``D`` column (the
+oracle table also its progress source in ``progress``), as the paper's tables do, and carries
+its (video, step) items (:mod:`baglm_nb.analyses.tables`); the paper's values come from
+:mod:`baglm_nb.analyses.paper`. The default D is :data:`~baglm_nb.core.sources.SIMULATED_LLM`
+(the simulated LLaMA-3.3-70B, as the paper's rows use LLaMA); the oracle rows use the oracle
+chain. A row whose inputs are missing is a slot row, never a different quantity under the
+paper's label.
 
 Exports :func:`dataset_table`, :func:`main_results_table`, :func:`transition_table` and
 :func:`oracle_table`.
@@ -20,18 +24,25 @@ from baglm_nb.analyses.paper import PAPER_STATS, paper_value
 from baglm_nb.analyses.tables import (
     DATASET_NAMES,
     METHOD_NAMES,
+    NOT_USED,
     TableBuilder,
     require_dependencies,
     score_baglm,
     score_raw,
 )
+from baglm_nb.core import sources
 from baglm_nb.core.observations import Observations
 from baglm_nb.inputs.datasets import DATASETS, dataset_stats
 
 __all__ = ["dataset_table", "main_results_table", "oracle_table", "transition_table"]
 
 #: Columns of the variant tables (transition model, oracles): the baseline beside each row.
-_VARIANT_COLUMNS = ("dataset", "method", "workbench", "paper", "off_the_shelf", "videos", "source")
+_VARIANT_COLUMNS = (
+    "dataset", "method", "workbench", "paper", "off_the_shelf", "videos", "source", "D",
+)  # fmt: skip
+
+#: The kinds of dependency source that may fill the paper's "LLM D" rows.
+_ESTIMATED = ("llm", "matrices")
 
 
 def dataset_table(names: Iterable[str] = tuple(DATASETS)) -> pd.DataFrame:
@@ -50,60 +61,98 @@ def dataset_table(names: Iterable[str] = tuple(DATASETS)) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns, dtype=object)
 
 
-def main_results_table(observations: Iterable[Observations], deps: Any = "oracle") -> pd.DataFrame:
+def main_results_table(
+    observations: Iterable[Observations], deps: Any = sources.SIMULATED_LLM
+) -> pd.DataFrame:
     """Tab. comparison: BaGLM and the off-the-shelf LMM per dataset, beside the paper.
 
     ``deps`` is a deps setting (:mod:`baglm_nb.core.sources`); a dataset without a source
-    raises ``KeyError``.
+    raises ``KeyError``. The ``D`` column names it (``not used`` for the off-the-shelf row).
     """
     table = TableBuilder()
     for obs in observations:
         d = require_dependencies(deps, obs.dataset)
-        for key, scored in (("baglm", score_baglm(obs, d)), ("off_the_shelf", score_raw(obs))):
+        for key, scored, label in (
+            ("baglm", score_baglm(obs, d), d.label),
+            ("off_the_shelf", score_raw(obs), NOT_USED),
+        ):
             paper = paper_value(key, obs.dataset)
-            table.add(obs.dataset, METHOD_NAMES[key], scored, paper, source=obs.label)
+            method = METHOD_NAMES[key]
+            table.add(obs.dataset, method, scored, paper, source=obs.label, groups={"D": label})
     return table.frame()
 
 
 def _variants_table(
-    observations: Iterable[Observations], deps: Any, variants: list[tuple[str, str, str, dict]]
+    observations: Iterable[Observations],
+    deps: Any,
+    variants: list[tuple[str, str, str, dict]],
+    columns: tuple[str, ...] = _VARIANT_COLUMNS,
 ) -> pd.DataFrame:
     """One row per (dataset, variant) with the dataset's off-the-shelf R@1 beside it.
 
     ``variants`` are ``(label, paper key, D, run_baglm keyword arguments)`` where D is
-    ``"given"`` (``deps``) or ``"oracle"``. The baseline is computed and each D resolved once
-    per dataset.
+    ``"given"`` (``deps``, which must be an estimated D: an LLM's matrices, real or simulated,
+    else the row is a slot) or ``"oracle"``. The baseline is computed and each D resolved once
+    per dataset. A ``progress`` column (when in ``columns``) names the progress source.
     """
-    settings = {"given": deps, "oracle": "oracle"}
     table = TableBuilder()
     for obs in observations:
         off = round(score_raw(obs).value, 1)
-        used = dict.fromkeys(v[2] for v in variants)
-        resolved = {k: require_dependencies(settings[k], obs.dataset) for k in used}
+        resolved = {"oracle": require_dependencies("oracle", obs.dataset)}
+        if any(v[2] == "given" for v in variants):
+            resolved["given"] = sources.dependencies(deps, obs.dataset)
         for label, key, which, kwargs in variants:
-            scored = score_baglm(obs, resolved[which], **kwargs)
-            paper = paper_value(key, obs.dataset)
-            table.add(obs.dataset, label, scored, paper, source=obs.label, off_the_shelf=off)
-    return table.frame(_VARIANT_COLUMNS)
+            d, paper = resolved[which], paper_value(key, obs.dataset)
+            progress = {"progress": obs.label if kwargs.get("progress") != "oracle" else "oracle"}
+            extra = {k: v for k, v in progress.items() if k in columns}
+            if which == "given" and (d is None or d.kind not in _ESTIMATED):
+                why = _why_slot(d, obs.dataset)
+                table.slot(obs.dataset, label, paper, why, off_the_shelf=off, D=None, **extra)
+                continue
+            scored = score_baglm(obs, d, **kwargs)
+            table.add(obs.dataset, label, scored, paper, source=obs.label, off_the_shelf=off,
+                      groups={"D": d.label}, **extra)  # fmt: skip
+    return table.frame(list(columns) + ["note"] if table.has_slots else list(columns))
 
 
-def transition_table(observations: Iterable[Observations], deps: Any = "oracle") -> pd.DataFrame:
-    """Tab. transition model: static, readiness only, validity only, both."""
+def _why_slot(d: Any, dataset: str) -> str:
+    got = "no dependency source" if d is None else f"D = {d.label} is not an LLM's matrix"
+    return (
+        f"needs an LLM's dependency matrices for {dataset} ({got}): deps = "
+        f"'{sources.SIMULATED_LLM}', 'imported' or a dependency cache"
+    )
+
+
+def transition_table(
+    observations: Iterable[Observations], deps: Any = sources.SIMULATED_LLM
+) -> pd.DataFrame:
+    """Tab. transition model: static, readiness only, validity only, both (with ``deps``).
+
+    ``deps`` must be an estimated D (an LLM's matrices, real or simulated), as in the paper;
+    otherwise the rows are slots.
+    """
     kinds = ("static", "readiness", "validity", "both")
     return _variants_table(observations, deps, [(t, t, "given", {"transition": t}) for t in kinds])
 
 
-def oracle_table(observations: Iterable[Observations], deps: Any = "none") -> pd.DataFrame:
-    """Tab. oracle: estimated vs oracle progress and dependency matrix.
+#: The paper's four oracle rows: (method, paper key, D, progress).
+ORACLE_ROWS = (
+    ("LLM D, LMM progress", "both", "given", "scores"),
+    ("LLM D, oracle progress", "oracle_progress", "given", "oracle"),
+    ("oracle D, LMM progress", "oracle_dependency", "oracle", "scores"),
+    ("oracle D, oracle progress", "oracle_both", "oracle", "oracle"),
+)
 
-    ``deps`` is the estimated dependency source (a cache, or ``"none"`` without one); the
-    method labels name it.
+
+def oracle_table(
+    observations: Iterable[Observations], deps: Any = sources.SIMULATED_LLM
+) -> pd.DataFrame:
+    """Tab. oracle: the LLM's or the oracle D, crossed with the LMM's or the oracle progress.
+
+    The two "LLM D" rows use ``deps``, which must be an LLM's matrices (real or simulated);
+    with ``"oracle"``, ``"none"`` or no source they are slot rows. ``D`` and ``progress``
+    name each row's sources (the LMM's progress is the observation source).
     """
-    name = deps if isinstance(deps, str) else "LLM"
-    variants = [
-        (f"D={name}, progress=scores", "both", "given", {"progress": "scores"}),
-        (f"D={name}, progress=oracle", "oracle_progress", "given", {"progress": "oracle"}),
-        ("D=oracle, progress=scores", "oracle_dependency", "oracle", {"progress": "scores"}),
-        ("D=oracle, progress=oracle", "oracle_both", "oracle", {"progress": "oracle"}),
-    ]
-    return _variants_table(observations, deps, variants)
+    variants = [(m, key, d, {"progress": p}) for m, key, d, p in ORACLE_ROWS]
+    columns = _VARIANT_COLUMNS + ("progress",)
+    return _variants_table(observations, deps, variants, columns)

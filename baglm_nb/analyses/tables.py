@@ -1,8 +1,9 @@
 """What every result table shares: names, titles, the row shape, its items, and its files.
 
 A result table is a pandas DataFrame, one row per number, with the workbench's value beside the
-paper's (``paper``, NaN where the paper reports none) and the observation ``source``. Rows that
-the inputs cannot fill are *slot rows* (:func:`slot_row`): the paper's value, an empty
+paper's (``paper``, NaN where the paper reports none), the observation ``source`` and, for a
+table of BaGLM rows, the dependency source ``D`` (:data:`NOT_USED` for a row that uses none).
+Rows that the inputs cannot fill are *slot rows* (:func:`slot_row`): the paper's value, an empty
 ``workbench`` and a ``note`` starting with ``slot:`` that says which input fills it.
 
 **Items** (lighteval style): a table built from evaluated (video, step) pairs carries them in
@@ -16,7 +17,8 @@ cannot join tables that carry items: use :func:`concat_tables`.
 :func:`write_table` saves ``<stem>.csv``, ``<stem>.md``, ``<stem>.summary.json``
 (:func:`table_summary`) and, for a table with items, ``<stem>.items.parquet``, each atomically.
 
-Exports :data:`DATASET_NAMES`, :data:`METHOD_NAMES`, :data:`SLOT`, :class:`Scored` with
+Exports :data:`DATASET_NAMES`, :data:`METHOD_NAMES`, :data:`SLOT`, :data:`NOT_USED`,
+:class:`Scored` with
 :func:`score`, :func:`score_baglm` and :func:`score_raw`, :func:`require_dependencies`,
 :func:`result_row` (the one row builder), :func:`slot_row`, :class:`TableBuilder`,
 :func:`pair_items`, :func:`with_items`, :func:`items_of`, :func:`concat_tables`,
@@ -48,6 +50,7 @@ __all__ = [
     "DATASET_NAMES",
     "ITEMS",
     "METHOD_NAMES",
+    "NOT_USED",
     "SLOT",
     "Scored",
     "TableBuilder",
@@ -75,6 +78,9 @@ METHOD_NAMES: dict[str, str] = {"baglm": "BaGLM", "off_the_shelf": "off-the-shel
 
 #: Prefix of the ``note`` of a slot row: a row the workbench cannot fill from its inputs yet.
 SLOT = "slot"
+
+#: The ``D`` (or ``progress``) cell of a row whose method does not use that input.
+NOT_USED = "not used"
 
 #: The key of a table's items in ``DataFrame.attrs``.
 ITEMS = "items"
@@ -257,6 +263,11 @@ class TableBuilder:
         if hits is not None:
             self.item(hits, **{k: row[k] for k in _LABELS if k in row}, **labels)
 
+    @property
+    def has_slots(self) -> bool:
+        """Whether any row so far is a slot row."""
+        return any(str(r.get("note", "")).startswith(SLOT) for r in self.rows)
+
     def item(self, hits: pd.DataFrame, **labels: Any) -> None:
         """Append items (:func:`pair_items` of ``hits`` and ``labels``) to the last row."""
         self.items.append(pair_items(hits, **labels))
@@ -271,11 +282,17 @@ class TableBuilder:
 # titles and files
 
 
-def title_for(what: str, source: str) -> str:
+def title_for(what: str, source: str, table: pd.DataFrame | None = None) -> str:
     """A table or figure title that names the observation source (and says ``simulated``).
 
     ``source`` is an observations label, possibly ending in its precision (``", float64"``).
+    With ``table``, the dependency sources of its ``D`` column (those used) are named too,
+    e.g. ``D: simulated-llm:llama, oracle``.
     """
+    if table is not None and "D" in table.columns:
+        used = [str(d) for d in dict.fromkeys(table["D"]) if pd.notna(d) and d != NOT_USED]
+        if used:
+            what = f"{what}; D: {', '.join(used)}"
     base, _, precision = source.partition(", ")
     if base == "simulated":
         extra = f", {precision}" if precision else ""

@@ -8,8 +8,11 @@ steps occur, step j does not occur strictly before step i: ``first(j) >= first(i
 a "task", the diagonal and why these conventions reproduce the paper's numbers exactly.
 
 Exports :data:`THRESHOLDS`, :func:`violations` (one source), :func:`violations_table` (the
-paper's layout, with the paper's rows beside the workbench's) and :func:`violation_report`
-(several sources on the groups they all hold).
+paper's layout, with the paper's rows beside the workbench's), :func:`violation_report`
+(several sources on the groups they all hold), :func:`answer_table` (how binary each source's
+answers are), and the calibration of the simulated LLM's
+presets to the paper's table (:mod:`baglm_nb.core.simulate_deps`): :func:`preset_loss`,
+:func:`fit_preset` with :class:`PresetFit`.
 """
 
 from __future__ import annotations
@@ -17,18 +20,30 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from baglm_nb.analyses.paper import PAPER_VIOLATIONS
-from baglm_nb.core import sources
+from baglm_nb.core import simulate_deps, sources
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import first_starts
 from baglm_nb.stores.dependencies import DependencyCache
 
-__all__ = ["THRESHOLDS", "violation_report", "violations", "violations_table"]
+__all__ = [
+    "FIT_STARTS",
+    "THRESHOLDS",
+    "TASK_WEIGHT",
+    "PresetFit",
+    "answer_table",
+    "fit_preset",
+    "preset_loss",
+    "violation_report",
+    "violations",
+    "violations_table",
+]
 
 THRESHOLDS: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(11))
 """The paper's thresholds 0.0, 0.1, ..., 1.0."""
@@ -258,3 +273,119 @@ def violation_report(
     frames = {dep.label: violations(dep, chosen, thresholds, scope=scope) for dep in opened}
     paper = dataset == "htstep" and scope == "group"
     return violations_table(frames, paper=paper), pd.concat(frames.values(), ignore_index=True)
+
+
+def answer_table(dataset: str, specs: Sequence[Any], *, limit: int | None = None) -> pd.DataFrame:
+    """How each source's D values are spread: exact 0, exact 1, or graded (in percent).
+
+    One matrix per group of ``dataset`` (the first ``limit`` groups), the first video's for a
+    per-video source (the oracle). The paper describes LLaMA-3.3-70B's answers as "mostly
+    binary" and GPT-4.1-mini's as graded.
+
+    Returns
+    -------
+    DataFrame
+        ``source, matrices, entries, exact_0_pct, exact_1_pct, graded_pct, mean``.
+    """
+    videos = load_dataset(dataset)
+    firsts: dict[str, Video] = {}
+    for v in videos:
+        firsts.setdefault(v.group, v)
+    chosen = list(firsts.values())[:limit]
+    rows = []
+    for spec in specs:
+        dep = sources.dependencies(spec, dataset)
+        values = np.concatenate([np.ravel(dep.matrix(v)) for v in chosen])
+        n = values.size
+        zeros, ones = int((values == 0).sum()), int((values == 1).sum())
+        rows.append({"source": dep.label, "matrices": len(chosen), "entries": n,
+                     "exact_0_pct": round(100 * zeros / n, 1),
+                     "exact_1_pct": round(100 * ones / n, 1),
+                     "graded_pct": round(100 * (n - zeros - ones) / n, 1),
+                     "mean": round(float(values.mean()), 3)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------------------
+# calibration of the simulated LLM's presets (baglm_nb.core.simulate_deps)
+
+#: Weight of the task-level curve in :func:`preset_loss` (its values are multiples of 1/150
+#: and move in steps, so the pair-level curve leads).
+TASK_WEIGHT = 0.3
+
+#: Fixed Nelder-Mead starting points ``(weight, bias, noise, spread)`` of :func:`fit_preset`.
+FIT_STARTS: tuple[tuple[float, float, float, float], ...] = (
+    (6.0, -7.0, 6.0, 0.5), (6.0, -7.0, 6.0, 1.0), (4.0, -4.0, 3.0, 1.0),
+    (10.0, -6.0, 6.0, 1.5), (15.0, -6.0, 10.0, 0.8), (3.0, -3.0, 2.0, 1.5),
+)  # fmt: skip
+
+
+def preset_loss(
+    preset: simulate_deps.LLMPreset, videos: Sequence[Video] | None = None, seed: int = 0
+) -> tuple[float, pd.DataFrame]:
+    """How far a preset's HT-Step violation curves are from the paper's, and the curves.
+
+    The loss is the sum over the thresholds 0.1 .. 1.0 of the squared differences (in points)
+    of the violated-dependency percentage, plus :data:`TASK_WEIGHT` times those of the
+    percentage of tasks with a violation, against the paper's row of ``preset.llm``
+    (:data:`~baglm_nb.analyses.paper.PAPER_VIOLATIONS`; threshold 0 depends on the
+    annotations only). ``videos`` defaults to all of HT-Step (the paper's 150 groups).
+    """
+    matrices = simulate_deps.simulated_dependencies("htstep", preset, seed, videos=videos)
+    videos = load_dataset("htstep") if videos is None else list(videos)
+    frame = violations(matrices, videos, source=preset.label)
+    loss = 0.0
+    for col, weight in (("violated_pct", 1.0), ("tasks_violated_pct", TASK_WEIGHT)):
+        paper = np.asarray(PAPER_VIOLATIONS[col][preset.llm], dtype=np.float64)
+        ours = frame[col].to_numpy()
+        loss += weight * float(((ours - paper)[1:] ** 2).sum())
+    return loss, frame
+
+
+@dataclass(frozen=True)
+class PresetFit:
+    """Result of :func:`fit_preset`: the fitted preset (values rounded), its loss and curves."""
+
+    preset: simulate_deps.LLMPreset
+    loss: float
+    curves: pd.DataFrame
+    evaluations: int
+
+
+def fit_preset(
+    name: str,
+    *,
+    starts: Sequence[Sequence[float]] = FIT_STARTS,
+    max_evaluations: int = 250,
+    seed: int = 0,
+) -> PresetFit:
+    """Fit ``(weight, bias, noise, spread)`` of preset ``name`` to the paper's violation table.
+
+    Nelder-Mead (scipy) from each of ``starts`` (at most ``max_evaluations`` each; negative
+    ``noise`` or ``spread`` are refused), on HT-Step, seed ``seed``; the best point is rounded
+    to 3 decimals and evaluated again. Deterministic: the same call gives the same values,
+    which :data:`~baglm_nb.core.simulate_deps.PRESETS` stores.
+    """
+    from scipy.optimize import minimize
+
+    base = simulate_deps.PRESETS[name]
+    count = 0
+
+    def objective(x: np.ndarray) -> float:
+        nonlocal count
+        count += 1
+        if x[2] < 0 or x[3] < 0:
+            return 1e9
+        return preset_loss(base.with_values(x), seed=seed)[0]
+
+    best: tuple[float, np.ndarray] | None = None
+    for start in starts:
+        options = {"maxfev": max_evaluations, "xatol": 0.05, "fatol": 0.5}
+        result = minimize(
+            objective, np.asarray(start, float), method="Nelder-Mead", options=options
+        )
+        if best is None or result.fun < best[0]:
+            best = (float(result.fun), result.x)
+    fitted = base.with_values(np.round(best[1], 3))
+    loss, curves = preset_loss(fitted, seed=seed)
+    return PresetFit(fitted, loss, curves, count)

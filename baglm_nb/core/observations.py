@@ -192,11 +192,13 @@ def from_simulation(
 ) -> Observations:
     """Simulated observations (the CPU default without model weights), labelled ``simulated``.
 
-    ``videos`` (default: the dataset's) are simulated in their order; ``limit`` keeps the first.
+    ``params`` defaults to the dataset's calibrated parameters
+    (:func:`~baglm_nb.core.simulate.default_params`). ``videos`` (default: the dataset's) are
+    simulated in their order; ``limit`` keeps the first.
     """
-    from baglm_nb.core.simulate import SimulationParams, per_second, simulate_dataset
+    from baglm_nb.core.simulate import default_params, per_second, simulate_dataset
 
-    params = SimulationParams() if params is None else params
+    params = default_params(dataset) if params is None else params
     videos = list(load_dataset(dataset) if videos is None else videos)
     videos = videos[:limit] if limit else videos
     sims = simulate_dataset(dataset, params, videos=videos)

@@ -8,10 +8,19 @@ already built :class:`~baglm_nb.core.observations.Observations`, or a mapping
 ``{dataset: one of those}`` (a dataset missing from it is simulated).
 
 A **deps setting** is ``"oracle"`` (each video's ground-truth chain), ``"none"`` (D = 0: BaGLM
-reduces to the normalised scores), ``"imported"`` (the authors' matrices, imported earlier),
-``"smollm2"`` (built with the tiny local LLM: mechanics only), a dependency-cache folder, an
-opened :class:`~baglm_nb.stores.dependencies.DependencyCache`, a mapping ``{uid or group: (K, K)}``,
+reduces to the normalised scores), ``"simulated-llm"`` or ``"simulated-llm:<preset>"`` (the
+labelled CPU default: a simulated LLM's matrices, presets ``llama`` (the default) and ``gpt``,
+:mod:`baglm_nb.core.simulate_deps`; ``"simulated-llm:<preset>:held-out"``: the diagnostic
+variant whose evidence leaves out the evaluated video), ``"noisy-oracle:<level>"`` (each
+video's oracle chain with a fraction ``level`` of its entries replaced by noise: the
+dependency-quality sweep),
+``"imported"`` (the authors' matrices, imported earlier), ``"smollm2"`` (built with the tiny
+local LLM: mechanics only), a dependency-cache folder, an opened
+:class:`~baglm_nb.stores.dependencies.DependencyCache`, a mapping ``{uid or group: (K, K)}``,
 or a mapping ``{dataset: one of those}`` (a dataset missing from it has no source: ``None``).
+Each resolved source has a ``label`` (what tables print in their ``D`` column) and a ``kind``:
+``oracle``, ``none``, ``llm`` (an LLM's matrices, real or simulated), ``noisy-oracle`` or
+``matrices`` (a mapping the caller built).
 
 ``limit`` always means the first ``limit`` videos in annotation-file order (of those a cache
 holds). ``precision`` picks the filter's arithmetic (``None``: ``float32-published`` on the
@@ -20,7 +29,7 @@ authors' imported files, ``float64`` otherwise; see :mod:`baglm_nb.core.observat
 A score-cache folder may also be given by a folder above it that holds exactly one score cache
 (e.g. ``data/cache/scores/htstep/simulated``): :func:`score_cache_folder`.
 
-Exports :data:`SIMULATED`, :class:`Dependencies`, :func:`select_videos`,
+Exports :data:`SIMULATED`, :data:`SIMULATED_LLM`, :class:`Dependencies`, :func:`select_videos`,
 :func:`observations`, :func:`observations_for`, :func:`score_cache_folder`,
 :func:`dependencies` and :func:`label_of`.
 """
@@ -36,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from baglm_nb.core import simulate_deps
 from baglm_nb.core.observations import Observations, from_cache, from_simulation
 from baglm_nb.core.oracles import oracle_dependency
 from baglm_nb.inputs.datasets import DATASETS, Video, data_dir, load_dataset
@@ -43,6 +53,7 @@ from baglm_nb.stores.keys import PUBLISHED_LLM
 
 __all__ = [
     "SIMULATED",
+    "SIMULATED_LLM",
     "Dependencies",
     "dependencies",
     "label_of",
@@ -53,6 +64,11 @@ __all__ = [
 ]
 
 SIMULATED = "simulated"
+
+#: The default deps setting on the CPU: the simulated LLaMA-3.3-70B preset (the paper's LLM).
+SIMULATED_LLM = f"{simulate_deps.PREFIX}:llama"
+
+PREFIX, NOISY = simulate_deps.PREFIX, simulate_deps.NOISY_ORACLE
 
 
 def select_videos(
@@ -200,12 +216,20 @@ class Dependencies:
     """A resolved dependency source: where each video's D (K, K) comes from, and its label.
 
     ``source`` is ``"oracle"``, ``"none"``, a :class:`~baglm_nb.stores.dependencies.DependencyCache`
-    (looked up by uid, then group) or a mapping ``{uid or group: (K, K)}``.
+    (looked up by uid, then group) or a mapping ``{uid or group: (K, K)}``. ``kind`` is
+    ``oracle``, ``none``, ``llm`` (an LLM's matrices, real or simulated), ``noisy-oracle`` or
+    ``matrices`` (module docstring).
     """
 
     label: str
     source: Any
+    kind: str = "llm"
     _read: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def simulated(self) -> bool:
+        """Whether the matrices come from a simulation (their label says ``simulated``)."""
+        return self.kind == "noisy-oracle" or self.label.startswith(simulate_deps.PREFIX)
 
     def matrix(self, video: Video) -> np.ndarray:
         """D (K, K) of ``video``; a missing or mis-shaped matrix raises naming the video.
@@ -283,9 +307,11 @@ def dependencies(
     if isinstance(deps, DependencyCache):
         return Dependencies(deps.key.model, deps)
     if isinstance(deps, Mapping):
-        return Dependencies("matrices", deps)
+        return Dependencies("matrices", deps, "matrices")
     if deps in ("oracle", "none"):
-        return Dependencies(deps, deps)
+        return Dependencies(deps, deps, deps)
+    if isinstance(deps, str) and deps.split(":", 1)[0] in (PREFIX, NOISY):
+        return _simulated_dependencies(deps, dataset)
     root = Path(root) if root is not None else data_dir() / "cache"
     if deps == "smollm2":
         from baglm_nb.models.dependencies import build_dependencies
@@ -307,10 +333,30 @@ def dependencies(
         return Dependencies(llm, DependencyCache.open(folder))
     if isinstance(deps, str) and not Path(deps).exists():
         raise ValueError(
-            f"deps {deps!r} is not 'oracle', 'none', 'imported', 'smollm2' or an existing "
-            "dependency-cache folder"
+            f"deps {deps!r} is not 'oracle', 'none', 'simulated-llm[:preset]', "
+            "'noisy-oracle:<level>', 'imported', 'smollm2' or an existing dependency-cache folder"
         )
     if isinstance(deps, (str, os.PathLike)):
         cache = DependencyCache.open(deps)
         return Dependencies(cache.key.model, cache)
     raise TypeError(f"deps for {dataset}: unsupported setting of type {type(deps).__name__}")
+
+
+def _simulated_dependencies(setting: str, dataset: str) -> Dependencies:
+    """``simulated-llm[:preset]`` or ``noisy-oracle:<level>`` for ``dataset`` (all its videos)."""
+    name, _, arg = setting.partition(":")
+    if name == PREFIX:
+        preset, _, variant = arg.partition(":")
+        if variant not in ("", simulate_deps.HELD_OUT):
+            raise ValueError(f"deps {setting!r}: expected simulated-llm[:preset][:held-out]")
+        held_out = variant == simulate_deps.HELD_OUT
+        preset = preset or "llama"
+        matrices = simulate_deps.simulated_dependencies(dataset, preset, held_out=held_out)
+        return Dependencies(simulate_deps.label(preset, held_out), matrices, "llm")
+    try:
+        level = float(arg)
+    except ValueError:
+        raise ValueError(f"deps {setting!r}: expected noisy-oracle:<level in [0, 1]>") from None
+    videos = load_dataset(dataset)
+    matrices = simulate_deps.noisy_oracle_dependencies(videos, level)
+    return Dependencies(f"{NOISY}:{level:g}", matrices, "noisy-oracle")

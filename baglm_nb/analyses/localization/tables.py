@@ -4,7 +4,8 @@
 one observation set: article-grounding mAP (%) of segments detected on the LMM's raw scores and
 on BaGLM's beliefs, beside the paper's values (:data:`baglm_nb.analyses.paper.PAPER_LOCALIZATION`)
 and NaSVA's reported row. :func:`windowed_recall_table` is the Ego4D Goal-Step windowed R@1
-beside the point-wise R@1 of the same beliefs (no paper values exist).
+beside the point-wise R@1 of the same beliefs (no paper values exist). Both name BaGLM's
+dependency source in a ``D`` column (default: the simulated LLaMA, as the paper uses LLaMA).
 
 Exports :data:`METRIC_NAMES`, :func:`localization_table` and :func:`windowed_recall_table`.
 """
@@ -18,6 +19,8 @@ import pandas as pd
 from baglm_nb.analyses.localization.detection import localize
 from baglm_nb.analyses.localization.metrics import article_grounding_map, windowed_recall
 from baglm_nb.analyses.paper import PAPER_LOCALIZATION, paper_model
+from baglm_nb.analyses.tables import NOT_USED
+from baglm_nb.core import sources
 from baglm_nb.inputs.datasets import load_dataset
 
 __all__ = ["METRIC_NAMES", "localization_table", "windowed_recall_table"]
@@ -35,8 +38,23 @@ def _map_row(values: dict[str, float]) -> dict[str, float]:
     }
 
 
+def _resolved(deps: Any, dataset: str, beliefs: Any) -> tuple[Any, str | None]:
+    """``(deps resolved, its label)``; with given ``beliefs`` the label of ``deps`` if any."""
+    if deps is None:
+        return None, None
+    d = sources.dependencies(deps, dataset)
+    if d is None and beliefs is None:
+        raise KeyError(f"no dependency source for {dataset}; pass one in deps")
+    return d, (d.label if d is not None else None)
+
+
 def localization_table(
-    obs, deps: Any = "oracle", *, match_labels: bool = False, beliefs=None, **kwargs: Any
+    obs,
+    deps: Any = sources.SIMULATED_LLM,
+    *,
+    match_labels: bool = False,
+    beliefs=None,
+    **kwargs: Any,
 ) -> pd.DataFrame:
     """Tab. htstep_localization / off_the_shelf_vs_baglm_localization for one observation set.
 
@@ -45,13 +63,14 @@ def localization_table(
     the same LMM (``paper @...``; simulated observations are compared with InternVL2.5-8B, the
     LMM they are calibrated to), plus NaSVA's reported row. ``kwargs`` go to
     :func:`~baglm_nb.analyses.localization.detection.detect_segments`; ``beliefs``
-    (uid -> (T, K+1)) skips the filter.
+    (uid -> (T, K+1)) skips the filter (``deps`` then only labels the ``D`` column).
     """
     from baglm_nb.core.pipeline import run_baglm
 
     videos = load_dataset(obs.dataset)
+    d, d_label = _resolved(deps, obs.dataset, beliefs)
     if beliefs is None:
-        beliefs = run_baglm(obs, deps, videos=videos)
+        beliefs = run_baglm(obs, d, videos=videos)
     evaluated = [v for v in videos if v.uid in beliefs]
     model = paper_model(obs.label)
     paper = PAPER_LOCALIZATION.get(model, {}) if obs.dataset == "htstep" else {}
@@ -67,20 +86,21 @@ def localization_table(
         ref = paper.get(method, {})
         row.update({f"paper {k}": ref.get(k) for k in METRIC_NAMES})
         row.update({"videos": len(evaluated), "segments": len(preds), "source": obs.label})
+        row["D"] = d_label if method == "baglm" else NOT_USED
         rows.append(row)
     if obs.dataset == "htstep":
         ref = PAPER_LOCALIZATION["nasva"]["offline"]
         row = {"method": "NaSVA (paper only)", "model": "nasva"}
         row.update({k: None for k in METRIC_NAMES})
         row.update({f"paper {k}": ref[k] for k in METRIC_NAMES})
-        row.update({"videos": None, "segments": None, "source": "paper"})
+        row.update({"videos": None, "segments": None, "source": "paper", "D": None})
         rows.append(row)
     out = pd.DataFrame(rows)
     return out.astype({"videos": "Int64", "segments": "Int64"})
 
 
 def windowed_recall_table(
-    obs, deps: Any = "oracle", *, unit: str = "query", beliefs=None, **kwargs: Any
+    obs, deps: Any = sources.SIMULATED_LLM, *, unit: str = "query", beliefs=None, **kwargs: Any
 ) -> pd.DataFrame:
     """Ego4D Goal-Step windowed R@1 (IoU > 0.3, 0.5) and mIoU for the LMM and BaGLM, beside the
     point-wise R@1 (the paper's metric) of the same beliefs. No paper values exist."""
@@ -88,8 +108,9 @@ def windowed_recall_table(
     from baglm_nb.core.pipeline import run_baglm
 
     videos = load_dataset(obs.dataset)
+    d, d_label = _resolved(deps, obs.dataset, beliefs)
     if beliefs is None:
-        beliefs = run_baglm(obs, deps, videos=videos)
+        beliefs = run_baglm(obs, d, videos=videos)
     evaluated = [v for v in videos if v.uid in beliefs]
     rows = []
     for label, source in (
@@ -105,6 +126,7 @@ def windowed_recall_table(
                 "point-wise R@1": round(evaluate(obs.dataset, source, evaluated), 1),
                 "videos": len(evaluated),
                 "source": obs.label,
+                "D": d_label if label == "BaGLM" else NOT_USED,
             }
         )
     return pd.DataFrame(rows)

@@ -29,8 +29,13 @@ def register(verbs) -> None:
     p.set_defaults(func=run)
 
 
-def format_table(result: dict, transition: str, prior: str, stepping: str) -> str:
-    """A small text table: BaGLM and the off-the-shelf baseline beside the paper's values."""
+def format_table(
+    result: dict, transition: str, prior: str, stepping: str, deps: str | None = None
+) -> str:
+    """A small text table: BaGLM and the off-the-shelf baseline beside the paper's values.
+
+    ``deps`` (the dependency source's label) is printed under the table.
+    """
     from baglm_nb.analyses.paper import paper_value
     from baglm_nb.analyses.tables import title_for
 
@@ -47,6 +52,8 @@ def format_table(result: dict, transition: str, prior: str, stepping: str) -> st
     lines = [title_for(f"{ds} {metric} (%)", result["source"])]
     lines += [f"{a:<{width}}  {b:>9}  {c:>5}" for a, b, c in rows]
     lines.append(f"videos evaluated: {result['videos']}")
+    if deps is not None:
+        lines.append(f"D (BaGLM's dependency matrices): {deps}")
     return "\n".join(lines)
 
 
@@ -57,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     obs = observations_from_args(args)
     deps = deps_from_args(args)
     result = compare(obs, deps, **filter_options(args))
-    print(format_table(result, args.transition, args.prior, args.stepping))
+    result["D"] = deps.label
+    print(format_table(result, args.transition, args.prior, args.stepping, deps.label))
     if args.json:
         result["precision_agreement"] = precision_agreement(obs, deps, **filter_options(args))
         print(json.dumps(result))

@@ -33,12 +33,15 @@ def _localize(args: argparse.Namespace) -> int:
         "top_n": args.top_n,
         "overlap": DEFAULT_OVERLAP if args.overlap is None else overlap,
     }
-    beliefs = run_baglm(obs, deps_from_args(args), **filter_options(args))
+    deps = deps_from_args(args)
+    beliefs = run_baglm(obs, deps, **filter_options(args))
     if args.dataset == "ego4d_goalstep":
-        table = windowed_recall_table(obs, beliefs=beliefs, unit=args.unit, **detect)
+        table = windowed_recall_table(obs, deps, beliefs=beliefs, unit=args.unit, **detect)
         title = title_for("Ego4D Goal-Step windowed R@1 (IoU > threshold, NLQ)", obs.label)
     else:
-        table = localization_table(obs, beliefs=beliefs, match_labels=args.match_labels, **detect)
+        table = localization_table(
+            obs, deps, beliefs=beliefs, match_labels=args.match_labels, **detect
+        )
         what = "article-grounding mAP (%) at tIoU"
         if args.match_labels:
             what += ", step labels matched (stricter than the paper)"

@@ -14,9 +14,13 @@ from typing import Any
 
 def add_observation_arguments(p: argparse.ArgumentParser) -> None:
     """The options shared by verbs that run the filter: sources, variants and ``--limit``."""
+    from baglm_nb.core.sources import SIMULATED_LLM
+
     p.add_argument("--scores", required=True, help="score cache folder, or 'simulated'")
-    p.add_argument("--deps", default="oracle",
-                   help="dependency cache folder, 'oracle', 'none' or 'imported'")  # fmt: skip
+    p.add_argument("--deps", default=SIMULATED_LLM,
+                   help=f"dependency source: '{SIMULATED_LLM}' (default: a simulated LLM's "
+                   "matrices), 'simulated-llm:gpt', 'oracle', 'none', 'imported' or a "
+                   "dependency cache folder")  # fmt: skip
     p.add_argument("--transition", default="both",
                    choices=["static", "readiness", "validity", "both"])  # fmt: skip
     p.add_argument("--prior", default="uniform", choices=["uniform", "propagated"])
