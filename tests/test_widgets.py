@@ -228,3 +228,16 @@ def test_explore_notebook_is_clean_with_one_parameters_cell():
     assert not any(c.get("outputs") or c.get("execution_count") for c in code)
     assert sum("parameters" in c.get("metadata", {}).get("tags", []) for c in code) == 1
     assert any("Explorer(" in "".join(c["source"]) for c in code)
+
+
+def test_explorer_simulates_each_dataset_with_its_calibrated_signal():
+    from baglm_nb.apps.widgets import Explorer
+    from baglm_nb.core.simulate import CALIBRATED_SIGNAL
+
+    ex = Explorer(datasets=["htstep", "coin"], max_videos=3)
+    assert ex.params.signal == CALIBRATED_SIGNAL["htstep"]
+    assert ex.signal.value == pytest.approx(round(CALIBRATED_SIGNAL["htstep"], 2))
+    ex.dataset.value = "coin"
+    assert ex.params.signal == CALIBRATED_SIGNAL["coin"]
+    assert ex.signal.value == pytest.approx(round(CALIBRATED_SIGNAL["coin"], 2))
+    assert "simulated" in ex.status.value

@@ -33,7 +33,7 @@ from baglm_nb.core import sources
 from baglm_nb.core.evaluation import video_hits
 from baglm_nb.core.filtering import TRANSITIONS, run_filter
 from baglm_nb.core.observations import Observations
-from baglm_nb.core.simulate import SimulationParams, per_second, simulate_video
+from baglm_nb.core.simulate import SimulationParams, default_params, per_second, simulate_video
 from baglm_nb.inputs.datasets import Video
 
 __all__ = ["Explorer", "VideoResult", "binarise", "compute_video", "video_recall"]
@@ -237,7 +237,10 @@ class Explorer:
         self.scores = dict(scores or {})
         self.deps = deps
         self.max_videos = max_videos
-        self.params = SimulationParams() if params is None else params
+        # the simulated source: each dataset's calibrated parameters unless ``params`` is given
+        self._calibrated = params is None
+        first = dataset if dataset in self.datasets else self.datasets[0]
+        self.params = default_params(first) if params is None else params
         self.width, self.dpi = width, dpi
         self._observations: dict[str, Observations] = {}
         self._plot: BeliefFigure | None = None
@@ -443,6 +446,11 @@ class Explorer:
     # -- events ----------------------------------------------------------------------------
 
     def _on_dataset(self, change) -> None:
+        if self._calibrated:  # the new dataset's calibrated signal
+            self.params = default_params(change["new"])
+            self._hold, held = True, self._hold
+            self.signal.value = round(self.params.signal, 2)
+            self._hold = held
         self._fill_videos(change["new"])
         self._sync_source()
         self.recompute()
