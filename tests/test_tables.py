@@ -28,7 +28,7 @@ from baglm_nb.core.evaluation import recall_from_hits
 from baglm_nb.core.observations import from_simulation
 from baglm_nb.core.pipeline import run_baglm
 
-ITEM_COLUMNS = ["dataset", "method", "source", "video_uid", "task", "step_index", "hit"]
+ITEM_COLUMNS = ["dataset", "method", "source", "D", "video_uid", "task", "step_index", "hit"]
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_row_r1_equals_what_its_items_give(observations, main):
         else:
             value = recall_from_hits("crosstask", items, obs.uids())
         assert round(value, 1) == row["workbench"]
-        beliefs = obs.vsg if row["method"] != "BaGLM" else run_baglm(obs, "oracle")
+        beliefs = obs.vsg if row["method"] != "BaGLM" else run_baglm(obs, row["D"])
         assert value == pytest.approx(reference_recall(obs.dataset, beliefs, obs.videos), abs=1e-9)
 
 
