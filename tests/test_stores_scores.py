@@ -252,3 +252,28 @@ def test_read_all_600_files_is_fast(cache: ScoreCache, monkeypatch: pytest.Monke
     assert len(everything) == 600
     np.testing.assert_array_equal(everything["v599"].vsg, vsg + 599)
     assert elapsed < 1.0, f"read_all of 600 files took {elapsed:.2f} s"
+
+
+def test_publish_dir_renames_a_finished_folder_and_keeps_the_first_copy(tmp_path):
+    import stat
+
+    from baglm_nb.stores.atomic import publish_dir
+
+    first = tmp_path / "a"
+    first.mkdir(mode=0o700)
+    (first / ".complete").write_text("first")
+    publish_dir(first, tmp_path / "out")
+    assert (tmp_path / "out" / ".complete").read_text() == "first" and not first.exists()
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o755
+    second = tmp_path / "b"
+    second.mkdir()
+    (second / ".complete").write_text("second")
+    (second / "x").write_text("x")  # a non-empty target makes the rename fail: first copy wins
+    publish_dir(second, tmp_path / "out")
+    assert (tmp_path / "out" / ".complete").read_text() == "first"
+    broken = tmp_path / "c"
+    broken.mkdir()
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "y").write_text("y")  # occupied, but never completed: an error
+    with pytest.raises(OSError):
+        publish_dir(broken, tmp_path / "taken")

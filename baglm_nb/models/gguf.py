@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from baglm_nb.stores.atomic import publish_dir
+
 __all__ = ["convert_gguf", "converter_script", "export_gguf", "model_cache_dir"]
 
 CONVERTER_DIR = "llama.cpp-convert"
@@ -71,14 +73,9 @@ def convert_gguf(path: str | os.PathLike, cache_dir: str | os.PathLike | None = 
         tok.save_pretrained(tmp)
         model.save_pretrained(tmp)
         (tmp / ".complete").write_text(f"converted from {path}\n")
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private
         for f in tmp.iterdir():
             os.chmod(f, 0o644)
-        try:
-            os.replace(tmp, folder)
-        except OSError:  # another process finished first
-            if not (folder / ".complete").is_file():
-                raise
+        publish_dir(tmp, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return folder

@@ -15,6 +15,7 @@ import torch
 
 from baglm_nb.models.engine import RANDOM_INIT, TransformersScorer
 from baglm_nb.models.registry import FAMILIES, model_class
+from baglm_nb.stores.atomic import publish_dir
 
 __all__ = ["make_random_scorer", "random_gguf"]
 
@@ -189,7 +190,6 @@ def random_gguf(
     """
     import hashlib
     import json
-    import os
     import shutil
     import tempfile
 
@@ -226,12 +226,7 @@ def random_gguf(
         export_gguf(hf, tmp, mmproj=True)
         shutil.rmtree(hf)
         (tmp / ".complete").write_text(ident + "\n")
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private
-        try:
-            os.replace(tmp, folder)
-        except OSError:  # another process finished first
-            if not (folder / ".complete").is_file():
-                raise
+        publish_dir(tmp, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return paths

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["atomic_save", "atomic_write", "atomic_write_json", "atomic_write_text"]
+__all__ = ["atomic_save", "atomic_write", "atomic_write_json", "atomic_write_text", "publish_dir"]
 
 
 def _temp_beside(path: Path) -> Path:
@@ -95,3 +95,20 @@ def atomic_save(path: str | os.PathLike, save: Callable[[str], object]) -> Path:
         raise
     _replace(tmp, path)
     return path
+
+
+def publish_dir(
+    tmp: str | os.PathLike, folder: str | os.PathLike, marker: str = ".complete"
+) -> None:
+    """Rename the finished folder ``tmp`` (holding ``marker``) to ``folder``, readable by all.
+
+    Another process that published ``folder`` first wins: its copy is kept (``tmp`` is left
+    for the caller to remove). Any other failure is raised.
+    """
+    tmp, folder = Path(tmp), Path(folder)
+    os.chmod(tmp, 0o755)  # mkdtemp makes it private
+    try:
+        os.replace(tmp, folder)
+    except OSError:  # another process finished first
+        if not (folder / marker).is_file():
+            raise
