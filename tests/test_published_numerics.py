@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -130,15 +133,30 @@ def test_static_matrix_and_sums_equal_torch_bit_for_bit(k):
     np.testing.assert_array_equal(np.array(cols, np.float32), x.sum(dim=0).numpy())
 
 
-def test_lanes_follow_torch_capability(monkeypatch):
-    expected = {"AVX512": 16}.get(torch.backends.cpu.get_cpu_capability(), 8)
-    assert pn.torch_cpu_lanes() == expected
-    for value, lanes in (("avx2", 8), ("avx512", 16), ("default", 8)):
-        monkeypatch.setenv("ATEN_CPU_CAPABILITY", value)
-        pn.torch_cpu_lanes.cache_clear()
-        assert pn.torch_cpu_lanes() == lanes
-    monkeypatch.delenv("ATEN_CPU_CAPABILITY")
-    pn.torch_cpu_lanes.cache_clear()
+_SUMS_UNDER = """
+import sys, numpy as np, torch
+from baglm_nb.core import published_numerics as pn
+rng, bad = np.random.default_rng(7), 0
+for k in (1, 2, 7, 16, 33, 119):
+    for n in (1, 3, 8, 9, 17, 31, 64, 65, 130, 257):
+        x = torch.from_numpy(rng.random((k, n)).astype(np.float32) ** 6)
+        flat = x.numpy().ravel()
+        rows = [pn._inner_sum(flat, i * n, n, 8) for i in range(k)]
+        cols = [pn._column_sum(flat, k, n, c, 8) for c in range(n)]
+        bad += int((np.array(rows, np.float32) != x.sum(dim=1).numpy()).sum())
+        bad += int((np.array(cols, np.float32) != x.sum(dim=0).numpy()).sum())
+print(torch.backends.cpu.get_cpu_capability(), bad)
+"""
+
+
+@pytest.mark.parametrize("capability", ["default", "avx2", "avx512"])
+def test_emulated_sums_equal_torch_under_every_cpu_capability(capability):
+    # torch's sum kernel has no AVX-512 build: 8 lanes at every capability (even on AVX-512).
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": capability}
+    out = subprocess.run([sys.executable, "-c", _SUMS_UNDER], env=env, capture_output=True,
+                         text=True, check=True, timeout=120).stdout.split()  # fmt: skip
+    assert out[1] == "0", f"{out[1]} sums differ from torch's under {out[0]}"
+    assert pn.torch_cpu_lanes() == 8
     with pytest.raises(ValueError, match="lanes must be 8 or 16"):
         pn.forward32(np.ones((2, 2)), np.zeros((2, 1, 10)), np.zeros((1, 1)), lanes=4)
 

@@ -81,15 +81,19 @@ def test_shapes_probabilities_and_label(family, shared_results, scorers):
     assert np.abs(np.diff(r.vsg / r.vsg.sum(-1, keepdims=True), axis=0)).max() > 1e-4
 
 
-def test_renormalise(scorers, frames, shared_results):
+def test_renormalise(scorers, frames):
+    # the raw scores of the same batch (a float32 model's outputs shift by ~1e-7 with the batch)
     sc = scorers["internvl"]
     r = sc.score_segments(frames[:2], GOAL, STEPS, next_step=True, renormalise=True)
-    raw = shared_results["internvl"]
-    assert r.renormalised
+    raw = sc.score_segments(frames[:2], GOAL, STEPS, next_step=True)
+    assert r.renormalised and not raw.renormalised
     np.testing.assert_allclose(r.vsg.sum(-1), 1.0, atol=1e-12)
     np.testing.assert_allclose(r.progress.sum(-1), 1.0, atol=1e-12)
     np.testing.assert_allclose(r.next_step.sum(-1), 1.0, atol=1e-12)
-    np.testing.assert_allclose(r.vsg, raw.vsg[:2] / raw.vsg[:2].sum(-1, keepdims=True), atol=1e-9)
+    np.testing.assert_allclose(r.vsg, raw.vsg / raw.vsg.sum(-1, keepdims=True), atol=1e-12)
+    np.testing.assert_allclose(
+        r.progress, raw.progress / raw.progress.sum(-1, keepdims=True), atol=1e-12
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -28,9 +28,6 @@ Exports :func:`torch_cpu_lanes`, :func:`static_transition32` and :func:`forward3
 
 from __future__ import annotations
 
-import os
-from functools import cache
-
 import numba
 import numpy as np
 
@@ -39,21 +36,17 @@ __all__ = ["forward32", "static_transition32", "torch_cpu_lanes"]
 _MODES = {"static": 0, "readiness": 1, "validity": 2, "both": 3}
 
 
-@cache
 def torch_cpu_lanes() -> int:
-    """float32 lanes of torch's CPU vectors here: 16 where torch dispatches to AVX-512, else 8.
+    """float32 lanes of torch's CPU sum kernel: 8, at every CPU capability.
 
-    Follows torch's own choice: ``ATEN_CPU_CAPABILITY`` when set (``default``, ``avx2``,
-    ``avx512``), else AVX-512 when the CPU has AVX512-VL/BW/DQ and FMA.
+    torch's ``REGISTER_DISPATCH`` registers no AVX-512 build of a kernel unless the kernel asks
+    for one (``ALSO_REGISTER_AVX512_DISPATCH``), and the sum kernel does not: on an AVX-512 CPU
+    it runs its AVX2 build (8 floats a vector), as it does on AVX2, and the default build's
+    vectors are 32 bytes too. ``tests/test_published_numerics.py`` checks the emulated sums
+    against torch's bit for bit under ``ATEN_CPU_CAPABILITY`` = ``default``, ``avx2`` and
+    ``avx512``.
     """
-    chosen = os.environ.get("ATEN_CPU_CAPABILITY", "").strip().lower()
-    if chosen in ("default", "avx2", "avx512"):
-        return 16 if chosen == "avx512" else 8
-    import llvmlite.binding as llvm
-
-    features = llvm.get_host_cpu_features()
-    wanted = ("avx512vl", "avx512bw", "avx512dq", "fma")
-    return 16 if all(features.get(f, False) for f in wanted) else 8
+    return 8
 
 
 @numba.njit(cache=True, nogil=True)
@@ -165,6 +158,8 @@ def _inner_sum(x, start, n, lanes):  # pragma: no cover - compiled
 @numba.njit(cache=True, nogil=True)
 def _column_sum(x, rows, cols, c, lanes):  # pragma: no cover - compiled
     """Column ``c`` of ``x.reshape(rows, cols).sum(0)`` (flat, row-major), in torch's order."""
+    if cols == 1:  # one column is contiguous: torch sums it as a row
+        return _inner_sum(x, 0, rows, lanes)
     group = 4 * lanes if cols >= lanes else 4
     if c < (cols // group) * group:
         return _cascade(x, c, cols, rows)
