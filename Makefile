@@ -3,7 +3,8 @@
 #   make setup      apt ffmpeg + chromium (when root) + .venv + pip install -e ".[dev,server-tests,ray]"
 #                   + llama.cpp's GGUF converter + Jupyter kernel, with a timing line per phase
 #                   (scripts/setup.sh)
-#   make test       the whole suite in .venv; a test that cannot run fails (never skips)
+#   make test       the whole suite in .venv on 2 pytest-xdist workers, one test file per worker at
+#                   a time (TEST_WORKERS=0: in one process); a test that cannot run fails (never skips)
 #   make test-fast  the quick subset: -m "not slow and not browser and not server and not ray"
 #   make lint       ruff check + ruff format --check
 #   make data       prepare the simulated score caches the figure notebooks read (data/cache/)
@@ -20,6 +21,10 @@ VPY := $(VENV)/bin/python
 LINT_PATHS := baglm_nb tests benchmarks
 
 PYTEST_ARGS ?=
+# pytest-xdist: most slow tests wait on subprocesses (notebooks, servers, Ray, chromium); a file's
+# tests stay on one worker, so its module fixtures (models, servers, clusters) are built once.
+TEST_WORKERS ?= 2
+XDIST_ARGS := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 NOTEBOOKS ?=
 PAPERMILL_ARGS ?=
 export PAPERMILL_ARGS
@@ -38,8 +43,9 @@ help:
 	@echo "                      and requirements-nodeps.txt (no compiling), llama.cpp's GGUF converter from"
 	@echo "                      the xllamacpp sdist (scripts/fetch_gguf_converter.sh), the 'python3' Jupyter"
 	@echo "                      kernel; timing per phase (re-runs are quick)"
-	@echo "  make test           the whole suite; a test that cannot run fails with the install command"
-	@echo "                      [PYTEST_ARGS=\"-x\"]"
+	@echo "  make test           the whole suite on $(TEST_WORKERS) pytest-xdist workers (a test file per worker);"
+	@echo "                      a test that cannot run fails with the install command"
+	@echo "                      [PYTEST_ARGS=\"-x\"] [TEST_WORKERS=0: one process]"
 	@echo "  make test-fast      the quick subset: -m \"not slow and not browser and not server and"
 	@echo "                      not ray\" (ray: the tests on a local Ray cluster)"
 	@echo "  make lint           ruff check + ruff format --check on $(LINT_PATHS)"
@@ -62,8 +68,8 @@ endef
 
 test:
 	$(require_venv)
-	@echo "$(VPY) -m pytest $(PYTEST_ARGS)"; \
-	$(VPY) -m pytest $(PYTEST_ARGS) || { rc=$$?; \
+	@echo "$(VPY) -m pytest $(XDIST_ARGS) $(PYTEST_ARGS)"; \
+	$(VPY) -m pytest $(XDIST_ARGS) $(PYTEST_ARGS) || { rc=$$?; \
 	  if [ $$rc = 5 ]; then echo "error: pytest collected no tests (exit code 5); tests must exist." >&2; fi; \
 	  exit $$rc; }
 

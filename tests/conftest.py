@@ -9,10 +9,18 @@ deselected tests are not skipped.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
 SETUP_HINT = "`make setup` installs everything the test suite needs"
+
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    # Parallel workers (make test): one compute thread each, and in the processes they start,
+    # so that the workers do not fight over the cores.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="module")

