@@ -25,10 +25,13 @@ bfloat16 with SDPA attention (no weights needed), 16 segments per pass; prints s
 segment and segments per second per GPU (goal <= 0.25 s per segment on an H100; the paper: 2.1 s),
 and with ``--compare`` the published recipe on the same model. On a machine without CUDA it says
 so and exits 2. ``--size full --check`` builds the full model on the meta device (no memory, no
-GPU) and prints its parameter count.
+GPU) and prints its parameter count. ``--size full --dry-run`` runs the whole GPU path on the CPU
+with the published architecture at toy widths (float32; 4 segments), so that a change that would
+break it shows without a GPU (``tests/test_benchmark_paths.py``).
 
     .venv/bin/python benchmarks/scoring_cost.py [--segments 2] [--steps 10] [--threads 1]
     .venv/bin/python benchmarks/scoring_cost.py --device cuda --size full [--family qwen2_5_vl]
+    .venv/bin/python benchmarks/scoring_cost.py --size full --dry-run --compare  # CPU, toy widths
 """
 
 from __future__ import annotations
@@ -68,21 +71,36 @@ def steps_of(k: int) -> list[str]:
     return [BASE_STEPS[i % n] + ("" if i < n else f" ({i // n + 1})") for i in range(k)]
 
 
-def full_config(family: str, tok) -> object:
+# --dry-run: the published architectures at toy widths (every other setting as published)
+TOY_TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2}  # fmt: skip
+TOY_VISION = {"internvl": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+                           "num_attention_heads": 2},
+              "qwen2_5_vl": {"depth": 2, "hidden_size": 32, "intermediate_size": 64,
+                             "num_heads": 2, "out_hidden_size": 64,
+                             "fullatt_block_indexes": [1]}}  # fmt: skip
+
+
+def full_config(family: str, tok, *, toy: bool = False) -> object:
     """The published configuration of InternVL3-8B(-hf) or Qwen2.5-VL-7B-Instruct (vocabulary:
-    the offline tokenizer's, within a few hundred tokens of the real one)."""
+    the offline tokenizer's, within a few hundred tokens of the real one); ``toy``: the same
+    architecture at the widths of :data:`TOY_TEXT` and :data:`TOY_VISION` (``--dry-run``)."""
     import transformers
 
     text = {"vocab_size": len(tok), "hidden_size": 3584, "intermediate_size": 18944,
             "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
             "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,
-            "tie_word_embeddings": False}  # fmt: skip
+            "tie_word_embeddings": False, **(TOY_TEXT if toy else {})}  # fmt: skip
+    vision = TOY_VISION[family] if toy else {}
+    # mrope sections (Qwen2.5-VL) split half the head width: [16, 24, 24] of 64 as published
+    half = text["hidden_size"] // text["num_attention_heads"] // 2
+    mrope = [16, 24, 24] if not toy else [half - 2 * (half // 3), half // 3, half // 3]
     if family == "internvl":
         return transformers.InternVLConfig(
             vision_config={"hidden_size": 1024, "intermediate_size": 4096,
                            "num_hidden_layers": 24, "num_attention_heads": 16,
                            "image_size": [448, 448], "patch_size": [14, 14],
-                           "layer_norm_eps": 1e-6},  # fmt: skip
+                           "layer_norm_eps": 1e-6, **vision},  # fmt: skip
             text_config={"model_type": "qwen2", **text,
                          "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}},
             image_token_id=tok.convert_tokens_to_ids("<IMG_CONTEXT>"),
@@ -92,9 +110,10 @@ def full_config(family: str, tok) -> object:
         vision_config={"depth": 32, "hidden_size": 1280, "intermediate_size": 3420,
                        "num_heads": 16, "out_hidden_size": 3584, "patch_size": 14,
                        "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 112,
-                       "fullatt_block_indexes": [7, 15, 23, 31], "tokens_per_second": 2},
+                       "fullatt_block_indexes": [7, 15, 23, 31], "tokens_per_second": 2,
+                       **vision},
         text_config={**text, "max_position_embeddings": 128000, "rope_parameters": {
-            "rope_type": "default", "mrope_section": [16, 24, 24], "rope_theta": 1e6}},
+            "rope_type": "default", "mrope_section": mrope, "rope_theta": 1e6}},
         video_token_id=tok.convert_tokens_to_ids("<|video_pad|>"),
         image_token_id=tok.convert_tokens_to_ids("<|image_pad|>"),
         vision_start_token_id=tok.convert_tokens_to_ids("<|vision_start|>"),
@@ -102,19 +121,22 @@ def full_config(family: str, tok) -> object:
     )  # fmt: skip
 
 
-def full_scorer(family: str, device: str, batch: int, k: int) -> TransformersScorer:
-    """A real-size random-init model of ``family`` in bfloat16 with SDPA, built on ``device``."""
+def full_scorer(
+    family: str, device: str, batch: int, k: int, *, toy: bool = False
+) -> TransformersScorer:
+    """A real-size random-init model of ``family`` in bfloat16 with SDPA, built on ``device``
+    (``toy``: at toy widths, in float32)."""
     tok = build_tokenizer(TOKENIZER[family])
-    cfg = full_config(family, tok)
+    cfg = full_config(family, tok, toy=toy)
     cfg.baglm_random_init = True
+    dtype = torch.float32 if toy else torch.bfloat16
     with torch.device(device):
-        net = model_class(family)._from_config(
-            cfg, attn_implementation="sdpa", dtype=torch.bfloat16
-        )
+        net = model_class(family)._from_config(cfg, attn_implementation="sdpa", dtype=dtype)
     net = net.eval()
     net._baglm_random_init = True
     return TransformersScorer(
-        net, tok, family=family, model_id=f"{RANDOM_INIT}/{NAMES[family]}-size",
+        net, tok, family=family,
+        model_id=f"{RANDOM_INIT}/{NAMES[family]}-{'toy-width' if toy else 'size'}",
         label=RANDOM_INIT, segment_batch_size=batch, suffix_batch_size=batch * (k + 1),
     )  # fmt: skip
 
@@ -203,25 +225,32 @@ def run_full(args: argparse.Namespace) -> int:
         n = sum(p.numel() for p in net.parameters())
         print(f"{NAMES[args.family]} configuration: {n / 1e9:.2f} B parameters (meta device)")
         return 0
-    if args.device != "cuda" or not torch.cuda.is_available():
+    cuda = args.device == "cuda" and torch.cuda.is_available()
+    if not cuda and not args.dry_run:
         print("--size full needs CUDA (a GPU): run it with --device cuda on a GPU machine; "
-              "--check builds the model on the meta device only", file=sys.stderr)  # fmt: skip
+              "--check builds the model on the meta device only, --dry-run runs this path at "
+              "toy widths on the CPU", file=sys.stderr)  # fmt: skip
         return 2
-    scorer = full_scorer(args.family, "cuda", args.batch, args.steps)
+    device = "cuda" if cuda else "cpu"
+    scorer = full_scorer(args.family, device, args.batch, args.steps, toy=args.dry_run)
     g = torch.Generator().manual_seed(0)
     frames = torch.randint(0, 256, (args.segments, 4, 3, 360, 640), generator=g, dtype=torch.uint8)
     steps = steps_of(args.steps)
-    print(f"{scorer.model_id} (label {scorer.label}, bf16, SDPA) on "
-          f"{torch.cuda.get_device_name()}: K={args.steps}, {args.segments} segments, "
-          f"{args.batch} per pass")  # fmt: skip
+    if args.dry_run:
+        print("DRY RUN: the published architecture at toy widths, float32 (checks this code "
+              "path only; its timings say nothing of a real-size model)")  # fmt: skip
+    where = torch.cuda.get_device_name() if cuda else "CPU"
+    print(f"{scorer.model_id} (label {scorer.label}, {scorer.model.dtype}, SDPA) on {where}: "
+          f"K={args.steps}, {args.segments} segments, {args.batch} per pass")  # fmt: skip
     print(token_accounting(scorer, frames, steps))
     timed(scorer, True, frames[: args.batch], steps)  # warm-up
     w, _, out = timed(scorer, True, frames, steps)
     s = w / args.segments
     phases = ", ".join(f"{k} {v / args.segments:.3f} s" for k, v in out.timings.items())
-    print(f"workbench: {s:.3f} s/segment, {1 / s:.2f} segments/s per GPU (goal <= 0.25 s; the "
-          f"paper: 2.1 s); phases: {phases}")  # fmt: skip
-    print(f"peak GPU memory {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB")
+    per = "per GPU (goal <= 0.25 s on an H100; the paper: 2.1 s)" if cuda else "on the CPU"
+    print(f"workbench: {s:.3f} s/segment, {1 / s:.2f} segments/s {per}; phases: {phases}")
+    if cuda:
+        print(f"peak GPU memory {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB")
     if args.compare:
         n = args.batch
         wn, _, naive = timed(scorer, False, frames[:n], steps)
@@ -244,11 +273,20 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads (0: torch default)")
     ap.add_argument("--compare", action="store_true", help="full: also the published recipe")
     ap.add_argument("--check", action="store_true", help="full: parameter count on meta device")
+    ap.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="full: the same path at toy widths on the CPU (checks the code only)",
+    )
     args = ap.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    if args.dry_run and args.size != "full":
+        print("--dry-run goes with --size full", file=sys.stderr)
+        return 2
     if args.size == "full":
-        args.segments = args.segments or 64
+        args.segments = args.segments or (4 if args.dry_run else 64)
+        args.batch = min(args.batch, args.segments)
         return run_full(args)
     if args.device == "cuda":
         print("the tiny model is the CPU benchmark; use --size full on CUDA", file=sys.stderr)

@@ -1,0 +1,49 @@
+"""The GPU path of ``benchmarks/scoring_cost.py`` runs, at toy widths, on the CPU.
+
+``--device cuda --size full`` must run unchanged on a GPU machine, which these machines are not:
+``--size full --dry-run`` builds the published InternVL3-8B / Qwen2.5-VL-7B architecture at toy
+widths and runs the same code (scorer, both recipes, the comparison, the report). Nothing here is
+timed: the benchmark's figures come from running it, not from tests.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "scoring_cost.py"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family,name", [("internvl", "InternVL3-8B"),
+                                         ("qwen2_5_vl", "Qwen2.5-VL-7B")])  # fmt: skip
+def test_the_full_size_path_runs_at_toy_widths(family, name):
+    out = _run("--size", "full", "--dry-run", "--compare", "--family", family)
+    assert out.returncode == 0, out.stderr[-2000:]
+    text = out.stdout
+    assert text.startswith("DRY RUN:")
+    assert f"random-init/{name}-toy-width (label random-init, torch.float32, SDPA) on CPU" in text
+    assert re.search(r"workbench: [0-9.]+ s/segment, [0-9.]+ segments/s on the CPU; phases: "
+                     r"shared [0-9.]+ s, vsg [0-9.]+ s, prog [0-9.]+ s", text)  # fmt: skip
+    agree = float(re.search(r"outputs agree to ([0-9.e+-]+) relative", text).group(1))
+    assert agree <= 1e-4
+    # the same prompts as the tiny model's: every question's tokens are accounted for
+    tokens = re.search(r"published ([0-9,]+) \(K\+1 = 11 prompts.*workbench ([0-9,]+)", text)
+    published, work = (int(x.replace(",", "")) for x in tokens.groups())
+    assert published > work > 0
+
+
+def test_the_full_size_path_without_cuda_says_so():
+    out = _run("--size", "full")
+    assert out.returncode == 2 and "--size full needs CUDA" in out.stderr
+    out = _run("--dry-run")
+    assert out.returncode == 2 and "--dry-run goes with --size full" in out.stderr
