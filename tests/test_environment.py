@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -137,6 +138,9 @@ def test_makefile_targets():
     assert "scripts/setup.sh" in text and "scripts/run_notebooks.sh" in text
     # make test: pytest-xdist (a dev dependency), a test file's tests on one worker
     assert "-n $(TEST_WORKERS) --dist loadfile" in text and "$(XDIST_ARGS) $(PYTEST_ARGS)" in text
+    # a hung test fails instead of holding the run (pytest-timeout, a dev dependency)
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert ini["timeout"] == 300 and ini["timeout_method"] == "thread"
     setup = (ROOT / "scripts" / "setup.sh").read_text()
     assert 'pip install -e ".[dev,server-tests,ray]"' in setup
     # data-only packages, without their (compiled) dependencies
@@ -186,3 +190,16 @@ def test_make_help_is_default():
     for t in documented:
         assert f"make {t}" in out, f"make help does not list {t!r}"
     assert "make figures/<stem>" in out
+
+
+def test_a_hung_test_fails_instead_of_holding_the_run(tmp_path):
+    (tmp_path / "test_hang.py").write_text(
+        "import threading\n\n\ndef test_hang():\n    threading.Event().wait()  # never set\n"
+    )
+    # the project's settings (timeout method "thread"), with a 2-s limit instead of 300
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c",
+           str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path), "--timeout", "2",
+           str(tmp_path / "test_hang.py")]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert "Timeout" in out.stdout + out.stderr and "test_hang" in out.stdout + out.stderr

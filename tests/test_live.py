@@ -441,3 +441,66 @@ def test_ctrl_c_keeps_the_event_log_and_the_report_complete(task_file, tmp_path,
     assert counted in (len(segments), len(segments) - 1), out
     page = report.read_text()
     assert page.rstrip().endswith("</html>")
+
+
+# --------------------------------------------------------------------------------------------
+# Ctrl-C that Python itself dropped: the flag the SIGINT handler sets still stops the run
+
+
+def test_the_ctrl_c_handler_sets_the_flag_and_is_restored():
+    from baglm_nb.apps.cli.follow import _ctrl_c_sets
+
+    before = signal.getsignal(signal.SIGINT)
+    pressed = threading.Event()
+    with pytest.raises(KeyboardInterrupt), _ctrl_c_sets(pressed):
+        signal.raise_signal(signal.SIGINT)
+        time.sleep(1)  # the handler runs before this returns
+    assert pressed.is_set() and signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_dropped_interrupt_still_stops_the_consumer(tmp_path, capsys):
+    """The interrupt raised by the handler was lost (e.g. inside a finaliser): the flag alone
+    ends the run at the next segment, as Ctrl-C does, with the log complete."""
+    from argparse import Namespace
+
+    from baglm_nb.apps.cli.follow import _consume
+
+    pressed, seen = threading.Event(), []
+
+    def endless():
+        for n in range(10_000):
+            seen.append(n)
+            if n == 3:
+                pressed.set()  # what the handler does before its raise went missing
+            yield Gap(n, 1, 2.0 * n, 2.0 * n + 2, "lag")
+
+    args = Namespace(jsonl=str(tmp_path / "events.jsonl"))
+    estimates, gaps, reason, interrupted = _consume(endless(), args, [], pressed)
+    assert interrupted and reason == "interrupted (Ctrl-C)" and len(seen) == 4
+    lines = (tmp_path / "events.jsonl").read_text().splitlines()
+    assert [json.loads(x)["first_segment"] for x in lines] == [0, 1, 2]  # not the one after
+    assert "interrupted (Ctrl-C)" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_stalled_live_stream_stops_at_the_next_poll_once_the_flag_is_set(scorer):
+    """No segment arrives (the server stalled, the connection open): the flag is checked at
+    every poll of the buffer, so the run stops within a poll, and the reader with it."""
+    from baglm_nb.apps.online_live import _POLL_S
+
+    pressed, set_at = threading.Event(), []
+
+    def press():
+        set_at.append(time.monotonic())
+        pressed.set()
+
+    with RtspServer(CUP, loop=True, speed=2) as server:
+        stream = follow(server.url, grounder(scorer), lag="queue", timeout=30, stop=pressed)
+        first = next(stream)
+        server.stall()
+        threading.Timer(1.0, press).start()
+        with pytest.raises(KeyboardInterrupt):
+            for _ in stream:  # at most the segments already read before the stall
+                pass
+        waited = time.monotonic() - set_at[0]
+    assert first.segment == 0 and waited < 2 * _POLL_S + 0.5

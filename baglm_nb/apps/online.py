@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -442,6 +443,7 @@ def follow(
     device: str = "cpu",
     on_end=None,
     live: bool | None = None,
+    stop: threading.Event | None = None,
     **live_options,
 ) -> Iterator[Estimate]:
     """Follow a video file, a file still being written (``growing=True``), a URL or a live source.
@@ -457,20 +459,30 @@ def follow(
     :class:`~baglm_nb.inputs.live.LiveReader`, is followed by
     :func:`baglm_nb.apps.online_live.follow_live`, which also yields
     :class:`~baglm_nb.inputs.live.Gap` events; ``live_options`` (``lag``, ``reconnect``,
-    ``transport``, ``pace``) go to it, ``timeout`` is its stall limit.
+    ``transport``, ``pace``) go to it, ``timeout`` is its stall limit. ``stop`` (an Event a
+    Ctrl-C handler sets) raises ``KeyboardInterrupt`` at the next segment or poll.
     """
     from baglm_nb.apps.online_live import follow_live, live_reader_for
 
     reader = live_reader_for(source, grounder, live=live, timeout=timeout,
                              sampling_fps=sampling_fps, **live_options)  # fmt: skip
     if reader is not None:
-        yield from follow_live(reader, grounder, on_end=on_end)
+        yield from follow_live(reader, grounder, on_end=on_end, stop=stop)
         return
     yield from _follow_file(source, grounder, growing=growing, timeout=timeout, poll=poll,
-                            sampling_fps=sampling_fps, device=device, on_end=on_end)  # fmt: skip
+                            sampling_fps=sampling_fps, device=device, on_end=on_end,
+                            stop=stop)  # fmt: skip
 
 
-def _follow_file(source, grounder, *, growing, timeout, poll, sampling_fps, device, on_end):
+def raise_if_stopped(stop: threading.Event | None) -> None:
+    """``KeyboardInterrupt`` once ``stop`` is set: a Ctrl-C handler's flag, checked by the
+    follow loops at every segment and poll, so that an interrupt Python dropped (one raised
+    inside a finaliser or a C callback is only printed) still stops the run."""
+    if stop is not None and stop.is_set():
+        raise KeyboardInterrupt
+
+
+def _follow_file(source, grounder, *, growing, timeout, poll, sampling_fps, device, on_end, stop):
     """:func:`follow` for a file, a growing file or a seekable URL (the published grid)."""
     from baglm_nb.inputs.video import VideoError, iter_segments
 
@@ -488,6 +500,7 @@ def _follow_file(source, grounder, *, growing, timeout, poll, sampling_fps, devi
             ):
                 decode_s = batch.decode_s / max(len(batch.frames), 1)
                 for frames in batch.frames:
+                    raise_if_stopped(stop)
                     yield grounder.push(frames, decode_s=decode_s)
                     done += 1
                     last_new = time.monotonic()
@@ -507,6 +520,7 @@ def _follow_file(source, grounder, *, growing, timeout, poll, sampling_fps, devi
                 on_end(EndReason(f"no new frames for {timeout:g} s; stopped after {done} "
                                  f"segments{last}", done == 0))  # fmt: skip
             return
+        raise_if_stopped(stop)
         time.sleep(poll)
 
 

@@ -12,11 +12,12 @@ the missed rows). Each estimate carries its latency split (``decode``, ``wait``,
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from baglm_nb.apps.online import EndReason, Estimate, OnlineGrounder
+from baglm_nb.apps.online import EndReason, Estimate, OnlineGrounder, raise_if_stopped
 from baglm_nb.inputs.live import End, Gap, LiveReader, LiveSource, live_source, open_live
 
 __all__ = ["follow_live", "live_reader_for"]
@@ -75,6 +76,7 @@ def follow_live(
     grounder: OnlineGrounder,
     *,
     on_end: Callable[[EndReason], Any] | None = None,
+    stop: threading.Event | None = None,
 ) -> Iterator[Estimate | Gap]:
     """Score ``reader``'s segments as they arrive (starting it if needed).
 
@@ -83,7 +85,9 @@ def follow_live(
     (``failed`` when the source broke, stalled or could not be reconnected; a count of packets
     that failed to decode is appended). If nothing arrives for ``2 * timeout + 1`` seconds
     although the reader did not report a stall itself, the run ends as stalled. Closing the
-    generator (or Ctrl-C) stops the reader.
+    generator (or Ctrl-C) stops the reader. ``stop`` (set by a Ctrl-C handler) raises
+    ``KeyboardInterrupt`` at the next poll, at most ``_POLL_S`` later, even on a stalled stream
+    and even when Python lost the interrupt itself (one raised inside a finaliser is dropped).
     """
     if reader.segment_duration != grounder.segment_duration:
         raise ValueError(f"the reader cuts {reader.segment_duration}-s segments, the grounder "
@@ -94,6 +98,7 @@ def follow_live(
     try:
         while True:
             items = reader.take(_POLL_S)
+            raise_if_stopped(stop)
             if not items:
                 idle = time.perf_counter() - reader.activity
                 if idle > backstop:

@@ -16,7 +16,11 @@ which :func:`baglm_nb.apps.cli.main.main` turns into one ``error:`` line and exi
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from baglm_nb.apps.cli.options import add_served_arguments
@@ -259,6 +263,7 @@ def run(args: argparse.Namespace) -> int:
     from baglm_nb.apps.online import follow, replay
 
     ended: list[str] = []
+    pressed = threading.Event()
     if args.replay:
         grounder, scores, truth = _replay_setup(args)
         if grounder is None:
@@ -267,10 +272,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         grounder, truth, reader = _model_setup(args)
         stream = follow(reader or args.source, grounder, growing=args.growing,
-                        timeout=args.timeout, on_end=ended.append)  # fmt: skip
+                        timeout=args.timeout, on_end=ended.append, stop=pressed)  # fmt: skip
     print(f"following {one_line(args.source)} ({grounder.source}); goal: "
           f"{one_line(grounder.goal)}", flush=True)  # fmt: skip
-    estimates, gaps, reason, interrupted = _consume(stream, args, ended)
+    with _ctrl_c_sets(pressed):
+        estimates, gaps, reason, interrupted = _consume(stream, args, ended, pressed)
     if args.html:
         _report(args, grounder, estimates, gaps, truth, reason)
     if interrupted:
@@ -289,7 +295,28 @@ def one_line(text, width: int = 80) -> str:
     return short_label(" ".join(str(text)[: 4 * width].split()), width)
 
 
-def _consume(stream, args, ended: list[str]):
+@contextmanager
+def _ctrl_c_sets(pressed: threading.Event) -> Iterator[None]:
+    """While following: Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` as usual and also sets
+    ``pressed``, which the follow loops check at every segment and poll. Python drops an
+    interrupt raised inside a finaliser or a C callback (it only prints it); the flag stays.
+    Outside the main thread (no signal handlers there) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigint(signum, frame):
+        pressed.set()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _consume(stream, args, ended: list[str], pressed: threading.Event):
     """Print the announcements, the gaps and the status line; returns (estimates, gaps,
     reason, interrupted)."""
     from baglm_nb.apps.online import EventLog
@@ -301,6 +328,8 @@ def _consume(stream, args, ended: list[str]):
     interrupted = False
     try:
         for item in stream:
+            if pressed.is_set():
+                raise KeyboardInterrupt
             if log:
                 log.write(item.to_json())
             if isinstance(item, Gap):
