@@ -55,7 +55,7 @@ import torch
 from baglm_nb.inputs.datasets import load_dataset
 from baglm_nb.models.dependencies import _pair_order, group_steps
 from baglm_nb.models.kv_prefix import shared_length
-from baglm_nb.models.llm_local import TransformersBackend, load_smollm2
+from baglm_nb.models.llm_local import TransformersBackend, candidate_prefixes, load_smollm2
 
 
 def token_accounting(backend: TransformersBackend, groups: dict) -> str:
@@ -66,13 +66,12 @@ def token_accounting(backend: TransformersBackend, groups: dict) -> str:
         pairs = [(steps[i], steps[j]) for i, j in _pair_order(len(steps))]
         ids = backend._token_ids([backend.render(goal, a, b) for a, b in pairs])
         root = shared_length(ids)
-        by_prereq: dict[str, list[int]] = {}
-        for r, (_, b) in enumerate(pairs):
-            by_prereq.setdefault(b, []).append(r)
-        shared += root
-        for rows in by_prereq.values():
-            plen = max(root, shared_length([ids[r] for r in rows])) if len(rows) > 1 else root
-            shared += plen - root + sum(len(ids[r]) - plen for r in rows)
+        plen_of = [root] * len(ids)  # the prefix each prompt runs from, as the back-end does
+        for rows, plen in candidate_prefixes(pairs, ids, root):
+            shared += plen - root
+            for r in rows:
+                plen_of[r] = plen
+        shared += root + sum(len(q) - plen for q, plen in zip(ids, plen_of, strict=True))
         full += sum(map(len, ids))
         n += len(ids)
     return (

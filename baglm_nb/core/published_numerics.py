@@ -16,14 +16,14 @@ of reference-protocol §5.2-5.3, written the way torch evaluates it on the CPU:
   (left as is when the sum is 0); the initial belief is ``float32(1 / (K+1))``.
 
 Sums follow torch's CPU reduction order for float32 (``aten/src/ATen/native/cpu/SumKernel.cpp``:
-four interleaved accumulators, vectors of :func:`torch_cpu_lanes` floats, a scalar tail added
+four interleaved accumulators, vectors of :data:`TORCH_SUM_LANES` floats, a scalar tail added
 before the lane partials), so a normalised belief is exactly 1.0 on the rows where torch's is;
 the vector-matrix product ``belief @ Tt`` accumulates over ``j`` in order, one
 rounding per product and per sum, as torch's CPU matmul does for one row. Ties in the argmax
 then fall on the same rows as in the published code (checked against a literal torch version in
 ``tests/test_published_numerics.py``).
 
-Exports :func:`torch_cpu_lanes`, :func:`static_transition32` and :func:`forward32`.
+Exports :data:`TORCH_SUM_LANES`, :func:`static_transition32` and :func:`forward32`.
 """
 
 from __future__ import annotations
@@ -31,22 +31,20 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["forward32", "static_transition32", "torch_cpu_lanes"]
+__all__ = ["TORCH_SUM_LANES", "forward32", "static_transition32"]
 
 _MODES = {"static": 0, "readiness": 1, "validity": 2, "both": 3}
 
 
-def torch_cpu_lanes() -> int:
-    """float32 lanes of torch's CPU sum kernel: 8, at every CPU capability.
+TORCH_SUM_LANES = 8
+"""float32 lanes of torch's CPU sum kernel, at every CPU capability.
 
-    torch's ``REGISTER_DISPATCH`` registers no AVX-512 build of a kernel unless the kernel asks
-    for one (``ALSO_REGISTER_AVX512_DISPATCH``), and the sum kernel does not: on an AVX-512 CPU
-    it runs its AVX2 build (8 floats a vector), as it does on AVX2, and the default build's
-    vectors are 32 bytes too. ``tests/test_published_numerics.py`` checks the emulated sums
-    against torch's bit for bit under ``ATEN_CPU_CAPABILITY`` = ``default``, ``avx2`` and
-    ``avx512``.
-    """
-    return 8
+torch's ``REGISTER_DISPATCH`` registers no AVX-512 build of a kernel unless the kernel asks for
+one (``ALSO_REGISTER_AVX512_DISPATCH``), and the sum kernel does not: an AVX-512 CPU runs its
+AVX2 build (8 floats a vector), and the default build's vectors are 32 bytes too.
+``tests/test_published_numerics.py`` checks the emulated sums against torch's bit for bit under
+``ATEN_CPU_CAPABILITY`` = ``default``, ``avx2`` and ``avx512``.
+"""
 
 
 @numba.njit(cache=True, nogil=True)
@@ -207,14 +205,14 @@ def static_transition32(dependency: np.ndarray, *, lanes: int | None = None) -> 
     dependency : (K, K) array
         ``D[i, j] = P(step j is a prerequisite of step i)``, rounded to float32.
     lanes : int, optional
-        Vector width of the emulated sums (default :func:`torch_cpu_lanes`).
+        Vector width of the emulated sums (default :data:`TORCH_SUM_LANES`).
 
     Returns
     -------
     numpy.ndarray
         float32, rows normalised twice as the published code does.
     """
-    lanes = torch_cpu_lanes() if lanes is None else lanes
+    lanes = TORCH_SUM_LANES if lanes is None else lanes
     return _static32(np.ascontiguousarray(dependency, dtype=np.float32), lanes)
 
 
@@ -350,7 +348,7 @@ def forward32(
     propagate : bool
         Divide out the uniform prior pushed through the transitions (``prior="propagated"``).
     lanes : int, optional
-        Vector width of the emulated sums (default :func:`torch_cpu_lanes`).
+        Vector width of the emulated sums (default :data:`TORCH_SUM_LANES`).
 
     Returns
     -------
@@ -363,7 +361,7 @@ def forward32(
     prog = np.ascontiguousarray(progress, dtype=f32)
     div = np.empty((0, obs.shape[1]), f32) if next_step is None else next_step
     div = np.ascontiguousarray(div, dtype=f32)
-    lanes = torch_cpu_lanes() if lanes is None else lanes
+    lanes = TORCH_SUM_LANES if lanes is None else lanes
     if lanes not in (8, 16):
         raise ValueError(f"lanes must be 8 or 16, got {lanes!r}")
     static = _static32(dep, lanes)

@@ -39,7 +39,7 @@ from baglm_nb.models.kv_prefix import (
 )
 from baglm_nb.models.logprobs import check_logits
 
-__all__ = ["TransformersBackend", "load_smollm2", "smollm2_gguf"]
+__all__ = ["TransformersBackend", "candidate_prefixes", "load_smollm2", "smollm2_gguf"]
 
 
 def smollm2_gguf() -> Path:
@@ -367,16 +367,7 @@ class TransformersBackend:
         """
         root = self._root(ids[0][:plen0])
         prefix_of: list[tuple[Layers, int]] = [(root, plen0)] * len(ids)
-        by_prereq: dict[str, list[int]] = {}
-        for r, (_, b) in enumerate(pairs):
-            by_prereq.setdefault(b, []).append(r)
-        shared: list[tuple[list[int], int]] = []  # (rows, prefix length) per candidate
-        for rows in by_prereq.values():
-            if len(rows) < 2:
-                continue
-            plen = shared_length([ids[r] for r in rows])
-            if plen > plen0:
-                shared.append((rows, plen))
+        shared = candidate_prefixes(pairs, ids, plen0)
         extended = self._extend_many(
             root, plen0, [ids[rows[0]][plen0:plen] for rows, plen in shared]
         )
@@ -384,6 +375,25 @@ class TransformersBackend:
             for r in rows:
                 prefix_of[r] = (layers, plen)
         return prefix_of
+
+
+def candidate_prefixes(
+    pairs: Sequence[tuple[str, str]], ids: list[list[int]], plen0: int
+) -> list[tuple[list[int], int]]:
+    """(rows, prefix length) per prerequisite candidate whose prompts share text beyond the
+    common ``plen0`` tokens (the second level of :meth:`TransformersBackend._prefixes`); rows
+    not listed run from the common prefix."""
+    by_prereq: dict[str, list[int]] = {}
+    for r, (_, b) in enumerate(pairs):
+        by_prereq.setdefault(b, []).append(r)
+    shared = []
+    for rows in by_prereq.values():
+        if len(rows) < 2:
+            continue
+        plen = shared_length([ids[r] for r in rows])
+        if plen > plen0:
+            shared.append((rows, plen))
+    return shared
 
 
 def load_smollm2(

@@ -319,7 +319,7 @@ def _ctrl_c_sets(pressed: threading.Event) -> Iterator[None]:
 def _consume(stream, args, ended: list[str], pressed: threading.Event):
     """Print the announcements, the gaps and the status line; returns (estimates, gaps,
     reason, interrupted)."""
-    from baglm_nb.apps.online import EventLog
+    from baglm_nb.apps.online import EventLog, raise_if_stopped
     from baglm_nb.inputs.live import Gap
 
     estimates, gaps = [], []
@@ -328,8 +328,7 @@ def _consume(stream, args, ended: list[str], pressed: threading.Event):
     interrupted = False
     try:
         for item in stream:
-            if pressed.is_set():
-                raise KeyboardInterrupt
+            raise_if_stopped(pressed)  # replay too, and a follow whose own check came first
             if log:
                 log.write(item.to_json())
             if isinstance(item, Gap):
