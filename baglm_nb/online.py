@@ -1,5 +1,5 @@
-"""Stable import path: :mod:`baglm_nb.apps.online` (online grounding)."""
+"""Stable import path: :mod:`baglm_nb.core.online` (online grounding)."""
 
-from baglm_nb.apps.online import OnlineGrounder
+from baglm_nb.core.online import OnlineGrounder
 
 __all__ = ["OnlineGrounder"]

@@ -33,7 +33,8 @@ sys.path.insert(0, str(ROOT / "tests"))  # the stream servers of the tests
 
 from stream_servers import RtspServer  # noqa: E402
 
-from baglm_nb.apps.online import OnlineGrounder, follow  # noqa: E402
+from baglm_nb.apps.online import follow  # noqa: E402
+from baglm_nb.core.online import OnlineGrounder  # noqa: E402
 from baglm_nb.inputs.live import Gap  # noqa: E402
 from baglm_nb.models.scoring import make_scorer  # noqa: E402
 

@@ -17,8 +17,9 @@ import time
 
 import numpy as np
 
-from baglm_nb.apps.online import OnlineGrounder, median_p99
+from baglm_nb.apps.online import median_p99
 from baglm_nb.core.filtering import run_filter
+from baglm_nb.core.online import OnlineGrounder
 from baglm_nb.core.oracles import oracle_dependency
 from baglm_nb.inputs.datasets import load_dataset
 

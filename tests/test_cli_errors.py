@@ -92,8 +92,8 @@ def test_error_line_and_exit_status_rules():
 
 
 def test_files_that_are_not_utf8_are_named(tmp_path):
-    from baglm_nb.apps.online import load_task
     from baglm_nb.inputs.datasets import AnnotationError, load_dataset
+    from baglm_nb.inputs.tasks import load_task
 
     task = tmp_path / "tâche.json"
     task.write_bytes('{"goal": "Faire du thé", "steps": ["a"]}'.encode("latin-1"))

@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 from range_server import serve
 
-from baglm_nb.apps.online import OnlineGrounder, follow
-from baglm_nb.apps.online_report import write_html_report
+from baglm_nb.apps.online import follow
+from baglm_nb.apps.online.report import write_html_report
+from baglm_nb.core.online import OnlineGrounder
 from baglm_nb.core.simulate import write_simulated_cache
 from baglm_nb.inputs.datasets import load_dataset
 from baglm_nb.inputs.grid import ground_truth, num_segments

@@ -23,8 +23,9 @@ import pytest
 from stream_servers import RtspServer, free_port, http_hls, http_ts, udp_ts
 
 from baglm_nb.apps.cli.main import main
-from baglm_nb.apps.online import OnlineGrounder, follow
+from baglm_nb.apps.online import follow
 from baglm_nb.core.filtering import run_filter
+from baglm_nb.core.online import OnlineGrounder
 from baglm_nb.inputs.grid import StreamGrid, frame_indices
 from baglm_nb.inputs.live import End, Gap, LiveSegment, SegmentBuffer, live_source
 from baglm_nb.models.scoring import make_scorer
@@ -211,7 +212,7 @@ def test_the_filter_steps_over_a_gap(gaps):
 
 
 def test_the_report_lists_gaps_and_leaves_their_rows_blank():
-    from baglm_nb.apps.online_report import _rows, render_html
+    from baglm_nb.apps.online.report import _rows, render_html
 
     rng = np.random.default_rng(1)
     g = grounder(None)
@@ -485,7 +486,7 @@ def test_a_dropped_interrupt_still_stops_the_consumer(tmp_path, capsys):
 def test_a_stalled_live_stream_stops_at_the_next_poll_once_the_flag_is_set(scorer):
     """No segment arrives (the server stalled, the connection open): the flag is checked at
     every poll of the buffer, so the run stops within a poll, and the reader with it."""
-    from baglm_nb.apps.online_live import _POLL_S
+    from baglm_nb.apps.online.live import _POLL_S
 
     pressed, set_at = threading.Event(), []
 

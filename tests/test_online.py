@@ -12,12 +12,14 @@ import time
 import numpy as np
 import pytest
 
-from baglm_nb.apps.online import Hysteresis, OnlineGrounder, Task, load_task, replay
-from baglm_nb.apps.online_report import render_html
+from baglm_nb.apps.online import replay
+from baglm_nb.apps.online.report import render_html
 from baglm_nb.core.filtering import run_filter
+from baglm_nb.core.online import Hysteresis, OnlineGrounder
 from baglm_nb.core.oracles import oracle_dependency
 from baglm_nb.core.simulate import simulate_video, write_simulated_cache
 from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.inputs.tasks import Task, load_task
 
 
 @pytest.fixture(scope="module")

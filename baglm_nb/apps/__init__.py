@@ -1,7 +1,7 @@
 """Stage 6, apps: what a person runs.
 
 - :mod:`.cli`: ``python -m baglm_nb <verb>``, one module per verb;
-- :mod:`.widgets`: the notebook explorer; :mod:`.online` and :mod:`.online_report`: online
-  grounding of a live video and its HTML report;
+- :mod:`.widgets`: the notebook explorer; :mod:`.online`: following a video or a live
+  source with the online core (:mod:`baglm_nb.core.online`), its event log and HTML report;
 - :mod:`.render`: an executed notebook made shareable (no saved widgets, self-contained HTML).
 """

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from baglm_nb.inputs.datasets import Video
 
 __all__ = [
+    "SAMPLING_FPS",
+    "SEGMENT_DURATION",
     "STREAM_TOLERANCE_S",
     "StreamGrid",
     "first_starts",
@@ -44,6 +46,10 @@ __all__ = [
     "per_second",
     "segment_frame_indices",
 ]
+
+#: The published grid: 2-second segments (reference-protocol §1.2) sampled at 2 frames per second.
+SEGMENT_DURATION = 2
+SAMPLING_FPS = 2.0
 
 
 def frame_indices(num_frames: int, fps: float, sampling_fps: float = 2.0) -> np.ndarray:

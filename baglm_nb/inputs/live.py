@@ -53,6 +53,7 @@ __all__ = [
     "LiveSource",
     "SegmentBuffer",
     "SourceError",
+    "live_reader_for",
     "live_source",
     "open_live",
 ]
@@ -440,11 +441,6 @@ class LiveReader:
         """The next items (see :meth:`SegmentBuffer.take`)."""
         return self.buffer.take(timeout)
 
-    @property
-    def newest_time(self) -> float:
-        """Stream time (s) of the newest frame read (0 before the first)."""
-        return self._last_t or 0.0
-
     # ---------------------------------------------------------------------------------------
 
     def _run(self) -> None:
@@ -579,3 +575,39 @@ class LiveReader:
         pts = float(times[-1] + self._origin)
         self.buffer.put(LiveSegment(index, frames.contiguous(), times, index * d, (index + 1) * d,
                                     arrived, time.perf_counter(), pts))  # fmt: skip
+
+
+def live_reader_for(
+    source: Any,
+    *,
+    segment_duration: int,
+    live: bool | None = None,
+    lag: str | None = None,
+    timeout: float = 10.0,
+    reconnect: int = 0,
+    transport: str = "tcp",
+    pace: str = "fast",
+    camera: int | None = None,
+    sampling_fps: float = 2.0,
+) -> LiveReader | None:
+    """A (not yet started) :class:`LiveReader` of ``source``, or None when it is a file.
+
+    ``source`` may be a :class:`LiveReader` (returned as is), a :class:`LiveSource`, or what
+    :func:`live_source` takes; it is opened here (an http(s) URL with a length is a file: None).
+    ``segment_duration`` is the grounder's; ``lag`` defaults to ``"drop"``, or ``"queue"`` for a
+    file read with ``live=True``. Raises ValueError for bad arguments (:func:`live_source`),
+    FileNotFoundError for a missing camera or file, :class:`SourceError` when it cannot be opened.
+    """
+    if isinstance(source, LiveReader):
+        return source
+    src = source if isinstance(source, LiveSource) else live_source(
+        source, camera=camera, transport=transport, live=live
+    )  # fmt: skip
+    if src is None:
+        return None
+    container = open_live(src, timeout)
+    if container is None:
+        return None
+    policy = lag or ("queue" if src.kind == "file" else "drop")
+    return LiveReader(src, container, segment_duration=segment_duration, sampling_fps=sampling_fps,
+                      lag=policy, timeout=timeout, reconnect=reconnect, pace=pace)  # fmt: skip

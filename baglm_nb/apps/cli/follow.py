@@ -148,8 +148,8 @@ def _list_videos(args, dataset: str | None, scores, cached: list[str] | None) ->
 
 def _task_of(args, video):
     """``(goal, steps, D, ground-truth video or None)`` from ``--task`` or the annotation."""
-    from baglm_nb.apps.online import load_task
     from baglm_nb.core import sources
+    from baglm_nb.inputs.tasks import load_task
 
     if args.task:
         task = load_task(args.task)
@@ -164,8 +164,8 @@ def _task_of(args, video):
 
 def _replay_setup(args):
     """The grounder, the per-segment scores and the ground-truth video of a replay."""
-    from baglm_nb.apps.online import OnlineGrounder
     from baglm_nb.core import sources
+    from baglm_nb.core.online import OnlineGrounder
     from baglm_nb.inputs.datasets import load_dataset
 
     dataset, scores, cached = _replay_target(args)
@@ -195,7 +195,7 @@ def _model_setup(args):
     """The grounder, the ground-truth video (or None) and the live reader (or None for a file)
     of a run with ``--model``; the source is checked before the model loads."""
     from baglm_nb.apps.cli.options import served_scorer  # noqa: PLC0415
-    from baglm_nb.apps.online import OnlineGrounder
+    from baglm_nb.core.online import OnlineGrounder
     from baglm_nb.inputs.datasets import load_dataset
     from baglm_nb.models.scoring import make_scorer
 
@@ -228,14 +228,15 @@ def _model_setup(args):
 
 def _check_source(args):
     """Open a live source (its reader, started unless it is a file), or check a file."""
-    from baglm_nb.apps.online_live import live_reader_for
-    from baglm_nb.inputs.live import SourceError
+    from baglm_nb.inputs.grid import SEGMENT_DURATION
+    from baglm_nb.inputs.live import SourceError, live_reader_for
     from baglm_nb.inputs.video import check_video_file
 
     if args.reconnect < 0 or not args.timeout > 0:
         raise ValueError("--reconnect must be >= 0 and --timeout > 0")
     try:
-        reader = live_reader_for(args.source, live=args.live, lag=args.lag,
+        reader = live_reader_for(args.source, segment_duration=SEGMENT_DURATION,
+                                 live=args.live, lag=args.lag,
                                  timeout=args.timeout, reconnect=args.reconnect,
                                  transport=args.transport, pace=args.pace,
                                  camera=args.camera)  # fmt: skip
@@ -384,7 +385,7 @@ def _status(estimates, gaps) -> str:
 
 def _report(args, grounder, estimates, gaps, truth, reason: str) -> None:
     from baglm_nb.analyses.tables import title_for
-    from baglm_nb.apps.online_report import write_html_report
+    from baglm_nb.apps.online.report import write_html_report
 
     title = title_for(f"Online step grounding: {one_line(grounder.goal, 120)}", grounder.label)
     what = f"{truth.dataset} video {truth.uid}" if truth is not None else one_line(args.source)

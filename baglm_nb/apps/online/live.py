@@ -1,11 +1,12 @@
 """Follow a live source in real time: the consumer side of :mod:`baglm_nb.inputs.live`.
 
-:func:`live_reader_for` opens a live source (or says it is a file); :func:`follow_live` takes
-its segments as they arrive, scores them with an :class:`~baglm_nb.apps.online.OnlineGrounder`
-and yields an :class:`~baglm_nb.apps.online.Estimate` per scored segment and a
+:func:`follow_live` takes a :class:`~baglm_nb.inputs.live.LiveReader`'s segments (see
+:func:`~baglm_nb.inputs.live.live_reader_for`) as they arrive, scores them with an
+:class:`~baglm_nb.core.online.OnlineGrounder` and yields an
+:class:`~baglm_nb.core.online.Estimate` per scored segment and a
 :class:`~baglm_nb.inputs.live.Gap` per span it did not score. The lag policy is the reader's
 (``"drop"``: always the newest complete segment, ``"queue"``: every segment); the filter steps
-over a gap as :meth:`~baglm_nb.apps.online.OnlineGrounder.skip` says (by default it predicts
+over a gap as :meth:`~baglm_nb.core.online.OnlineGrounder.skip` says (by default it predicts
 the missed rows). Each estimate carries its latency split (``decode``, ``wait``, ``score``,
 ``filter``) and its ``lag`` behind live.
 """
@@ -17,58 +18,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from baglm_nb.apps.online import EndReason, Estimate, OnlineGrounder, raise_if_stopped
-from baglm_nb.inputs.live import End, Gap, LiveReader, LiveSource, live_source, open_live
+from baglm_nb.apps.online.follow import EndReason, raise_if_stopped
+from baglm_nb.core.online import Estimate, OnlineGrounder
+from baglm_nb.inputs.live import End, Gap, LiveReader
 
-__all__ = ["follow_live", "live_reader_for"]
+__all__ = ["follow_live"]
 
 #: How often (s) the consumer looks at the stall watchdog while nothing arrives.
 _POLL_S = 0.25
-
-
-def live_reader_for(
-    source: Any,
-    grounder: OnlineGrounder | None = None,
-    *,
-    live: bool | None = None,
-    lag: str | None = None,
-    timeout: float = 10.0,
-    reconnect: int = 0,
-    transport: str = "tcp",
-    pace: str = "fast",
-    camera: int | None = None,
-    sampling_fps: float = 2.0,
-) -> LiveReader | None:
-    """A (not yet started) :class:`LiveReader` of ``source``, or None when it is a file.
-
-    ``source`` may be a :class:`LiveReader` already (returned as is), a
-    :class:`LiveSource`, or what :func:`baglm_nb.inputs.live.live_source` takes. The source is
-    opened here (an http(s) URL with a length turns out to be a file: None). ``lag`` defaults to
-    ``"drop"``, or ``"queue"`` for a file read with ``live=True``.
-
-    Raises
-    ------
-    ValueError
-        For bad arguments (see :func:`~baglm_nb.inputs.live.live_source`).
-    FileNotFoundError
-        For a camera or file that does not exist.
-    baglm_nb.inputs.live.SourceError
-        When the source cannot be opened.
-    """
-    if isinstance(source, LiveReader):
-        return source
-    src = source if isinstance(source, LiveSource) else live_source(
-        source, camera=camera, transport=transport, live=live
-    )  # fmt: skip
-    if src is None:
-        return None
-    container = open_live(src, timeout)
-    if container is None:
-        return None
-    policy = lag or ("queue" if src.kind == "file" else "drop")
-    duration = grounder.segment_duration if grounder is not None else 2
-    return LiveReader(src, container, segment_duration=duration, sampling_fps=sampling_fps,
-                      lag=policy, timeout=timeout, reconnect=reconnect, pace=pace)  # fmt: skip
 
 
 def follow_live(

@@ -25,7 +25,8 @@ import numpy as np
 from baglm_nb.analyses.belief_data import announced_status, peak_hits
 from baglm_nb.analyses.belief_legend import STATUS_TEXT, mmss, when_annotated
 from baglm_nb.analyses.belief_views import BeliefFigure, step_colours
-from baglm_nb.apps.online import Estimate, median_p99
+from baglm_nb.apps.online.events import median_p99
+from baglm_nb.core.online import Estimate
 from baglm_nb.inputs.datasets import Video
 from baglm_nb.inputs.grid import ground_truth, per_second
 from baglm_nb.stores.atomic import atomic_write_text
