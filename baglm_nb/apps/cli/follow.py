@@ -265,6 +265,8 @@ def run(args: argparse.Namespace) -> int:
 
     ended: list[str] = []
     pressed = threading.Event()
+    if not args.debug:
+        _quiet_libraries()
     if args.replay:
         grounder, scores, truth = _replay_setup(args)
         if grounder is None:
@@ -287,6 +289,22 @@ def run(args: argparse.Namespace) -> int:
     if not estimates:
         raise RuntimeError(f"no segment was followed: {reason}")
     return 0
+
+
+def _quiet_libraries() -> None:
+    """Keep the model libraries' deprecation notices (transformers' ``FutureWarning`` and the
+    warnings of its own logger, e.g. "`past_key_values` ... deprecated") out of the terminal:
+    the user cannot act on them. ``--debug`` keeps them; ``TRANSFORMERS_VERBOSITY`` set by the
+    user wins."""
+    import os
+    import warnings
+
+    for category in (FutureWarning, DeprecationWarning):
+        warnings.filterwarnings("ignore", category=category, module=r"(transformers|torch)\b")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    loaded = sys.modules.get("transformers")
+    if loaded is not None and os.environ["TRANSFORMERS_VERBOSITY"] == "error":
+        loaded.logging.set_verbosity_error()  # imported before: it read the variable then
 
 
 def one_line(text, width: int = 80) -> str:

@@ -5,9 +5,14 @@ dataset video (a replay, or a file named by its uid) the report shows the ground
 annotated step, whether it was announced inside its annotation and whether BaGLM's peak belief
 hits it (R@1), the announcements of steps that are not annotated, and the belief views of
 :class:`~baglm_nb.analyses.belief_views.BeliefFigure` (heatmap with the annotation outlined,
-top-state and announced-step strips beside the ground truth). A live run's gaps (segments it
+top-state and announced-step strips beside the ground truth), with a caption that describes
+only what the figure draws (:func:`~baglm_nb.analyses.belief_legend.reading_guide`: no outlines
+or right/wrong strips without a ground truth). A live run's gaps (segments it
 did not score: skipped to keep up with live, or lost while reconnecting) are listed and left
-blank in the belief view. Figures are embedded as base64 PNG, so the file can be mailed or
+blank in the belief view. The latency section gives each part's median and p99 and one bar per
+segment over the segment's own time span (:func:`latency_figure`); a replay of precomputed
+scores decoded and scored nothing, so it shows the filter's time only and says why. Figures are
+embedded as base64 PNG, so the file can be mailed or
 opened offline.
 """
 
@@ -23,7 +28,13 @@ from pathlib import Path
 import numpy as np
 
 from baglm_nb.analyses.belief_data import announced_status, peak_hits
-from baglm_nb.analyses.belief_legend import STATUS_TEXT, mmss, when_annotated
+from baglm_nb.analyses.belief_legend import (
+    STATUS_TEXT,
+    mmss,
+    reading_guide,
+    set_mmss_axis,
+    when_annotated,
+)
 from baglm_nb.analyses.belief_views import BeliefFigure, step_colours
 from baglm_nb.apps.online.events import median_p99
 from baglm_nb.core.online import Estimate
@@ -31,7 +42,7 @@ from baglm_nb.inputs.datasets import Video
 from baglm_nb.inputs.grid import ground_truth, per_second
 from baglm_nb.stores.atomic import atomic_write_text
 
-__all__ = ["render_html", "write_html_report"]
+__all__ = ["latency_figure", "render_html", "write_html_report"]
 
 STYLE = (
     "body{font-family:sans-serif;max-width:1150px;margin:2em auto;color:#222}img{max-width:100%}"
@@ -41,16 +52,6 @@ STYLE = (
     ".banner{padding:.6em 1em;border-radius:4px;font-weight:bold}"
     ".simulated{background:#fff3cd;border:2px solid #e0a800}.real{background:#e7f1fb;"
     "border:1px solid #7aa7d6}"
-)
-
-
-#: How to read the belief figure (its legend is the steps table above it).
-READING = (
-    "Top: BaGLM's belief in each step and in none over time (darker: more probable); orange "
-    "outlines: the annotated intervals; white dot / red cross: each annotated step's highest "
-    "belief inside / outside its annotation (R@1 hit / miss). Strips: the ground truth, the top "
-    "state at every second, the step announced after hysteresis, each with right (green) / wrong "
-    "(red) under it; numbers are the step numbers of the table."
 )
 
 
@@ -101,39 +102,78 @@ def _gaps_table(gaps: Sequence) -> str:
     )
 
 
-def _belief_view(beliefs, said, steps, video: Video | None, title: str) -> str:
+def _belief_view(beliefs, said, steps, video: Video | None, title: str) -> tuple[str, str]:
+    """The belief view as base64 PNG, and the caption that says how to read what it draws."""
     plot = BeliefFigure(video if video else steps, len(beliefs), panels=("baglm",),
                         announced=True, legend=False, dpi=100)  # fmt: skip
     plot.update(beliefs, title=title, announced=said)
     buf = io.BytesIO()
     plot.savefig(buf, format="png", dpi=100)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    caption = reading_guide(plot.style, truth=plot.video is not None, announced=True)
+    return base64.b64encode(buf.getvalue()).decode("ascii"), caption
 
 
-def _latency_plot(estimates: Sequence[Estimate]) -> str:
+def latency_figure(estimates: Sequence[Estimate]):
+    """Stacked bars of each segment's latency parts (ms), each bar spanning its segment's time
+    (``t_start`` to ``t_end``, mm:ss ticks), so the axis starts at the video's 0 s."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     t = np.array([e.t_start for e in estimates])
+    width = np.array([e.t_end - e.t_start for e in estimates])
     fig, ax = plt.subplots(figsize=(10, 2.4))
     bottom = np.zeros(len(estimates))
     for part in _parts(estimates):
         ms = np.array([e.latency.get(part, 0.0) for e in estimates]) * 1000
-        ax.bar(t, ms, width=estimates[0].t_end - estimates[0].t_start, bottom=bottom, label=part)
+        ax.bar(t, ms, width=width, bottom=bottom, align="edge", label=part,
+               edgecolor="white", linewidth=0.5)  # fmt: skip
         bottom += ms
-    ax.set_xlabel("time (s)")
+    ax.set_xlim(0, estimates[-1].t_end)
+    set_mmss_axis(ax.xaxis)
+    ax.set_xlabel("time in the video (mm:ss); one bar per segment")
     ax.set_ylabel("latency (ms)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    return _png(fig)
+    return fig
 
 
 def _parts(estimates: Sequence[Estimate]) -> tuple[str, ...]:
     """The latency parts to show: decode, score, filter (and wait for a live source)."""
     live = any("wait" in e.latency for e in estimates)
     return ("decode", "wait", "score", "filter") if live else ("decode", "score", "filter")
+
+
+def _is_replay(estimates: Sequence[Estimate]) -> bool:
+    """A replay of precomputed scores: no segment was decoded or scored (both zero)."""
+    return not any(e.latency.get("decode", 0.0) or e.latency.get("score", 0.0) for e in estimates)
+
+
+def _latency_section(estimates: Sequence[Estimate]) -> str:
+    """Median and p99 of each latency part, and the bars per segment; on a replay, the
+    filter's time only, and a line that says why (nothing was decoded or scored)."""
+    replay = _is_replay(estimates)
+    parts = ("filter",) if replay else _parts(estimates)
+    lat = {p: median_p99([e.latency.get(p, 0.0) * 1000 for e in estimates]) for p in parts}
+    rows = "".join(
+        f"<tr><td>{p}</td><td>{m:.3f}</td><td>{q:.3f}</td></tr>" for p, (m, q) in lat.items()
+    )
+    table = (
+        '<table id="latency"><tr><th>part</th><th>median (ms)</th><th>p99 (ms)</th></tr>'
+        f"{rows}</table>"
+    )
+    if replay:
+        return (
+            '<h2>Latency per segment</h2><p id="latency-note">A replay of precomputed scores: '
+            "no video was decoded and no model ran, so the only time spent per segment is the "
+            f"filter's.</p>{table}"
+        )
+    return (
+        f"<h2>Latency per segment</h2>{table}"
+        f'<img id="latency-plot" alt="latency" '
+        f'src="data:image/png;base64,{_png(latency_figure(estimates))}">'
+    )
 
 
 def _cell(state: str, text: str | None = None) -> str:
@@ -270,26 +310,16 @@ def render_html(
                 "video, or pass --dataset with a file named by its uid).</p><h2>Steps</h2>"
                 + _steps_table(steps)
             )
-        image = _belief_view(beliefs, said, steps, video, title)
+        image, reading = _belief_view(beliefs, said, steps, video, title)
         if gaps:
             parts.append(_gaps_table(gaps))
         parts += [
             "<h2>Step changes</h2>",
             _changes(estimates, steps, video),
-            f"<h2>Beliefs</h2><p>{READING}</p>",
+            f'<h2>Beliefs</h2><p id="reading">{html.escape(reading)}</p>',
             f'<img id="beliefs" alt="belief views" src="data:image/png;base64,{image}">',
         ]
-        lat = {p: median_p99([e.latency.get(p, 0.0) * 1000 for e in estimates])
-               for p in _parts(estimates)}  # fmt: skip
-        lat_rows = "".join(
-            f"<tr><td>{p}</td><td>{m:.3f}</td><td>{q:.3f}</td></tr>" for p, (m, q) in lat.items()
-        )
-        parts.append(
-            '<h2>Latency per segment</h2><table id="latency"><tr><th>part</th>'
-            f"<th>median (ms)</th><th>p99 (ms)</th></tr>{lat_rows}</table>"
-            f'<img id="latency-plot" alt="latency" '
-            f'src="data:image/png;base64,{_latency_plot(estimates)}">'
-        )
+        parts.append(_latency_section(estimates))
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
