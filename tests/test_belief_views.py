@@ -14,6 +14,7 @@ from PIL import Image
 
 from baglm_nb.analyses import plots
 from baglm_nb.analyses.belief_data import (
+    annotated_intervals,
     announced_status,
     peak_hits,
     right_wrong,
@@ -304,15 +305,21 @@ def test_the_caption_describes_only_what_is_drawn(case):
     video, beliefs, _ = case
     coin = next(v for v in load_dataset("coin") if v.num_steps == 4)
     _, b4, _ = _case("coin", coin.uid)
-    views = [(video, beliefs), (list(video.steps), beliefs), (coin, b4), (list(coin.steps), b4)]
+    first = min(s.start for s in coin.segments)  # a clip that ends before any annotation
+    views = [(video, beliefs), (list(video.steps), beliefs), (coin, b4), (list(coin.steps), b4),
+             (coin, b4[: int(first) - 1])]  # fmt: skip
     for subject, values in views:
         plot = BeliefFigure(subject, len(values), panels=("baglm",), announced=True, legend=False)
         plot.update(values, announced=values.argmax(axis=1))
         drawn = _drawn(plot)
-        text = reading_guide(plot.style, truth=plot.video is not None, announced=True)
+        inside = plot.video is not None and bool(annotated_intervals(plot.video, len(values)))
+        text = reading_guide(plot.style, truth=plot.video is not None, announced=True,
+                             annotated=inside)  # fmt: skip
         assert drawn["outlines"] == ("orange outlines" in text)
         assert drawn["shaded"] == ("shaded spans" in text)
-        assert drawn["peaks"] == ("white dot" in text) == drawn["truth_strip"]
+        assert drawn["peaks"] == ("white dot" in text) == inside
+        assert drawn["truth_strip"] == (plot.video is not None)
+        assert ("nothing is outlined" in text) == (not inside)
         assert drawn["right_wrong"] == ("right (green)" in text)
         assert ("darker: more probable" in text) == (plot.style == "heatmap")
         assert ("one line per step" in text) == (plot.style == "lines")

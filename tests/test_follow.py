@@ -329,8 +329,10 @@ def test_a_file_named_by_a_dataset_uid_gets_its_ground_truth(tmp_path):
     assert out.stderr == ""  # no library warnings (transformers' FutureWarning, its logger)
     assert f"goal: {video.goal}" in out.stdout and "status: 4 segments" in out.stdout
     page = report.read_text()
-    reading = re.search(r'<p id="reading">(.*?)</p>', page).group(1)  # K=3: lines, shaded
-    assert "shaded spans" in reading and "right (green)" in reading and "outlines" not in reading
+    # the clip's 8 s end before the video's first annotated step (00:25): nothing is shaded
+    reading = re.search(r'<p id="reading">(.*?)</p>', page).group(1)
+    assert "no step is annotated inside the drawn span" in reading
+    assert "right (green)" in reading and "shaded spans" not in reading and "R@1" not in reading
     assert "(observations: lmm:random-init:internvl)" in page and "RANDOMLY INITIALISED" in page
     rows = _cells(page, "truth")
     assert [r[1] for r in rows] == list(video.steps)

@@ -95,7 +95,14 @@ def set_mmss_axis(axis, most: int = 12) -> None:
     axis.set_major_formatter(FuncFormatter(mmss))
 
 
-def reading_guide(style: str, *, truth: bool, announced: bool, method: str = "BaGLM") -> str:
+def reading_guide(
+    style: str,
+    *,
+    truth: bool,
+    announced: bool,
+    annotated: bool | None = None,
+    method: str = "BaGLM",
+) -> str:
     """How to read a one-panel belief view, describing only what it draws.
 
     Parameters
@@ -107,6 +114,9 @@ def reading_guide(style: str, *, truth: bool, announced: bool, method: str = "Ba
         truth strip and right / wrong strips).
     announced : bool
         Whether it has the announced-step strip (online runs).
+    annotated : bool, optional
+        Whether an annotated interval falls inside the drawn time span (outlines or shaded
+        spans and peak marks are drawn); default: ``truth``.
     method : str
         The panel's method, as the text names it.
     """
@@ -128,11 +138,15 @@ def reading_guide(style: str, *, truth: bool, announced: bool, method: str = "Ba
             "none, or nothing announced yet). No ground truth: nothing is outlined or marked "
             "right or wrong."
         )
+    marks = (
+        f"; {spans}; white dot / red cross: each annotated step's highest belief inside / "
+        "outside its annotation (R@1 hit / miss)"
+        if annotated in (None, True)
+        else "; no step is annotated inside the drawn span, so nothing is outlined"
+    )
     return (
-        f"{top}; {spans}; white dot / red cross: each annotated step's highest belief inside / "
-        f"outside its annotation (R@1 hit / miss). Strips: the ground truth, "
-        f"{', '.join(strips)}, each with right (green) / wrong (red) under it; numbers are the "
-        "step numbers of the table."
+        f"{top}{marks}. Strips: the ground truth, {', '.join(strips)}, each with right (green) "
+        "/ wrong (red) under it; numbers are the step numbers of the table."
     )
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from baglm_nb.analyses.belief_data import announced_status, peak_hits
+from baglm_nb.analyses.belief_data import annotated_intervals, announced_status, peak_hits
 from baglm_nb.analyses.belief_legend import (
     STATUS_TEXT,
     mmss,
@@ -109,7 +109,8 @@ def _belief_view(beliefs, said, steps, video: Video | None, title: str) -> tuple
     plot.update(beliefs, title=title, announced=said)
     buf = io.BytesIO()
     plot.savefig(buf, format="png", dpi=100)
-    caption = reading_guide(plot.style, truth=plot.video is not None, announced=True)
+    drawn = bool(video and annotated_intervals(video, len(beliefs)))
+    caption = reading_guide(plot.style, truth=video is not None, announced=True, annotated=drawn)
     return base64.b64encode(buf.getvalue()).decode("ascii"), caption
 
 
