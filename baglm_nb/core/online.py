@@ -319,9 +319,11 @@ class OnlineGrounder:
             k = len(self.steps)
             self.state.step(np.ones(k + 1), np.zeros((k, 10)), repeats=int(count) * self._repeats)
             if self.smoother is not None:  # the rows count, nothing is emitted for them
+                state = self.state
                 for _ in range(int(count)):
-                    self._smoothed(self.smoother.push(self.state.belief, self.state.weights,
-                                                      np.ones(k + 1), None, emit=False))  # fmt: skip
+                    due = self.smoother.push(state.belief, state.weights, np.ones(k + 1), None,
+                                             emit=False)  # fmt: skip
+                    self._smoothed(due)
         self.segment += int(count)
         return self.state.belief.copy()
 
