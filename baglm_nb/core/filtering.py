@@ -403,6 +403,14 @@ def _check_options(transition, prior, stepping, precision, next_step, smoothing_
                          f"in precision {PUBLISHED_PRECISION!r}")  # fmt: skip
 
 
+def _segments_of(lag: int | None, segment_duration: int) -> int | None:
+    """A smoothing lag in seconds as whole segments (``stepping="segment"``)."""
+    if lag is not None and lag % segment_duration:
+        raise ValueError(f"with stepping='segment', smoothing_lag ({lag}) must be a multiple of "
+                         f"segment_duration ({segment_duration})")  # fmt: skip
+    return None if lag is None else lag // segment_duration
+
+
 def run_filter(
     vsg: np.ndarray,
     progress: np.ndarray,
@@ -464,10 +472,7 @@ def run_filter(
                 f"stepping='segment' needs T ({t_len}) to be a multiple of segment_duration "
                 f"({segment_duration})"
             )
-        if lag is not None and lag % segment_duration:
-            raise ValueError(f"with stepping='segment', smoothing_lag ({lag}) must be a "
-                             f"multiple of segment_duration ({segment_duration})")  # fmt: skip
-        lag = None if lag is None else lag // segment_duration
+        lag = _segments_of(lag, segment_duration)
         rows = slice(0, t_len, segment_duration)
         v, p = v[rows], p[rows]
         n = None if n is None else n[rows]
