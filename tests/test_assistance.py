@@ -83,5 +83,8 @@ def test_timeline_shows_filter_and_smoothed(observations):
     images = [ax.get_images()[0].get_array() for ax in fig.axes]
     assert images[0].shape == (obs.videos[0].num_steps + 1, t_len)
     assert "lag 2 segments" in fig.axes[1].get_title(loc="left")
+    truth_numbers = {t.get_text() for t in fig.axes[2].texts}
+    annotated = {str(seg.step_index + 1) for seg in obs.videos[0].segments}
+    assert truth_numbers and truth_numbers <= annotated
     with pytest.raises(ValueError, match="not in the htstep observations"):
         assistance.timeline_data(obs, "simulated-llm:llama", "no-such-video", 2)

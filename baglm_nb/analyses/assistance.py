@@ -27,6 +27,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from baglm_nb.analyses.belief_data import runs
 from baglm_nb.analyses.belief_views import step_colours
 from baglm_nb.analyses.tables import (
     METHOD_NAMES,
@@ -209,6 +210,10 @@ def timeline(data: dict[str, Any], title: str):
         ax.imshow(palette[np.asarray(states)][None], aspect="auto", extent=(0, t_len, 1, 0),
                   interpolation="nearest")  # fmt: skip
         ax.set_yticks([0.5], [name], fontsize=8)
+        for start, length, state in runs(np.asarray(states)):
+            if state < k and length >= t_len / 60:  # number the runs wide enough to read
+                ax.text(start + length / 2, 0.5, str(state + 1), ha="center", va="center",
+                        fontsize=7, color="white")  # fmt: skip
     axes[-1].set_xlabel("time (s); step numbers as in the task's step list")
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
