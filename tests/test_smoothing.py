@@ -160,3 +160,29 @@ def test_smoother_refuses_bad_lags():
     with pytest.raises(ValueError, match="prior='uniform'"):
         OnlineGrounder(None, "g", ["a", "b"], np.zeros((2, 2)), prior="propagated",
                        smoothing_lag=2)  # fmt: skip
+
+
+def test_online_smoothing_steps_over_a_gap_as_the_batch_smoother_does():
+    """Segments skipped by prediction (a live gap) count as rows of all-ones observations and
+    no progress; they are never emitted, and the others equal the batch smoother's."""
+    vsg, prog, dep = inputs(seed=7, t_len=40)
+    gap = [6, 7, 8]
+    rows_v, rows_p = vsg.copy(), prog.copy()
+    for s in gap:
+        rows_v[2 * s : 2 * s + 2] = 1.0
+        rows_p[2 * s : 2 * s + 2] = 0.0
+    lag = 3
+    batch = run_filter(rows_v, rows_p, dep, smoothing_lag=2 * lag)[1::2]
+    g = OnlineGrounder(None, "goal", [f"s{i}" for i in range(5)], dep, smoothing_lag=lag)
+    got = []
+    for s in range(20):
+        if s in gap:
+            if s == gap[0]:
+                g.skip(len(gap))
+            continue
+        g.push_scores(vsg[2 * s], prog[2 * s])
+        got += g.take_smoothed()
+    got += g.finish()
+    assert [e.segment for e in got] == [s for s in range(20) if s not in gap]
+    online = np.stack([e.belief for e in got])
+    assert np.abs(online - batch[[e.segment for e in got]]).max() < 1e-12
