@@ -60,6 +60,13 @@ def test_evaluate_refuses_smoothing_in_published_precision(capsys):
     assert code == 2 and "--smoothing-lag 4" in line and "float64 only" in line
 
 
+def test_evaluate_refuses_a_lag_off_the_segment_grid(capsys):
+    args = ["--limit", "1", "--stepping", "segment", "--smoothing-lag", "3"]
+    code, _, err = _run(capsys, "evaluate", "--dataset", "htstep", "--scores", "simulated", *args)
+    line = _one_error(err)
+    assert code == 2 and "--smoothing-lag 3" in line and "multiple of the segment" in line
+
+
 @pytest.mark.parametrize("value", ["-1", "1.5", "inf", "x"])
 def test_follow_refuses_bad_lags(capsys, value):
     code, _, err = _run(capsys, "follow", "--replay", "--dataset", "htstep",

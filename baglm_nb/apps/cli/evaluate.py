@@ -99,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--smoothing-lag {args.smoothing_lag}: smoothing runs in float64 only; "
                          f"these observations run in {PUBLISHED_PRECISION} (add --precision "
                          "float64)")  # fmt: skip
+    d = obs.segment_duration
+    if lag and args.stepping == "segment" and lag % d:
+        raise ValueError(f"--smoothing-lag {args.smoothing_lag}: with --stepping segment the lag "
+                         f"must be a multiple of the segment duration ({d} s)")  # fmt: skip
     deps = deps_from_args(args)
     online = {"threshold": args.threshold, "patience": args.patience}
     result = compare(obs, deps, online=online, smoothing_lag=lag, **filter_options(args))
