@@ -38,6 +38,7 @@ from baglm_nb.analyses.belief_legend import (
 from baglm_nb.analyses.belief_views import BeliefFigure, step_colours
 from baglm_nb.apps.online.events import median_p99
 from baglm_nb.core.online import Estimate
+from baglm_nb.core.online_metrics import METRIC_KEYS, dataset_metrics, truth_states, video_counts
 from baglm_nb.inputs.datasets import Video
 from baglm_nb.inputs.grid import ground_truth, per_second
 from baglm_nb.stores.atomic import atomic_write_text
@@ -241,6 +242,8 @@ def _changes(estimates: Sequence[Estimate], steps: Sequence[str], video: Video |
                 said = "\u2713 annotated then" if right else "\u2717 not annotated then"
             else:
                 said = "\u2713 no step annotated then" if right else "\u2717 a step was annotated"
+            if not right:
+                said += _on_screen(video, min(int(e.t_start), len(truth) - 1))
             cell = _cell("hit" if right else "miss", said)
         rows.append(f"<tr><td>{mmss(e.t_start)}</td><td>{html.escape(e.announced)}</td>"
                     f"<td>{e.confidence:.2f}</td>{cell}</tr>")  # fmt: skip
@@ -248,6 +251,57 @@ def _changes(estimates: Sequence[Estimate], steps: Sequence[str], video: Video |
     return (
         '<table id="changes"><tr><th>time (mm:ss)</th><th>announced step</th>'
         f"<th>confidence</th>{head}</tr>{''.join(rows)}</table>"
+    )
+
+
+def _on_screen(video: Video, row: int) -> str:
+    """What was truly on screen at per-second ``row``: the annotated step (by its number), or
+    no step (:func:`~baglm_nb.core.online_metrics.truth_states`)."""
+    state = int(truth_states(video, row + 1)[row])
+    if state >= video.num_steps:
+        return "; on screen: no step"
+    return f"; on screen: step {state + 1} ({video.steps[state]})"
+
+
+#: How the report and the JSONL event log number steps.
+NUMBERING = (
+    "Steps are numbered 1 to K in the task's step order, here and in the JSONL event log's "
+    "<code>step_number</code> (its <code>step</code> field is the 0-based index, K for none)."
+)
+
+#: One line per online metric (docs/metrics.md holds the full definitions).
+METRIC_TEXT = {
+    "frame_accuracy": "per-second accuracy: top state (a step or none) right, every second",
+    "frame_accuracy_on_steps": "per-second accuracy on the seconds where a step is annotated",
+    "announce_precision": "announcements of a step inside an annotated interval of that step",
+    "announce_recall": "annotated steps with at least one correct announcement",
+    "announce_f1": "2 P R / (P + R) of the two above",
+    "delay_median_s": "annotated start to the first correct announcement (s), median",
+    "delay_p90_s": "the same delay, 90th percentile",
+    "flicker_per_min": "changes of the top state per minute",
+    "truth_flicker_per_min": "changes of the annotated state per minute (ground truth)",
+}
+
+
+def _quality(estimates, steps, beliefs, video: Video, hysteresis) -> str:
+    """The online metrics of this video (:mod:`baglm_nb.core.online_metrics`) with the
+    threshold, patience and smoothing lag the announcements were made with."""
+    d = int(round(estimates[0].t_end - estimates[0].t_start)) or 1
+    lag = float(estimates[0].lag_s)
+    said = [(e.segment, e.step) for e in estimates if e.announced]
+    counts = video_counts(video, beliefs, said, segment_duration=d, lag_s=lag)
+    values = dataset_metrics(video.dataset, {video.uid: counts}, [video])
+    rows = "".join(f"<tr><td>{k}</td><td>{values[k]:.3f}</td><td>{html.escape(METRIC_TEXT[k])}"
+                   "</td></tr>" for k in METRIC_KEYS)  # fmt: skip
+    threshold, patience = hysteresis if hysteresis else ("?", "?")
+    smoothing = (f"beliefs smoothed with a fixed lag of {lag:g} s ({lag / d:g} segments)"
+                 if lag else "the filter's beliefs (no smoothing)")  # fmt: skip
+    return (
+        "<h2>Online quality on this video</h2>"
+        f'<p id="quality-settings">Announcements: threshold {threshold}, patience {patience} '
+        f"segments, on {smoothing}. Definitions: docs/metrics.md.</p>"
+        '<table id="quality"><tr><th>metric</th><th>value</th><th>what</th></tr>'
+        f"{rows}</table>"
     )
 
 
@@ -277,6 +331,7 @@ def render_html(
     video: Video | None = None,
     source: str = "",
     gaps: Sequence = (),
+    hysteresis: tuple[float, int] | None = None,
 ) -> str:
     """The report as one HTML string (figures inline).
 
@@ -294,6 +349,8 @@ def render_html(
         The observation source (``"simulated"`` in it gets the simulated banner).
     gaps : sequence of Gap
         A live run's unscored spans (listed; blank rows in the belief view).
+    hysteresis : (threshold, patience), optional
+        What the announcements were made with (shown beside the online metrics).
     """
     parts = [_source_banner(source or "unknown"), f'<p id="note">{html.escape(note)}</p>']
     if not estimates:
@@ -304,12 +361,14 @@ def render_html(
         if video is not None:
             table, summary = _truth_table(video, beliefs, said)
             parts += [f'<p id="summary">{html.escape(summary)}</p>',
+                      f'<p id="numbering">{NUMBERING}</p>',
+                      _quality(estimates, steps, beliefs, video, hysteresis),
                       "<h2>Ground truth and outcome per step</h2>", table]  # fmt: skip
         else:
             parts.append(
                 '<p id="no-truth">No ground truth: this is not a dataset video (replay a dataset '
-                "video, or pass --dataset with a file named by its uid).</p><h2>Steps</h2>"
-                + _steps_table(steps)
+                f'video, or pass --dataset with a file named by its uid).</p><p id="numbering">'
+                f"{NUMBERING}</p><h2>Steps</h2>" + _steps_table(steps)
             )
         image, reading = _belief_view(beliefs, said, steps, video, title)
         if gaps:
@@ -338,8 +397,9 @@ def write_html_report(
     video: Video | None = None,
     source: str = "",
     gaps: Sequence = (),
+    hysteresis: tuple[float, int] | None = None,
 ) -> Path:
     """Write :func:`render_html` to ``path`` atomically; returns the path."""
     page = render_html(estimates, steps, title=title, note=note, video=video, source=source,
-                       gaps=gaps)  # fmt: skip
+                       gaps=gaps, hysteresis=hysteresis)  # fmt: skip
     return atomic_write_text(path, page)
