@@ -9,11 +9,12 @@ top-state and announced-step strips beside the ground truth), with a caption tha
 only what the figure draws (:func:`~baglm_nb.analyses.belief_legend.reading_guide`: no outlines
 or right/wrong strips without a ground truth). A live run's gaps (segments it
 did not score: skipped to keep up with live, or lost while reconnecting) are listed and left
-blank in the belief view. The latency section gives each part's median and p99 and one bar per
-segment over the segment's own time span (:func:`latency_figure`); a replay of precomputed
-scores decoded and scored nothing, so it shows the filter's time only and says why. Figures are
-embedded as base64 PNG, so the file can be mailed or
-opened offline.
+blank in the belief view. The alerts of the run (:mod:`baglm_nb.core.alerts`), when it had
+them, are listed with their time and drawn on a time strip. The latency section gives each
+part's median and p99 and one bar per segment over the segment's own time span
+(:func:`latency_figure`); a replay of precomputed scores decoded and scored nothing, so it shows
+the filter's time only and says why. Figures are embedded as base64 PNG, so the file can be
+mailed or opened offline.
 """
 
 from __future__ import annotations
@@ -251,6 +252,58 @@ def _changes(estimates: Sequence[Estimate], steps: Sequence[str], video: Video |
     )
 
 
+def _alerts_strip(alerts: Sequence, steps: Sequence[str], duration: float) -> str:
+    """The alerts on a time strip (PNG, base64): a triangle per missing prerequisite, a
+    square per skipped step, in the missing step's colour, with its number."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = step_colours(len(steps))
+    fig, ax = plt.subplots(figsize=(10, 1.3))
+    for a in alerts:
+        marker = "v" if a.kind == "missing_prerequisite" else "s"
+        ax.plot(a.t, 0, marker=marker, markersize=10, color=colours[a.missing],
+                markeredgecolor="black")  # fmt: skip
+        ax.annotate(str(a.missing + 1), (a.t, 0), xytext=(0, 9), textcoords="offset points",
+                    ha="center", fontsize=8)  # fmt: skip
+    ax.set_xlim(0, max(duration, 1.0))
+    ax.set_ylim(-1, 1.5)
+    ax.set_yticks([])
+    ax.set_xlabel("time (s)")
+    ax.set_title("alerts: \u25bc missing prerequisite, \u25a0 skipped (number: the missing step)",
+                 fontsize=9)  # fmt: skip
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _alerts_section(alerts: Sequence | None, note: str, steps: Sequence[str],
+                    duration: float) -> str:  # fmt: skip
+    """The run's alerts: whether they were on (``note``), a table and a time strip."""
+    head = f'<h2>Alerts</h2><p id="alerts-note">{html.escape(note)}</p>'
+    if alerts is None:
+        return head
+    if not alerts:
+        return head + '<p id="no-alerts">No alert was raised.</p>'
+    kinds = {"missing_prerequisite": "missing prerequisite", "skipped": "skipped"}
+    rows = "".join(
+        f"<tr><td>{mmss(a.t)}</td><td>{kinds.get(a.kind, a.kind)}</td>"
+        f"<td>{a.missing + 1}</td><td>{', '.join(str(b + 1) for b in a.needed_by)}</td>"
+        f"<td>{html.escape(a.message)}</td></tr>"
+        for a in alerts
+    )
+    image = _alerts_strip(alerts, steps, duration)
+    return (
+        head + "<p>Step numbers as in the steps table (from 1); the event log's "
+        "<code>missing</code> and <code>needed_by</code> count from 0.</p>"
+        '<table id="alerts"><tr><th>time (mm:ss)</th><th>alert</th><th>missing step</th>'
+        f"<th>needed by</th><th>message</th></tr>{rows}</table>"
+        f'<img id="alerts-timeline" alt="alerts on a time strip" '
+        f'src="data:image/png;base64,{image}">'
+    )
+
+
 def _source_banner(source: str) -> str:
     if "simulated" in source:
         return (
@@ -277,6 +330,8 @@ def render_html(
     video: Video | None = None,
     source: str = "",
     gaps: Sequence = (),
+    alerts: Sequence | None = None,
+    alerts_note: str = "",
 ) -> str:
     """The report as one HTML string (figures inline).
 
@@ -294,6 +349,10 @@ def render_html(
         The observation source (``"simulated"`` in it gets the simulated banner).
     gaps : sequence of Gap
         A live run's unscored spans (listed; blank rows in the belief view).
+    alerts : sequence of Alert, optional
+        The run's alerts (:mod:`baglm_nb.core.alerts`); None when alerts were off.
+    alerts_note : str
+        Whether alerts were on, and why (an "Alerts" section shows it when given).
     """
     parts = [_source_banner(source or "unknown"), f'<p id="note">{html.escape(note)}</p>']
     if not estimates:
@@ -317,6 +376,10 @@ def render_html(
         parts += [
             "<h2>Step changes</h2>",
             _changes(estimates, steps, video),
+        ]
+        if alerts is not None or alerts_note:
+            parts.append(_alerts_section(alerts, alerts_note, steps, estimates[-1].t_end))
+        parts += [
             f'<h2>Beliefs</h2><p id="reading">{html.escape(reading)}</p>',
             f'<img id="beliefs" alt="belief views" src="data:image/png;base64,{image}">',
         ]
@@ -338,8 +401,10 @@ def write_html_report(
     video: Video | None = None,
     source: str = "",
     gaps: Sequence = (),
+    alerts: Sequence | None = None,
+    alerts_note: str = "",
 ) -> Path:
     """Write :func:`render_html` to ``path`` atomically; returns the path."""
     page = render_html(estimates, steps, title=title, note=note, video=video, source=source,
-                       gaps=gaps)  # fmt: skip
+                       gaps=gaps, alerts=alerts, alerts_note=alerts_note)  # fmt: skip
     return atomic_write_text(path, page)
