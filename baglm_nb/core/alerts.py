@@ -56,7 +56,7 @@ ALERT_KINDS = ("missing_prerequisite", "skipped")
 DEFAULT_THRESHOLD = 0.5
 #: Running progress from which a step counts as observed done (module docstring). On the
 #: simulated default the running progress of a step that is never on screen stays below 0.5
-#: (its noisy digits set a floor), that of an annotated step reaches 0.8 or more in 90% of cases.
+#: (its noisy digits set a floor); more than 90% of the others reach 0.7 (docs/alerts.md).
 DONE_LEVEL = 0.7
 
 

@@ -254,22 +254,25 @@ def _changes(estimates: Sequence[Estimate], steps: Sequence[str], video: Video |
 
 def _alerts_strip(alerts: Sequence, steps: Sequence[str], duration: float) -> str:
     """The alerts on a time strip (PNG, base64): a triangle per missing prerequisite, a
-    square per skipped step, in the missing step's colour, with its number."""
+    square per skipped step, in the missing step's colour, with its number; alerts raised at
+    the same time are stacked."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     colours = step_colours(len(steps))
-    fig, ax = plt.subplots(figsize=(10, 1.3))
+    stack: dict[float, int] = {}
+    fig, ax = plt.subplots(figsize=(10, 1.0 + 0.25 * len(alerts) ** 0.5))
     for a in alerts:
+        y = stack[a.t] = stack.get(a.t, -1) + 1
         marker = "v" if a.kind == "missing_prerequisite" else "s"
-        ax.plot(a.t, 0, marker=marker, markersize=10, color=colours[a.missing],
-                markeredgecolor="black")  # fmt: skip
-        ax.annotate(str(a.missing + 1), (a.t, 0), xytext=(0, 9), textcoords="offset points",
-                    ha="center", fontsize=8)  # fmt: skip
-    ax.set_xlim(0, max(duration, 1.0))
-    ax.set_ylim(-1, 1.5)
+        ax.plot(a.t, y, marker=marker, markersize=9, color=colours[a.missing],
+                markeredgecolor="black", clip_on=False)  # fmt: skip
+        ax.annotate(str(a.missing + 1), (a.t, y), xytext=(7, 0), textcoords="offset points",
+                    ha="left", va="center", fontsize=8)  # fmt: skip
+    ax.set_xlim(0, max(duration, 1.0) * 1.03)
+    ax.set_ylim(-0.8, max(stack.values(), default=0) + 0.8)
     ax.set_yticks([])
     ax.set_xlabel("time (s)")
     ax.set_title("alerts: \u25bc missing prerequisite, \u25a0 skipped (number: the missing step)",
