@@ -268,3 +268,18 @@ def test_noise_corr_literal_recursion_and_validation() -> None:
     for bad in (1.0, -1.0, 1.5):
         with pytest.raises(ValueError, match="noise_corr must be in"):
             SimulationParams(noise_corr=bad)
+
+
+def test_noise_corr_through_the_observations_setting() -> None:
+    """Notebooks pass it as the simulated source's ``params`` (core.sources)."""
+    from baglm_nb.core import sources
+    from baglm_nb.core.simulate import ILLUSTRATIVE_NOISE_CORR
+
+    params = default_params("htstep", noise_corr=ILLUSTRATIVE_NOISE_CORR)
+    corr = sources.observations("htstep", "simulated", limit=2, params=params)
+    iid = sources.observations("htstep", "simulated", limit=2)
+    uid = corr.uids()[0]
+    assert corr.label == iid.label == "simulated" and corr.uids() == iid.uids()
+    assert corr.vsg[uid].shape == iid.vsg[uid].shape
+    assert not np.array_equal(corr.vsg[uid], iid.vsg[uid])
+    assert np.allclose(corr.vsg[uid].sum(axis=1), 1.0)
