@@ -349,6 +349,15 @@ def test_follow_writes_alert_events_printed_and_in_the_report(tmp_path):
     page = report.read_text()
     assert '<table id="alerts">' in page and 'id="alerts-timeline"' in page
     assert page.count("<tr><td>", page.index('<table id="alerts">')) >= len(alerts)
+    # the same D given in a task file: alerts on by default, the same alerts
+    task, again = tmp_path / "task.json", tmp_path / "again.jsonl"
+    task.write_text(json.dumps({"goal": video.goal, "steps": list(video.steps),
+                                "dependency": d.tolist()}))  # fmt: skip
+    out = _cli("follow", "--replay", "simulated", "--dataset", "htstep", "--task", str(task),
+               "--jsonl", str(again), "--", UID)  # fmt: skip
+    assert out.returncode == 0 and "alerts: on" in out.stdout
+    repeated = [json.loads(x) for x in again.read_text().splitlines()]
+    assert [e for e in repeated if e["event"] == "alert"] == alerts
 
 
 def test_no_alerts_option_and_the_alerts_verb(tmp_path):
