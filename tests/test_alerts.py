@@ -317,6 +317,15 @@ def test_alerts_asked_for_without_a_dependency_matrix_is_bad_input(tmp_path):
     out = _cli("follow", "--replay", "simulated", "--dataset", "htstep", "--task", str(task),
                "--alerts", "--", UID)  # fmt: skip
     assert out.returncode == 2 and "'dependency' field" in out.stderr
+    zero = tmp_path / "zero.json"
+    zero.write_text(json.dumps({"goal": video.goal, "steps": list(video.steps),
+                                "dependency": np.eye(video.num_steps).tolist()}))  # fmt: skip
+    out = _cli("follow", "--replay", "simulated", "--dataset", "htstep", "--task", str(zero),
+               "--alerts", "--", UID)  # fmt: skip
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        f"error: --alerts needs a dependency matrix D, and the task file {zero} has no "
+        "prerequisite in 'dependency' (all zero off the diagonal)"
+    ]
     log = tmp_path / "events.jsonl"
     out = _cli("follow", "--replay", "simulated", "--dataset", "htstep", "--task", str(task),
                "--jsonl", str(log), "--", UID)  # fmt: skip

@@ -446,12 +446,20 @@ def _report(
 
 
 def _no_dependency_reason(args) -> str | None:
-    """Why this run has no D (a task file without 'dependency', or --deps none), else None."""
+    """Why this run has no D (a task file without 'dependency' or with no prerequisite in it,
+    or --deps none), else None."""
+    from baglm_nb.core.alerts import has_dependencies
     from baglm_nb.inputs.tasks import load_task
 
     if args.task:
-        if load_task(args.task).dependency is None:
+        dependency = load_task(args.task).dependency
+        if dependency is None:
             return f"the task file {args.task} has no 'dependency' field"
+        if not has_dependencies(dependency):
+            return (
+                f"the task file {args.task} has no prerequisite in 'dependency' (all zero "
+                "off the diagonal)"
+            )
         return None
     return "--deps none gives no prerequisites" if args.deps == "none" else None
 
@@ -482,8 +490,11 @@ def _alert_monitor(args, grounder, on: bool, line: str):
     dependency = grounder.state.dependency
     if not has_dependencies(dependency):
         if args.alerts:
-            raise ValueError("--alerts needs a dependency matrix D, and this run's D is all zero")
-        return None, "alerts: off (the dependency matrix D is all zero)"
+            raise ValueError(
+                "--alerts needs a dependency matrix D, and this run's D has no "
+                "prerequisite (all zero off the diagonal)"
+            )
+        return None, "alerts: off (the dependency matrix D is all zero off the diagonal)"
     monitor = AlertMonitor(dependency, grounder.steps, threshold=args.alert_threshold,
                            segment_duration=grounder.segment_duration)  # fmt: skip
     return monitor, line
