@@ -274,7 +274,8 @@ def _alerts_strip(alerts: Sequence, steps: Sequence[str], duration: float) -> st
     ax.set_xlim(0, max(duration, 1.0) * 1.03)
     ax.set_ylim(-0.8, max(stack.values(), default=0) + 0.8)
     ax.set_yticks([])
-    ax.set_xlabel("time (s)")
+    set_mmss_axis(ax.xaxis)
+    ax.set_xlabel("time in the video (mm:ss)")
     ax.set_title("alerts: \u25bc missing prerequisite, \u25a0 skipped (number: the missing step)",
                  fontsize=9)  # fmt: skip
     fig.tight_layout()
