@@ -88,3 +88,35 @@ def test_timeline_shows_filter_and_smoothed(observations):
     assert truth_numbers and truth_numbers <= annotated
     with pytest.raises(ValueError, match="not in the htstep observations"):
         assistance.timeline_data(obs, "simulated-llm:llama", "no-such-video", 2)
+
+
+def test_timeline_draws_the_alerts_follow_raises(observations):
+    from baglm_nb.analyses.alerts import video_alerts
+
+    obs = observations[0]
+    uid = "-25-1nbOki0"  # Make Nigerian Style Jollof Rice: alerts with the simulated LLaMA's D
+    video = next(v for v in obs.videos if v.uid == uid)
+    data = assistance.timeline_data(obs, "simulated-llm:llama", uid, 1)
+    d = obs.segment_duration
+    dep = sources.dependencies("simulated-llm:llama", "htstep").matrix(video)
+    expected = video_alerts(video, obs.vsg[uid][::d], obs.progress[uid][::d], dep)
+    assert expected and [a.to_json() for a in data["alerts"]] == [a.to_json() for a in expected]
+    fig = assistance.timeline(data, "t")
+    strip = fig.axes[3]
+    drawn = [line for line in strip.get_lines() if line.get_marker() in ("v", "s")]
+    assert [float(line.get_xdata()[0]) for line in drawn] == [a.t for a in expected]
+    assert {t.get_text() for t in strip.texts} >= {str(a.missing + 1) for a in expected}
+
+
+def test_correlated_observations_keep_the_signal_and_correlate_the_noise():
+    from baglm_nb.core.simulate import ILLUSTRATIVE_NOISE_CORR
+
+    (plain,) = sources.observations_for(["coin"], {}, limit=3)
+    (corr,) = assistance.correlated_observations(["coin"], ILLUSTRATIVE_NOISE_CORR, limit=3)
+    assert [v.uid for v in corr.videos] == [v.uid for v in plain.videos]
+    assert corr.label == plain.label == "simulated"
+    uid = plain.videos[0].uid
+    assert corr.vsg[uid].shape == plain.vsg[uid].shape
+    assert not np.array_equal(corr.vsg[uid], plain.vsg[uid])
+    (zero,) = assistance.correlated_observations(["coin"], 0.0, limit=3)
+    assert np.array_equal(zero.vsg[uid], plain.vsg[uid])

@@ -73,10 +73,12 @@ SMALL = {
          "qualitative.items.parquet", "qualitative.summary.json"],
     ),
     "09_assistance": (
-        {"datasets": ["htstep", "coin"], "limit": 3, "lags": [0, 2, None], "timeline_lag": 2},
+        {"datasets": ["htstep", "coin"], "limit": 3, "lags": [0, 2, None], "timeline_lag": 2,
+         "alert_limit": 3},
         ["assistance_lags.csv", "assistance_lags.md", "assistance_lags.png",
          "assistance_lags.items.parquet", "assistance_lags.summary.json",
-         "assistance_timeline.png"],
+         "assistance_timeline.png", "assistance_lags_correlated.csv",
+         "assistance_lags_correlated.png", "assistance_alerts.csv", "assistance_alerts.md"],
     ),
 }  # fmt: skip
 
@@ -90,7 +92,8 @@ SIMULATED_TITLES = {
                     "dependency_quality.md"],
     "06_localization": ["localization.md", "ego4d_windowed_recall.md"],
     "08_qualitative": ["qualitative.md"],
-    "09_assistance": ["assistance_lags.md"],
+    "09_assistance": ["assistance_lags.md", "assistance_lags_correlated.md",
+                      "assistance_alerts.md"],
 }  # fmt: skip
 
 

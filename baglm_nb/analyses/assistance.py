@@ -10,11 +10,15 @@ What notebook ``09_assistance`` shows, as tables and figures:
   (video, step) items;
 - :func:`lag_lines`: per-second accuracy, announcement F1 and R@1 against the lag, one column
   per dataset;
-- :func:`timeline`: one video's filter and smoothed beliefs over time, with the ground truth
-  and each one's announcements.
+- :func:`timeline`: one video's filter and smoothed beliefs over time, with the ground truth,
+  each one's announcements and the alerts ``follow`` raises on it (:mod:`baglm_nb.core.alerts`);
+- :func:`correlated_observations`: the simulated observations with temporally correlated noise
+  (``noise_corr``), to draw the curves again where smoothing is not flattered by independent
+  noise.
 
 Exports :data:`LAGS`, :data:`CURVE_METRICS`, :func:`lag_label`, :func:`lag_table`,
-:func:`lag_lines`, :func:`timeline_data` and :func:`timeline`.
+:func:`lag_lines`, :func:`timeline_data`, :func:`timeline` and
+:func:`correlated_observations`.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from baglm_nb.analyses.alerts import video_alerts
 from baglm_nb.analyses.belief_data import runs
 from baglm_nb.analyses.belief_views import step_colours
 from baglm_nb.analyses.tables import (
@@ -39,13 +44,16 @@ from baglm_nb.analyses.tables import (
     score_raw,
     with_items,
 )
+from baglm_nb.core import sources
 from baglm_nb.core.observations import Observations
 from baglm_nb.core.online_metrics import METRIC_KEYS, announcements, measure, truth_states
 from baglm_nb.core.pipeline import run_baglm
+from baglm_nb.core.simulate import default_params
 
 __all__ = [
     "CURVE_METRICS",
     "LAGS",
+    "correlated_observations",
     "lag_label",
     "lag_lines",
     "lag_table",
@@ -159,9 +167,10 @@ def timeline_data(
 ) -> dict[str, Any]:
     """One video's filter and fixed-lag (``lag`` segments) beliefs, truth and announcements.
 
-    Returns ``{"video", "lag", "filter", "smoothed"}``: each of the two a dict with
+    Returns ``{"video", "lag", "filter", "smoothed", "alerts"}``: the first two a dict with
     ``beliefs`` (T, K+1), ``said`` (the announced state per row, K before the first) and
-    ``metrics`` (the video's online metrics).
+    ``metrics`` (the video's online metrics); ``alerts`` the alerts ``follow`` raises on the
+    filter's announcements (:func:`~baglm_nb.analyses.alerts.video_alerts`, alert threshold 0.5).
     """
     video = next((v for v in obs.videos if v.uid == uid), None)
     if video is None:
@@ -178,7 +187,20 @@ def timeline_data(
         metrics = measure(obs.dataset, [video], {uid: b}, segment_duration=d, lag_s=lag_s,
                           threshold=threshold, patience=patience)  # fmt: skip
         out[name] = {"beliefs": b, "said": np.repeat(said, d), "metrics": metrics}
+    out["alerts"] = video_alerts(video, obs.vsg[uid][::d], obs.progress[uid][::d],
+                                 resolved.matrix(video), hysteresis=(threshold, patience),
+                                 segment_duration=d)  # fmt: skip
     return out
+
+
+def _draw_alerts(ax, alerts: Sequence) -> None:
+    """The alerts on a strip: a black triangle (missing prerequisite) or square (skipped) at
+    each alert's time, numbered with the missing step."""
+    for a in alerts:
+        marker = "v" if a.kind == "missing_prerequisite" else "s"
+        ax.plot(a.t, 0.5, marker=marker, markersize=7, color="black", markeredgecolor="white")
+        ax.annotate(str(a.missing + 1), (a.t, 0.5), xytext=(5, 0), textcoords="offset points",
+                    fontsize=7, va="center", color="black")  # fmt: skip
 
 
 def timeline(data: dict[str, Any], title: str):
@@ -214,7 +236,26 @@ def timeline(data: dict[str, Any], title: str):
             if state < k and length >= t_len / 60:  # number the runs wide enough to read
                 ax.text(start + length / 2, 0.5, str(state + 1), ha="center", va="center",
                         fontsize=7, color="white")  # fmt: skip
+    alerts = data.get("alerts") or []
+    _draw_alerts(axes[3], alerts)
+    if alerts:
+        axes[3].set_title("\u25bc missing prerequisite, \u25a0 skipped (number: the missing step)",
+                          fontsize=7, loc="right")  # fmt: skip
     axes[-1].set_xlabel("time (s); step numbers as in the task's step list")
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def correlated_observations(
+    datasets: Sequence[str], noise_corr: float, *, limit: int | None = None
+) -> list[Observations]:
+    """The simulated observations of ``datasets`` with each dataset's calibrated signal and
+    temporally correlated noise (``noise_corr``: the AR(1) coefficient across segments,
+    ``docs/alerts.md``; no paper number pins it)."""
+    return [
+        sources.observations(
+            name, "simulated", limit=limit, params=default_params(name, noise_corr=noise_corr)
+        )
+        for name in datasets
+    ]

@@ -70,6 +70,7 @@ def register(verbs) -> None:
                    help="fixed-lag smoothing: each segment's belief from the N segments after "
                    "it, emitted N segments late (lag_s in the event log); the announcements "
                    "are made on the smoothed beliefs (default 0: the filter)")  # fmt: skip
+    _add_alert_options(p)
     p.add_argument("--jsonl", help="write the event log here (JSON lines)")
     p.add_argument("--html", help="write a self-contained HTML report here")
     p.add_argument("--trust-remote-code", action="store_true")
@@ -94,6 +95,21 @@ def _add_live_options(p: argparse.ArgumentParser) -> None:
                       "the lost span is logged as a gap")  # fmt: skip
     live.add_argument("--transport", choices=["tcp", "udp"], default="tcp",
                       help="RTSP transport (default: tcp)")  # fmt: skip
+
+
+def _add_alert_options(p: argparse.ArgumentParser) -> None:
+    """The alert options (:mod:`baglm_nb.core.alerts`)."""
+    from baglm_nb.core.alerts import DEFAULT_THRESHOLD
+
+    alerts = p.add_argument_group("alerts (read from the prerequisites D)")
+    alerts.add_argument("--alerts", action=argparse.BooleanOptionalAction, default=None,
+                        help="warn when a step is announced before a step it needs was seen, "
+                        "and list skipped steps (default: on when the run has a D: a dataset "
+                        "video with --deps other than 'none', or a task file with a "
+                        "'dependency' field)")  # fmt: skip
+    alerts.add_argument("--alert-threshold", type=float, default=DEFAULT_THRESHOLD, metavar="P",
+                        help="step k needs step j when D[k, j] >= P, P in [0, 1] (default: "
+                        f"{DEFAULT_THRESHOLD:g})")  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -279,6 +295,7 @@ def run(args: argparse.Namespace) -> int:
     pressed = threading.Event()
     if not args.debug:
         _quiet_libraries()
+    alerts_on, alerts_line = _alert_setting(args)
     if args.replay:
         grounder, scores, truth = _replay_setup(args)
         if grounder is None:
@@ -291,10 +308,14 @@ def run(args: argparse.Namespace) -> int:
     stream = smoothed(stream, grounder)
     print(f"following {one_line(args.source)} ({grounder.source}); goal: "
           f"{one_line(grounder.goal)}", flush=True)  # fmt: skip
+    monitor, alerts_line = _alert_monitor(args, grounder, alerts_on, alerts_line)
+    print(alerts_line, flush=True)
     with _ctrl_c_sets(pressed):
-        estimates, gaps, reason, interrupted = _consume(stream, args, ended, pressed)
+        estimates, gaps, reason, interrupted = _consume(stream, args, ended, pressed, monitor)
     if args.html:
-        _report(args, grounder, estimates, gaps, truth, reason)
+        _report(args, grounder, estimates, gaps, truth, reason,
+                alerts=None if monitor is None else monitor.raised,
+                alerts_note=alerts_line)  # fmt: skip
     if interrupted:
         return 130
     if getattr(reason, "failed", False):
@@ -348,9 +369,10 @@ def _ctrl_c_sets(pressed: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _consume(stream, args, ended: list[str], pressed: threading.Event):
-    """Print the announcements, the gaps and the status line; returns (estimates, gaps,
-    reason, interrupted)."""
+def _consume(stream, args, ended: list[str], pressed: threading.Event, monitor=None):
+    """Print the announcements, the gaps, the alerts (``monitor``: an
+    :class:`~baglm_nb.core.alerts.AlertMonitor`, or None) and the status line; returns
+    (estimates, gaps, reason, interrupted)."""
     from baglm_nb.apps.online import EventLog, raise_if_stopped
     from baglm_nb.inputs.live import Gap
 
@@ -372,6 +394,10 @@ def _consume(stream, args, ended: list[str], pressed: threading.Event):
                 continue
             estimates.append(item)
             _print_estimate(item, tty)
+            if monitor is not None:
+                _emit_alerts(monitor.feed(item), log, tty)
+        if monitor is not None:  # the video ended (not on Ctrl-C): the skipped steps
+            _emit_alerts(monitor.finish(), log, tty)
     except KeyboardInterrupt:
         interrupted = True
         stream.close()
@@ -415,7 +441,9 @@ def _status(estimates, gaps) -> str:
     return text
 
 
-def _report(args, grounder, estimates, gaps, truth, reason: str) -> None:
+def _report(
+    args, grounder, estimates, gaps, truth, reason: str, *, alerts=None, alerts_note: str = ""
+) -> None:
     from baglm_nb.analyses.tables import title_for
     from baglm_nb.apps.online.report import write_html_report
 
@@ -424,5 +452,74 @@ def _report(args, grounder, estimates, gaps, truth, reason: str) -> None:
     h = grounder.hysteresis
     write_html_report(estimates, grounder.steps, args.html, title=title, video=truth,
                       source=grounder.source, note=f"followed: {what}; {reason}",
-                      gaps=gaps, hysteresis=(h.threshold, h.patience))  # fmt: skip
+                      gaps=gaps, hysteresis=(h.threshold, h.patience), alerts=alerts,
+                      alerts_note=alerts_note)  # fmt: skip
     print(f"report: {args.html}")
+
+
+# --------------------------------------------------------------------------------------------
+# alerts
+
+
+def _no_dependency_reason(args) -> str | None:
+    """Why this run has no D (a task file without 'dependency' or with no prerequisite in it,
+    or --deps none), else None."""
+    from baglm_nb.core.alerts import has_dependencies
+    from baglm_nb.inputs.tasks import load_task
+
+    if args.task:
+        dependency = load_task(args.task).dependency
+        if dependency is None:
+            return f"the task file {args.task} has no 'dependency' field"
+        if not has_dependencies(dependency):
+            return (
+                f"the task file {args.task} has no prerequisite in 'dependency' (all zero "
+                "off the diagonal)"
+            )
+        return None
+    return "--deps none gives no prerequisites" if args.deps == "none" else None
+
+
+def _alert_setting(args) -> tuple[bool, str]:
+    """``(on, the line to print once)`` from ``--alerts`` and the run's D; checked before
+    anything loads. ``--alert-threshold`` outside [0, 1], or ``--alerts`` without a D, is bad
+    input (``ValueError`` naming the flag)."""
+    from baglm_nb.core.alerts import check_level
+
+    check_level("--alert-threshold", args.alert_threshold)
+    missing = _no_dependency_reason(args)
+    if missing and args.alerts:
+        raise ValueError(f"--alerts needs a dependency matrix D, and {missing}")
+    if missing:
+        return False, f"alerts: off ({missing})"
+    if args.alerts is False:
+        return False, "alerts: off (--no-alerts)"
+    return True, f"alerts: on (from D, --alert-threshold {args.alert_threshold:g})"
+
+
+def _alert_monitor(args, grounder, on: bool, line: str):
+    """``(AlertMonitor or None, the line to print)``; a D with no prerequisite gives none."""
+    from baglm_nb.core.alerts import AlertMonitor, has_dependencies
+
+    if not on:
+        return None, line
+    dependency = grounder.state.dependency
+    if not has_dependencies(dependency):
+        if args.alerts:
+            raise ValueError(
+                "--alerts needs a dependency matrix D, and this run's D has no "
+                "prerequisite (all zero off the diagonal)"
+            )
+        return None, "alerts: off (the dependency matrix D is all zero off the diagonal)"
+    monitor = AlertMonitor(dependency, grounder.steps, threshold=args.alert_threshold,
+                           segment_duration=grounder.segment_duration)  # fmt: skip
+    return monitor, line
+
+
+def _emit_alerts(alerts, log, tty: bool) -> None:
+    """Log each alert (an ``alert`` event) and print it on its own line."""
+    for alert in alerts:
+        if log:
+            log.write(alert.to_json())
+        end = "\x1b[K\n" if tty else "\n"
+        print(f"\r[{alert.t:7.1f} s] alert: {alert.message}", end=end, flush=True)

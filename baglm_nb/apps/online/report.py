@@ -9,11 +9,12 @@ top-state and announced-step strips beside the ground truth), with a caption tha
 only what the figure draws (:func:`~baglm_nb.analyses.belief_legend.reading_guide`: no outlines
 or right/wrong strips without a ground truth). A live run's gaps (segments it
 did not score: skipped to keep up with live, or lost while reconnecting) are listed and left
-blank in the belief view. The latency section gives each part's median and p99 and one bar per
-segment over the segment's own time span (:func:`latency_figure`); a replay of precomputed
-scores decoded and scored nothing, so it shows the filter's time only and says why. Figures are
-embedded as base64 PNG, so the file can be mailed or
-opened offline.
+blank in the belief view. The alerts of the run (:mod:`baglm_nb.core.alerts`), when it had
+them, are listed with their time and drawn on a time strip. The latency section gives each
+part's median and p99 and one bar per segment over the segment's own time span
+(:func:`latency_figure`); a replay of precomputed scores decoded and scored nothing, so it shows
+the filter's time only and says why. Figures are embedded as base64 PNG, so the file can be
+mailed or opened offline.
 """
 
 from __future__ import annotations
@@ -305,6 +306,62 @@ def _quality(estimates, steps, beliefs, video: Video, hysteresis) -> str:
     )
 
 
+def _alerts_strip(alerts: Sequence, steps: Sequence[str], duration: float) -> str:
+    """The alerts on a time strip (PNG, base64): a triangle per missing prerequisite, a
+    square per skipped step, in the missing step's colour, with its number; alerts raised at
+    the same time are stacked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = step_colours(len(steps))
+    stack: dict[float, int] = {}
+    fig, ax = plt.subplots(figsize=(10, 1.0 + 0.25 * len(alerts) ** 0.5))
+    for a in alerts:
+        y = stack[a.t] = stack.get(a.t, -1) + 1
+        marker = "v" if a.kind == "missing_prerequisite" else "s"
+        ax.plot(a.t, y, marker=marker, markersize=9, color=colours[a.missing],
+                markeredgecolor="black", clip_on=False)  # fmt: skip
+        ax.annotate(str(a.missing + 1), (a.t, y), xytext=(7, 0), textcoords="offset points",
+                    ha="left", va="center", fontsize=8)  # fmt: skip
+    ax.set_xlim(0, max(duration, 1.0) * 1.03)
+    ax.set_ylim(-0.8, max(stack.values(), default=0) + 0.8)
+    ax.set_yticks([])
+    set_mmss_axis(ax.xaxis)
+    ax.set_xlabel("time in the video (mm:ss)")
+    ax.set_title("alerts: \u25bc missing prerequisite, \u25a0 skipped (number: the missing step)",
+                 fontsize=9)  # fmt: skip
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _alerts_section(alerts: Sequence | None, note: str, steps: Sequence[str],
+                    duration: float) -> str:  # fmt: skip
+    """The run's alerts: whether they were on (``note``), a table and a time strip."""
+    head = f'<h2>Alerts</h2><p id="alerts-note">{html.escape(note)}</p>'
+    if alerts is None:
+        return head
+    if not alerts:
+        return head + '<p id="no-alerts">No alert was raised.</p>'
+    kinds = {"missing_prerequisite": "missing prerequisite", "skipped": "skipped"}
+    rows = "".join(
+        f"<tr><td>{mmss(a.t)}</td><td>{kinds.get(a.kind, a.kind)}</td>"
+        f"<td>{a.missing + 1}</td><td>{', '.join(str(b + 1) for b in a.needed_by)}</td>"
+        f"<td>{html.escape(a.message)}</td></tr>"
+        for a in alerts
+    )
+    image = _alerts_strip(alerts, steps, duration)
+    return (
+        head + "<p>Step numbers as in the steps table (from 1); the event log's "
+        "<code>missing</code> and <code>needed_by</code> count from 0.</p>"
+        '<table id="alerts"><tr><th>time (mm:ss)</th><th>alert</th><th>missing step</th>'
+        f"<th>needed by</th><th>message</th></tr>{rows}</table>"
+        f'<img id="alerts-timeline" alt="alerts on a time strip" '
+        f'src="data:image/png;base64,{image}">'
+    )
+
+
 def _source_banner(source: str) -> str:
     if "simulated" in source:
         return (
@@ -332,6 +389,8 @@ def render_html(
     source: str = "",
     gaps: Sequence = (),
     hysteresis: tuple[float, int] | None = None,
+    alerts: Sequence | None = None,
+    alerts_note: str = "",
 ) -> str:
     """The report as one HTML string (figures inline).
 
@@ -351,6 +410,10 @@ def render_html(
         A live run's unscored spans (listed; blank rows in the belief view).
     hysteresis : (threshold, patience), optional
         What the announcements were made with (shown beside the online metrics).
+    alerts : sequence of Alert, optional
+        The run's alerts (:mod:`baglm_nb.core.alerts`); None when alerts were off.
+    alerts_note : str
+        Whether alerts were on, and why (an "Alerts" section shows it when given).
     """
     parts = [_source_banner(source or "unknown"), f'<p id="note">{html.escape(note)}</p>']
     if not estimates:
@@ -376,6 +439,10 @@ def render_html(
         parts += [
             "<h2>Step changes</h2>",
             _changes(estimates, steps, video),
+        ]
+        if alerts is not None or alerts_note:
+            parts.append(_alerts_section(alerts, alerts_note, steps, estimates[-1].t_end))
+        parts += [
             f'<h2>Beliefs</h2><p id="reading">{html.escape(reading)}</p>',
             f'<img id="beliefs" alt="belief views" src="data:image/png;base64,{image}">',
         ]
@@ -398,8 +465,11 @@ def write_html_report(
     source: str = "",
     gaps: Sequence = (),
     hysteresis: tuple[float, int] | None = None,
+    alerts: Sequence | None = None,
+    alerts_note: str = "",
 ) -> Path:
     """Write :func:`render_html` to ``path`` atomically; returns the path."""
     page = render_html(estimates, steps, title=title, note=note, video=video, source=source,
-                       gaps=gaps, hysteresis=hysteresis)  # fmt: skip
+                       gaps=gaps, hysteresis=hysteresis, alerts=alerts,
+                       alerts_note=alerts_note)  # fmt: skip
     return atomic_write_text(path, page)
