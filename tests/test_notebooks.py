@@ -63,7 +63,7 @@ SMALL = {
     ),
     "06_localization": (
         {"limit": 4},
-        ["localization.csv", "localization.md", "ego4d_windowed_recall.csv",
+        ["localization.csv", "localization.md", "localization.png", "ego4d_windowed_recall.csv",
          "ego4d_windowed_recall.md"],
     ),
     "07_timing": ({}, ["timing.csv", "timing.md"]),
@@ -194,6 +194,11 @@ def test_notebook_runs_on_small_parameters(notebook, tmp_path):
         assert "D: simulated-llm:llama" in text and "| simulated-llm:llama |" in text
         oracles = (tmp_path / "oracles.md").read_text()
         assert "| LLM D, oracle progress |" in oracles and "| oracle | oracle |" in oracles
+        # the paper's form: its other methods (paper only), check-mark columns on the page
+        assert "| HT-Step | VINA | offline |  | 39.1 | 0 | paper |" in text
+        page = (tmp_path / "03_main_results.html").read_text()
+        assert "Readiness" in page and "Dep. matrix oracle" in page and "\u2713" in page
+        assert "calibrated to the paper" in page
     for name in SIMULATED_TITLES.get(notebook.stem, []):
         assert "simulated observations, not a real model" in (tmp_path / name).read_text(), name
     if notebook.stem == "04_ablations":

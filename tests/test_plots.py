@@ -408,6 +408,13 @@ def test_calibrated_bars_are_hatched_and_named_in_the_legend():
     assert hatched == {"BaGLM": [None], "off-the-shelf LMM": [palette.CALIBRATED_HATCH]}
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend[-1] == plots.CALIBRATED_LABEL
+    from baglm_nb.analyses.ablations import prompt_table
+
+    prompt = prompt_table([from_simulation("htstep", limit=2), from_simulation("coin", limit=2)])
+    fig = plots.results_bars(prompt, "prompt")  # long legend entries in a narrow figure
+    fig.canvas.draw()
+    box = fig.axes[0].get_legend().get_window_extent()
+    assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1  # no entry cut off at the sides
     real = plots.results_bars(table.assign(source="lmm:internvl"), "main").axes[0]
     assert plots.CALIBRATED_LABEL not in [t.get_text() for t in real.get_legend().get_texts()]
     assert all(p.get_hatch() is None for p in real.patches)  # a real model is not calibrated

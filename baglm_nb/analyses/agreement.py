@@ -8,13 +8,15 @@ stands under, with the reason where it is known:
 
 - :func:`duration_note`: the segment duration at which BaGLM is best (the paper: 2 s);
 - :func:`localization_note`: the localization mAP against the paper's;
-- :func:`oracle_violation_note`: why the oracle D violates the most dependencies.
+- :func:`oracle_violation_note`: why the oracle D violates the most dependencies;
+- :func:`departure_note`: the simulated rows of an R@1 table that are far from the paper's.
 
 Each returns None when there is nothing to say (e.g. no departure, or no simulated rows).
 
 Exports :data:`CALIBRATED_NOTE`, :data:`CALIBRATED_METHODS`, :func:`is_simulated`,
 :func:`calibrated_mask`, :func:`calibration_note`, :func:`duration_note`,
-:func:`localization_note` and :func:`oracle_violation_note`.
+:func:`localization_note`, :func:`oracle_violation_note`, :data:`DEPARTURE_POINTS` and
+:func:`departure_note`.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ import pandas as pd
 __all__ = [
     "CALIBRATED_METHODS",
     "CALIBRATED_NOTE",
+    "DEPARTURE_POINTS",
     "calibrated_mask",
     "calibration_note",
+    "departure_note",
     "duration_note",
     "is_simulated",
     "localization_note",
@@ -88,7 +92,10 @@ def duration_note(table: pd.DataFrame) -> str | None:
     away = {name: d for name, d in best.items() if d != 2}
     if not away:
         return None
-    where = ", ".join(f"{name} at {d} s" for name, d in away.items())
+    by_duration: dict[int, list[str]] = {}
+    for name, d in away.items():
+        by_duration.setdefault(d, []).append(name)
+    where = "; ".join(f"at {d} s on {', '.join(names)}" for d, names in by_duration.items())
     return (
         f"Departs from the paper: the simulated BaGLM is best at {where}; the paper's is best "
         "at 2 s. Why: the simulated LMM's evidence per segment does not weaken when a segment is "
@@ -138,4 +145,40 @@ def oracle_violation_note(long: pd.DataFrame, oracle: str = "oracle") -> str | N
         "dependencies are the union over its videos, checked against all of them, and where "
         "two videos of a group order steps differently, one video's chain is violated by the "
         "other. The paper has no oracle row here."
+    )
+
+
+#: How far (R@1 points) a simulated row must be from the paper's for :func:`departure_note`.
+DEPARTURE_POINTS = 3.0
+
+#: What is known of why the simulated BaGLM rows depart (notebook 05 measures it).
+_WHY = (
+    "Why, where known (05_analysis, section 1): the simulated LLM builds a group's matrix from "
+    "all its videos, the evaluated one included, and the simulated progress is a second, "
+    "accurate detector of the step on screen; BaGLM's rows are never a calibration target."
+)
+
+
+def departure_note(table: pd.DataFrame, points: float = DEPARTURE_POINTS) -> str | None:
+    """The simulated, not calibrated rows at least ``points`` from the paper's value, and why.
+
+    ``table``: a result table (``dataset, method, workbench, paper, source``). None when no
+    row departs that far.
+    """
+    if not {"dataset", "method", "workbench", "paper", "source"} <= set(table.columns):
+        return None
+    rows = table[table["source"].map(is_simulated) & ~calibrated_mask(table)]
+    diff = pd.to_numeric(rows["workbench"], errors="coerce") - pd.to_numeric(
+        rows["paper"], errors="coerce"
+    )
+    far = rows[diff.abs() >= points]
+    if far.empty:
+        return None
+    pairs = zip(far["dataset"], far["method"], diff[far.index], strict=True)
+    parts = [f"{name} {method} {d:+.1f}" for name, method, d in pairs]
+    return (
+        f"Departs from the paper by {points:g} R@1 points or more (simulation minus paper): "
+        + ", ".join(parts)
+        + ". "
+        + _WHY
     )

@@ -212,7 +212,7 @@ def slot_note(table: pd.DataFrame) -> str | None:
     reasons = [n for n in dict.fromkeys(notes.dropna().astype(str)) if n.startswith("slot")]
     if not reasons:
         return None
-    return "Slot rows (" + SLOT_CELL + "): " + "; ".join(r.removeprefix("slot: ") for r in reasons)
+    return f"Slot rows ({SLOT_CELL}): " + "; ".join(r.removeprefix("slot: ") for r in reasons) + "."
 
 
 def notes(*lines: str | None) -> str | None:

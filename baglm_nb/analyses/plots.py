@@ -90,6 +90,24 @@ def _bar_texts(ax, x, values, paper_only, colour) -> None:
                 ha="center", va="bottom", fontsize=7, color=colour)  # fmt: skip
 
 
+def _legend_columns(labels: Sequence[str], width_in: float, most: int = 4) -> int:
+    """The most legend columns (up to ``most``) whose entries fit across ``width_in`` inches.
+
+    Matplotlib fills the columns one after the other (the first ``len % ncol`` one entry
+    longer), each as wide as its widest entry; an entry at font size 7 takes about 0.05 in per
+    character plus 0.5 in for its handle and gap.
+    """
+    widths = [0.5 + 0.05 * len(str(label)) for label in labels]
+    for ncol in range(min(len(widths), most), 1, -1):
+        rows, longer = divmod(len(widths), ncol)
+        sizes = [rows + 1] * longer + [rows] * (ncol - longer)
+        starts = np.cumsum([0, *sizes])
+        columns = [widths[a:b] for a, b in zip(starts[:-1], starts[1:], strict=True)]
+        if sum(max(c) for c in columns) <= 0.95 * width_in:
+            return ncol
+    return 1
+
+
 def results_bars(
     df: pd.DataFrame,
     title: str,
@@ -155,8 +173,8 @@ def results_bars(
         handles.append(Patch(facecolor="lightgrey", edgecolor="white",
                              hatch=palette.CALIBRATED_HATCH))  # fmt: skip
         labels.append(CALIBRATED_LABEL)
-    ax.legend(handles, labels, fontsize=7, ncol=min(len(labels), 4), loc="upper center",
-              bbox_to_anchor=(0.5, -0.1))  # fmt: skip
+    ax.legend(handles, labels, fontsize=7, ncol=_legend_columns(labels, fig_w),
+              loc="upper center", bbox_to_anchor=(0.5, -0.1))  # fmt: skip
     fig.tight_layout()
     return fig
 
