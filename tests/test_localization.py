@@ -515,7 +515,9 @@ def test_cli_localize_on_simulated_htstep(capsys, tmp_path):
     assert "simulated observations, not a real model" in text
     assert "+ BaGLM" in text and "NaSVA" in text
     table = pd.read_csv(out.with_suffix(".csv"))
-    assert table.loc[0, "paper @0.3"] == 15.0 and table.loc[1, "paper @[0.3-0.7]"] == 7.7
+    ours = table[table["source"] == "simulated"].reset_index(drop=True)  # the slots: other LMMs
+    assert ours.loc[0, "paper @0.3"] == 15.0 and ours.loc[1, "paper @[0.3-0.7]"] == 7.7
+    assert len(table) == 9 and table["note"].fillna("").str.startswith("slot:").sum() == 6
 
 
 # --------------------------------------------------------------------------------------------

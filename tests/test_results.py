@@ -230,3 +230,25 @@ def test_transition_and_oracle_layouts_have_the_papers_check_marks(observations)
     assert oracles["HT-Step paper"].tolist() == ["57.4", "44.9", "54.6", "62.6"]
     slots = oracle_layout(oracle_table(observations[:1], "oracle"))
     assert slots["HT-Step"].tolist()[:2] == ["slot", "slot"]  # no LLM: the LLM rows are slots
+
+
+def test_notebook_05s_wide_tables_have_narrow_views_with_every_column_kept():
+    from baglm_nb.analyses.ablations import sensitivity_table
+    from baglm_nb.analyses.layouts import gain_layouts, pattern_layouts, sensitivity_layout
+    from baglm_nb.analyses.simulation_check import simulation_check
+
+    gains, patterns = simulation_check(["htstep"], limit=3)
+    views = gain_layouts(gains)
+    assert [p for p, _, _ in views] == ["R@1 and gain", "diagnostic"]
+    kept = {c for _, v, _ in views for c in v.columns}
+    assert kept == set(gains.columns)  # every column is in one of the views
+    assert all(len(v.columns) <= 9 for _, v, _ in views)
+    assert "agrees by construction" in views[0][2] and views[1][2] is None
+    order = pattern_layouts(patterns)
+    kept = {c for _, v, _ in order for c in v.columns}
+    assert kept == set(patterns.columns) - {"source"} and all(
+        len(v.columns) <= 11 for _, v, _ in order
+    )
+    table = sensitivity_table("htstep", [1.0], limit=2)
+    view, note = sensitivity_layout(table)
+    assert "paper_gain" not in view and "HT-Step: off-the-shelf 52.0, BaGLM 57.4, gain 5.4" in note

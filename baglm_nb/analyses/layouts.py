@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from baglm_nb.analyses.agreement import column_note
 from baglm_nb.analyses.paper import PAPER_COMPARISON_ORDER, RERUN_MARK
 
 __all__ = [
@@ -228,28 +229,39 @@ _DIAGNOSTIC_COLUMNS = ("dataset", "D_diagnostic", "baglm_diagnostic", "gain_diag
                        "paper_gain", "videos", "source")  # fmt: skip
 
 
-def gain_layouts(gains: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """:func:`~baglm_nb.analyses.simulation_check.gain_table` as two narrow tables.
-
-    ``("R@1 and gain", ...)`` with the workbench's and the paper's numbers side by side, and,
-    when the table has its diagnostic columns, ``("diagnostic", ...)``.
-    """
-    out = [("R@1 and gain", gains[[c for c in _GAIN_COLUMNS if c in gains.columns]])]
-    if "D_diagnostic" in gains.columns:
-        out.append(("diagnostic", gains[[c for c in _DIAGNOSTIC_COLUMNS if c in gains.columns]]))
+def _views(table: pd.DataFrame, parts: list[tuple[str, Sequence[str]]]) -> list[tuple]:
+    """``(part, the table's columns of the part, its note)`` for each part of ``parts``."""
+    out = []
+    for part, columns in parts:
+        view = table[[c for c in columns if c in table.columns]]
+        out.append((part, view, column_note(table) if "off_the_shelf" in view else None))
     return out
 
 
-def pattern_layouts(patterns: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+def gain_layouts(gains: pd.DataFrame) -> list[tuple[str, pd.DataFrame, str | None]]:
+    """:func:`~baglm_nb.analyses.simulation_check.gain_table` as two narrow tables.
+
+    ``("R@1 and gain", view, note)`` with the workbench's and the paper's numbers side by
+    side, and, when the table has its diagnostic columns, ``("diagnostic", view, note)``; the
+    note says the off-the-shelf column agrees by construction
+    (:func:`~baglm_nb.analyses.agreement.column_note`), None where it has none.
+    """
+    parts = [("R@1 and gain", _GAIN_COLUMNS)]
+    if "D_diagnostic" in gains.columns:
+        parts.append(("diagnostic", _DIAGNOSTIC_COLUMNS))
+    return _views(gains, parts)
+
+
+def pattern_layouts(patterns: pd.DataFrame) -> list[tuple[str, pd.DataFrame, str | None]]:
     """:func:`~baglm_nb.analyses.simulation_check.transition_pattern_table` as two tables.
 
-    ``("R@1", ...)``: the four variants, the workbench's then the paper's; ``("order and
-    pattern", ...)``: the orders and whether the paper's pattern holds, both sides.
+    ``("R@1", view, note)``: the four variants, the workbench's then the paper's; ``("order
+    and pattern", view, None)``: the orders and whether the paper's pattern holds, both sides.
     """
     values = ["dataset", "D", "off_the_shelf", "static", "readiness", "validity", "both",
               "paper_static", "paper_readiness", "paper_validity", "paper_both"]  # fmt: skip
     order = ["dataset", "D", "order", "paper_order", "pattern", "paper_pattern", "videos"]
-    return [("R@1", patterns[values]), ("order and pattern", patterns[order])]
+    return _views(patterns, [("R@1", values), ("order and pattern", order)])
 
 
 def sensitivity_layout(table: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:

@@ -306,7 +306,7 @@ def sensitivity_lines(df: pd.DataFrame, title: str, calibrated: float | None = N
     axes[1, 0].set_ylabel("gain (points)")
     rows = _figure_legend(fig, [*axes[0], *axes[1]])
     fig.suptitle(_wrapped(title, fig.get_figwidth()), fontsize=9)
-    fig.tight_layout(rect=(0, 0.04 + 0.045 * rows, 1, 1))
+    fig.tight_layout(rect=(0, 0.02 + 0.035 * rows, 1, 1))
     return fig
 
 
