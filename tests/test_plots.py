@@ -22,6 +22,15 @@ ROOT = Path(__file__).resolve().parent.parent
 SIMULATED = "(simulated observations, not a real model)"
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Each test's figures are closed after it (pyplot keeps them open otherwise)."""
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
 @pytest.fixture(scope="module")
 def obs() -> Observations:
     return from_simulation("htstep", limit=8)
