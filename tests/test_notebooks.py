@@ -207,9 +207,17 @@ def test_notebook_runs_on_small_parameters(notebook, tmp_path):
     if notebook.stem == "02_dependencies":
         text = (tmp_path / "dependency_violations.md").read_text()
         assert "| simulated-llm:llama |" in text and "| paper: LLaMA-3.3-70B |" in text
+        assert "The oracle D violates" in (tmp_path / "02_dependencies.html").read_text()
     if notebook.stem == "05_analysis":
         text = (tmp_path / "simulation_check_gains.md").read_text()
         assert "| HT-Step | simulated-llm:llama |" in text and "held-out" in text
+        page = (tmp_path / "05_analysis.html").read_text()
+        assert "gain_difference" not in page.split("<table", 1)[1]  # headers in words
+        assert page.count("<h2") >= 5  # five sections
+    if notebook.stem == "06_localization":
+        text = (tmp_path / "localization.md").read_text()
+        assert "| simulated (compared with internvl2.5-8b) |" in text and "| internvl3-8b |" in text
+        assert "| internvl2.5-8b |" not in text  # simulated is not InternVL2.5-8B's output
     if notebook.stem == "07_timing":
         assert "no timings available" in (tmp_path / "timing.md").read_text()
     check_shareable(tmp_path, notebook.stem)
