@@ -75,8 +75,6 @@ def test_the_departure_note_lists_the_simulated_rows_far_from_the_paper():
                           "source": "simulated"})  # fmt: skip
     note = agreement.departure_note(table)
     # the calibrated off-the-shelf rows are not listed, even where far (limit: a subset)
-    assert (
-        "HT-Step BaGLM +4.2" in note and "Ego4D BaGLM +9.8" in note and "off-the-shelf" not in note
-    )
+    assert "HT-Step (BaGLM) +4.2; Ego4D (BaGLM) +9.8" in note and "off-the-shelf" not in note
     assert agreement.departure_note(table.assign(source="lmm:x")) is None
     assert agreement.departure_note(table, points=20) is None

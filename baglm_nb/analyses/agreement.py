@@ -189,10 +189,10 @@ def departure_note(table: pd.DataFrame, points: float = DEPARTURE_POINTS) -> str
     if far.empty:
         return None
     pairs = zip(far["dataset"], far["method"], diff[far.index], strict=True)
-    parts = [f"{name} {method} {d:+.1f}" for name, method, d in pairs]
+    parts = [f"{name} ({method}) {d:+.1f}" for name, method, d in pairs]
     return (
         f"Departs from the paper by {points:g} R@1 points or more (simulation minus paper): "
-        + ", ".join(parts)
+        + "; ".join(parts)
         + ". "
         + _WHY
     )
