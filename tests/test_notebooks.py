@@ -63,7 +63,7 @@ SMALL = {
     ),
     "06_localization": (
         {"limit": 4},
-        ["localization.csv", "localization.md", "ego4d_windowed_recall.csv",
+        ["localization.csv", "localization.md", "localization.png", "ego4d_windowed_recall.csv",
          "ego4d_windowed_recall.md"],
     ),
     "07_timing": ({}, ["timing.csv", "timing.md"]),
@@ -204,6 +204,11 @@ def test_notebook_runs_on_small_parameters(notebook, tmp_path):
         assert "D: simulated-llm:llama" in text and "| simulated-llm:llama |" in text
         oracles = (tmp_path / "oracles.md").read_text()
         assert "| LLM D, oracle progress |" in oracles and "| oracle | oracle |" in oracles
+        # the paper's form: its other methods (paper only), check-mark columns on the page
+        assert "| HT-Step | VINA | offline |  | 39.1 | 0 | paper |" in text
+        page = (tmp_path / "03_main_results.html").read_text()
+        assert "Readiness" in page and "Dep. matrix oracle" in page and "\u2713" in page
+        assert "calibrated to the paper" in page
     for name in SIMULATED_TITLES.get(notebook.stem, []):
         assert "simulated observations, not a real model" in (tmp_path / name).read_text(), name
     if notebook.stem == "04_ablations":
@@ -212,9 +217,17 @@ def test_notebook_runs_on_small_parameters(notebook, tmp_path):
     if notebook.stem == "02_dependencies":
         text = (tmp_path / "dependency_violations.md").read_text()
         assert "| simulated-llm:llama |" in text and "| paper: LLaMA-3.3-70B |" in text
+        assert "The oracle D violates" in (tmp_path / "02_dependencies.html").read_text()
     if notebook.stem == "05_analysis":
         text = (tmp_path / "simulation_check_gains.md").read_text()
         assert "| HT-Step | simulated-llm:llama |" in text and "held-out" in text
+        page = (tmp_path / "05_analysis.html").read_text()
+        assert "gain_difference" not in page.split("<table", 1)[1]  # headers in words
+        assert page.count("<h2") >= 5  # five sections
+    if notebook.stem == "06_localization":
+        text = (tmp_path / "localization.md").read_text()
+        assert "| simulated (compared with internvl2.5-8b) |" in text and "| internvl3-8b |" in text
+        assert "| internvl2.5-8b |" not in text  # simulated is not InternVL2.5-8B's output
     if notebook.stem == "07_timing":
         assert "no timings available" in (tmp_path / "timing.md").read_text()
     check_shareable(tmp_path, notebook.stem)
