@@ -120,3 +120,12 @@ def test_correlated_observations_keep_the_signal_and_correlate_the_noise():
     assert not np.array_equal(corr.vsg[uid], plain.vsg[uid])
     (zero,) = assistance.correlated_observations(["coin"], 0.0, limit=3)
     assert np.array_equal(zero.vsg[uid], plain.vsg[uid])
+
+
+def test_lag_lines_take_the_palette_hues(table):
+    from baglm_nb.analyses.palette import COLOURS
+
+    fig = assistance.lag_lines(table, "t (simulated)")
+    baglm, ots = fig.axes[0].get_lines()
+    assert (baglm.get_color(), ots.get_color()) == (COLOURS["baglm"], COLOURS["off_the_shelf"])
+    assert baglm.get_linestyle() == ots.get_linestyle() == "-"

@@ -34,6 +34,7 @@ import pandas as pd
 from baglm_nb.analyses.alerts import video_alerts
 from baglm_nb.analyses.belief_data import runs
 from baglm_nb.analyses.belief_views import step_colours
+from baglm_nb.analyses.palette import WORKBENCH, colour
 from baglm_nb.analyses.tables import (
     METHOD_NAMES,
     NOT_USED,
@@ -124,24 +125,24 @@ def lag_table(
 def lag_lines(table: pd.DataFrame, title: str):
     """Per-second accuracy, announcement F1 and R@1 against the lag, one column per dataset.
 
-    ``table`` comes from :func:`lag_table`: BaGLM solid with dots, the off-the-shelf model
-    dashed (flat: no smoothing); the x axis is the lag in segments, ``inf`` last.
+    ``table`` comes from :func:`lag_table`: BaGLM with dots, the off-the-shelf model with squares
+    (flat: no smoothing), both solid (workbench numbers) in their palette hues
+    (:mod:`baglm_nb.analyses.palette`); the x axis is the lag in segments, ``inf`` last.
     """
     datasets = list(dict.fromkeys(table["dataset"]))
     lags = list(dict.fromkeys(table["lag"]))
     size = (0.8 + 3.3 * len(datasets), 2.3 * len(CURVE_METRICS))
     fig, axes = plt.subplots(len(CURVE_METRICS), len(datasets), squeeze=False, figsize=size)
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     x = np.arange(len(lags))
     for col, name in enumerate(datasets):
         sub = table[table["dataset"] == name]
         for row, (metric, label) in enumerate(CURVE_METRICS.items()):
             ax = axes[row, col]
-            styles = ((METHOD_NAMES["baglm"], "-o"), (METHOD_NAMES["off_the_shelf"], "--"))
-            for m_i, (method, style) in enumerate(styles):
+            for key, marker in (("baglm", "o"), ("off_the_shelf", "s")):
+                method = METHOD_NAMES[key]
                 m = sub[sub["method"] == method].set_index("lag").reindex(lags)
-                ax.plot(x, m[metric].to_numpy(float), style, color=colours[m_i], label=method,
-                        markersize=4)  # fmt: skip
+                ax.plot(x, m[metric].to_numpy(float), marker=marker, linestyle=WORKBENCH,
+                        color=colour(method), label=method, markersize=4)  # fmt: skip
             ax.set_xticks(x, lags)
             if row == 0:
                 ax.set_title(name, fontsize=9)
