@@ -129,3 +129,9 @@ def test_lag_lines_take_the_palette_hues(table):
     baglm, ots = fig.axes[0].get_lines()
     assert (baglm.get_color(), ots.get_color()) == (COLOURS["baglm"], COLOURS["off_the_shelf"])
     assert baglm.get_linestyle() == ots.get_linestyle() == "-"
+
+
+def test_lag_view_keeps_the_compared_columns(table):
+    view = assistance.lag_view(table)
+    assert list(view.columns) == list(assistance.VIEW_COLUMNS)
+    assert view["announce_f1"].equals(table["announce_f1"]) and len(view) == len(table)

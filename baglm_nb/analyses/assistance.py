@@ -55,6 +55,7 @@ __all__ = [
     "CURVE_METRICS",
     "LAGS",
     "correlated_observations",
+    "lag_view",
     "lag_label",
     "lag_lines",
     "lag_table",
@@ -120,6 +121,29 @@ def lag_table(
                 items.append(pair_items(s.hits, dataset=obs.dataset, method=name,
                                         source=obs.label, lag=extra["lag"]))  # fmt: skip
     return with_items(pd.DataFrame(rows), items)
+
+
+#: The columns of :func:`lag_view`: what notebook 09 shows of :func:`lag_table`.
+VIEW_COLUMNS = (
+    "dataset",
+    "method",
+    "lag",
+    "workbench",
+    "frame_accuracy",
+    "frame_accuracy_on_steps",
+    "announce_precision",
+    "announce_recall",
+    "announce_f1",
+    "delay_median_s",
+    "flicker_per_min",
+    "truth_flicker_per_min",
+)
+
+
+def lag_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`lag_table`'s rows with the columns a reader compares (:data:`VIEW_COLUMNS`;
+    R@1 in ``workbench``), narrow enough for a page; the file keeps every column."""
+    return table.loc[:, [c for c in VIEW_COLUMNS if c in table.columns]]
 
 
 def lag_lines(table: pd.DataFrame, title: str):

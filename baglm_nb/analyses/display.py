@@ -82,6 +82,20 @@ HEADERS: dict[str, str] = {
     "exact_0_pct": "exactly 0 (%)",
     "exact_1_pct": "exactly 1 (%)",
     "graded_pct": "graded (%)",
+    "workbench": "workbench",
+    "lag_s": "lag (s)",
+    "frame_accuracy": "per-second accuracy",
+    "frame_accuracy_on_steps": "accuracy on step seconds",
+    "announce_precision": "announcement precision",
+    "announce_recall": "announcement recall",
+    "announce_f1": "announcement F1",
+    "delay_median_s": "delay median (s)",
+    "delay_p90_s": "delay p90 (s)",
+    "flicker_per_min": "changes / min",
+    "truth_flicker_per_min": "truth changes / min",
+    "detection_pct": "detected (%)",
+    "unedited_videos": "unedited videos",
+    "false_alerts_per_video": "false alerts / unedited video",
 }
 
 
