@@ -215,7 +215,7 @@ def sample_run(
 
 
 def run_table(summary: dict[str, Any]) -> pd.DataFrame:
-    """One row per video of a scoring run's summary (:func:`~baglm_nb.models.scoring.score_dataset`).
+    """One row per video of a scoring run's summary (``score_dataset``'s, ``models.scoring``).
 
     Columns ``video``, ``outcome`` (``scored now``, ``already cached``, ``rescored (unreadable
     file)`` or ``failed: <error>``), ``model`` and ``label`` (``random-init`` for a tiny random

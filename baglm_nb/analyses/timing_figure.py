@@ -42,9 +42,7 @@ def _stack(ax, x: np.ndarray, values: dict[str, np.ndarray], hatch: str | None =
         ax.text(xi, total, f"{total:.2f} s", ha="center", va="bottom", fontsize=8)
 
 
-def timing_figure(
-    summary: pd.DataFrame, source: str, title: str, segment_duration: float = 2.0
-):
+def timing_figure(summary: pd.DataFrame, source: str, title: str, segment_duration: float = 2.0):
     """Stacked seconds per segment by stage: this run (by K) beside the paper's example.
 
     Parameters

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import pprint
 import site
@@ -114,10 +115,18 @@ def format_parameters(source: str, width: int = 88) -> str:
         except (ValueError, SyntaxError):
             lines.append(line)
             continue
-        text = pprint.pformat(parsed, width=max(20, width - len(name) - 3), sort_dicts=False)
-        indent = " " * (len(name) + 3)
-        lines.append(f"{name} = " + text.replace("\n", "\n" + indent))
+        lines.append(f"{name} = " + _literal(parsed, width - len(name) - 3))
     return "\n".join(lines)
+
+
+def _literal(value, width: int) -> str:
+    """``value`` as Python source: one line when it fits, else a dict one item per line."""
+    one = repr(value)
+    if len(one) <= width or not isinstance(value, dict) or not value:
+        return pprint.pformat(value, width=max(20, width), sort_dicts=False)
+    items = [f"    {k!r}: " + _literal(v, width - 6 - len(repr(k))).replace("\n", "\n    ") + ","
+             for k, v in value.items()]  # fmt: skip
+    return "{\n" + "\n".join(items) + "\n}"
 
 
 def _text_fields(output) -> list[tuple[dict, str]]:
@@ -132,10 +141,19 @@ def relative_paths(nb, root: str | os.PathLike = ROOT) -> int:
 
     Paths inside ``root`` become relative to it, paths inside ``site-packages`` start with
     ``site-packages/``; the injected parameters cell is reformatted (:func:`format_parameters`).
+    Papermill's record of the run (``metadata.papermill``) is rewritten the same way, the
+    input and output notebooks outside ``root`` named by their file names.
     Returns the number of fields changed.
     """
     prefixes = _prefixes(Path(root))
     changed = 0
+    papermill = nb.get("metadata", {}).get("papermill")
+    if papermill:  # its record of the run: the notebooks' paths, the parameters
+        record = json.loads(_relative(json.dumps(papermill), prefixes))
+        for key in ("input_path", "output_path"):
+            if isinstance(record.get(key), str) and os.path.isabs(record[key]):
+                record[key] = os.path.basename(record[key])
+        nb["metadata"]["papermill"] = record
     for cell in nb.get("cells", []):
         if INJECTED in cell.get("metadata", {}).get("tags", []):
             cell["source"] = format_parameters(_relative(cell["source"], prefixes))
