@@ -129,6 +129,9 @@ class Explorer:
         Starting simulation parameters (default: the calibrated CPU default).
     width, dpi
         Width (inches) and resolution of the rendered views.
+    prewarm : bool
+        Visit each dataset once while building (:meth:`_prewarm`): a few seconds more to
+        build, and a dataset switch then redraws an existing figure.
 
     Attributes
     ----------
@@ -153,6 +156,7 @@ class Explorer:
         params: SimulationParams | None = None,
         width: float = 11.0,
         dpi: float = 100,
+        prewarm: bool = True,
     ) -> None:
         self.datasets = list(datasets)
         self.scores = dict(scores or {})
@@ -185,10 +189,24 @@ class Explorer:
         for name, w in self.controls.items():
             if name not in ("dataset", "find"):
                 w.observe(self._on_change, names="value")
-        for name in self.datasets:  # each dataset's D, resolved once (a dataset switch is quick)
-            self._deps_for(name)
         self._sync_source()
         self.recompute()
+        if prewarm:
+            self._prewarm()
+
+    def _prewarm(self) -> None:
+        """Visit every other dataset once, then come back: each dataset's D is resolved and its
+        first video's figure built and drawn, so that a first switch is as quick as a switch
+        back."""
+        first, uid = self.dataset.value, self.video.value
+        for name in self.datasets:
+            if name != first:
+                self.dataset.value = name
+        if self.dataset.value != first:
+            self.dataset.value = first
+        if self.video.value != uid:
+            self._fill_videos(first, uid)
+            self.recompute()
 
     def _build_controls(self, first: str, deps: str) -> None:
         """The menus, sliders and output widgets (CSS classes for the browser test)."""
