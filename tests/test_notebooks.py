@@ -244,6 +244,10 @@ def test_render_makes_paths_relative_and_the_page_offline(tmp_path):
     check_offline(page)
     assert not local_paths(page, ROOT, tmp_path) and "Out[2]" not in page
     assert format_parameters("# Parameters\nx = f(1)\n").endswith("\nx = f(1)")
+    sibling = new_notebook(cells=[new_code_cell("g()", outputs=[new_output(
+        "stream", name="stdout", text=f"{ROOT}x/a {ROOT}\n")])])  # fmt: skip
+    relative_paths(sibling)  # a folder beside the repository is not inside it
+    assert sibling.cells[0].outputs[0].text == f"{ROOT}x/a .\n"
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)

@@ -29,6 +29,7 @@ import ast
 import json
 import os
 import pprint
+import re
 import site
 import sys
 from collections.abc import Sequence
@@ -92,8 +93,12 @@ def _prefixes(root: Path) -> list[tuple[str, str]]:
 
 
 def _relative(text: str, prefixes: list[tuple[str, str]]) -> str:
+    """``text`` with each prefix replaced where a path starts with it (not ``/a/bc`` for
+    ``/a/b``)."""
     for prefix, replacement in prefixes:
-        text = text.replace(prefix, replacement)
+        end = "" if prefix.endswith("/") else r"(?![\w.-])"
+        pattern = r"(?<![\w.-])" + re.escape(prefix) + end
+        text = re.sub(pattern, lambda _m, new=replacement: new, text)
     return text
 
 
