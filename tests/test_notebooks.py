@@ -75,6 +75,12 @@ SMALL = {
         ["qualitative.csv", "qualitative.md", "qualitative_coin_xZecGPPhbHE.png",
          "qualitative.items.parquet", "qualitative.summary.json"],
     ),
+    "09_assistance": (
+        {"datasets": ["htstep", "coin"], "limit": 3, "lags": [0, 2, None], "timeline_lag": 2},
+        ["assistance_lags.csv", "assistance_lags.md", "assistance_lags.png",
+         "assistance_lags.items.parquet", "assistance_lags.summary.json",
+         "assistance_timeline.png"],
+    ),
 }  # fmt: skip
 
 
@@ -87,6 +93,7 @@ SIMULATED_TITLES = {
                     "dependency_quality.md"],
     "06_localization": ["localization.md", "ego4d_windowed_recall.md"],
     "08_qualitative": ["qualitative.md"],
+    "09_assistance": ["assistance_lags.md"],
 }  # fmt: skip
 
 

@@ -216,6 +216,8 @@ def test_cached_source_disables_the_simulation_sliders():
     assert ex.signal.disabled and ex.segment_duration.disabled
     assert "cached scores (simulated)" in ex.signal.tooltip
     assert "D = matrices" in ex.status.value
+    assert ex.deps.value == "given" and ex.deps.options[0][1] == "given"  # the deps argument
+    assert "D: matrices" in ex._plot.title_text
     before = ex.result.beliefs
     ex.signal.value = 3.0  # no effect on cached scores
     np.testing.assert_array_equal(ex.result.beliefs, before)

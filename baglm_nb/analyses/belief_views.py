@@ -58,6 +58,7 @@ from baglm_nb.analyses.belief_legend import (
     MISS,
     StepLegend,
     mmss,
+    set_mmss_axis,
     short_label,
 )
 from baglm_nb.inputs.datasets import Video
@@ -409,8 +410,7 @@ class BeliefFigure:
         ax.set_ylim(y - 0.25, 0)
         ax.set_yticks(centres, labels, fontsize=FONT)
         ax.tick_params(axis="x", labelsize=FONT)
-        ax.xaxis.set_major_locator(MaxNLocator(12))
-        ax.xaxis.set_major_formatter(FuncFormatter(mmss))
+        set_mmss_axis(ax.xaxis)
         ax.annotate(
             "time (mm:ss)",
             (0.5, 0.0),

@@ -66,6 +66,10 @@ def register(verbs) -> None:
                    choices=["static", "readiness", "validity", "both"])  # fmt: skip
     p.add_argument("--threshold", type=float, default=0.5, help="hysteresis confidence")
     p.add_argument("--patience", type=int, default=2, help="hysteresis segments")
+    p.add_argument("--smoothing-lag", metavar="N",
+                   help="fixed-lag smoothing: each segment's belief from the N segments after "
+                   "it, emitted N segments late (lag_s in the event log); the announcements "
+                   "are made on the smoothed beliefs (default 0: the filter)")  # fmt: skip
     p.add_argument("--jsonl", help="write the event log here (JSON lines)")
     p.add_argument("--html", help="write a self-contained HTML report here")
     p.add_argument("--trust-remote-code", action="store_true")
@@ -162,6 +166,13 @@ def _task_of(args, video):
     return video.goal, video.steps, d, video
 
 
+def _lag(args) -> int:
+    """``--smoothing-lag`` in segments (an ``error:`` line for a bad value)."""
+    from baglm_nb.apps.cli.options import smoothing_lag
+
+    return smoothing_lag(args.smoothing_lag, "--smoothing-lag", allow_inf=False)
+
+
 def _replay_setup(args):
     """The grounder, the per-segment scores and the ground-truth video of a replay."""
     from baglm_nb.core import sources
@@ -186,7 +197,7 @@ def _replay_setup(args):
     grounder = OnlineGrounder(
         None, goal, steps, dep, transition=args.transition, segment_duration=d,
         threshold=args.threshold, patience=args.patience, source=f"replay of {obs.label} scores",
-        label=obs.label,
+        label=obs.label, smoothing_lag=_lag(args),
     )  # fmt: skip
     return grounder, (vsg, progress), truth
 
@@ -221,7 +232,7 @@ def _model_setup(args):
         raise
     grounder = OnlineGrounder(
         scorer, goal, steps, dep, transition=args.transition, threshold=args.threshold,
-        patience=args.patience, source=f"lmm:{args.model}",
+        patience=args.patience, source=f"lmm:{args.model}", smoothing_lag=_lag(args),
     )  # fmt: skip
     return grounder, truth, reader
 
@@ -261,10 +272,13 @@ def _check_source(args):
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``follow`` verb (errors: :func:`baglm_nb.apps.cli.main.main`'s rule)."""
-    from baglm_nb.apps.online import follow, replay
+    from baglm_nb.apps.online import follow, replay, smoothed
 
+    _lag(args)  # a bad value is refused before anything loads
     ended: list[str] = []
     pressed = threading.Event()
+    if not args.debug:
+        _quiet_libraries()
     if args.replay:
         grounder, scores, truth = _replay_setup(args)
         if grounder is None:
@@ -274,6 +288,7 @@ def run(args: argparse.Namespace) -> int:
         grounder, truth, reader = _model_setup(args)
         stream = follow(reader or args.source, grounder, growing=args.growing,
                         timeout=args.timeout, on_end=ended.append, stop=pressed)  # fmt: skip
+    stream = smoothed(stream, grounder)
     print(f"following {one_line(args.source)} ({grounder.source}); goal: "
           f"{one_line(grounder.goal)}", flush=True)  # fmt: skip
     with _ctrl_c_sets(pressed):
@@ -287,6 +302,22 @@ def run(args: argparse.Namespace) -> int:
     if not estimates:
         raise RuntimeError(f"no segment was followed: {reason}")
     return 0
+
+
+def _quiet_libraries() -> None:
+    """Keep the model libraries' deprecation notices (transformers' ``FutureWarning`` and the
+    warnings of its own logger, e.g. "`past_key_values` ... deprecated") out of the terminal:
+    the user cannot act on them. ``--debug`` keeps them; ``TRANSFORMERS_VERBOSITY`` set by the
+    user wins."""
+    import os
+    import warnings
+
+    for category in (FutureWarning, DeprecationWarning):
+        warnings.filterwarnings("ignore", category=category, module=r"(transformers|torch)\b")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    loaded = sys.modules.get("transformers")
+    if loaded is not None and os.environ["TRANSFORMERS_VERBOSITY"] == "error":
+        loaded.logging.set_verbosity_error()  # imported before: it read the variable then
 
 
 def one_line(text, width: int = 80) -> str:
@@ -357,8 +388,9 @@ def _consume(stream, args, ended: list[str], pressed: threading.Event):
 def _print_estimate(est, tty: bool) -> None:
     if est.announced:
         end = "\n" if not tty else "\x1b[K\n"
+        late = f" [smoothed: said {est.lag_s:g} s late]" if est.lag_s else ""
         print(f"\r[{est.t_start:7.1f} s] step: {one_line(est.announced)} "
-              f"({est.confidence:.2f})", end=end, flush=True)  # fmt: skip
+              f"({est.confidence:.2f}){late}", end=end, flush=True)  # fmt: skip
     if tty:
         lag = f"  lag {est.lag:.1f} s" if est.marks else ""
         print(f"\r  t={est.t_end:7.1f} s  now: {one_line(est.step_name, 50)} "
@@ -389,7 +421,8 @@ def _report(args, grounder, estimates, gaps, truth, reason: str) -> None:
 
     title = title_for(f"Online step grounding: {one_line(grounder.goal, 120)}", grounder.label)
     what = f"{truth.dataset} video {truth.uid}" if truth is not None else one_line(args.source)
+    h = grounder.hysteresis
     write_html_report(estimates, grounder.steps, args.html, title=title, video=truth,
                       source=grounder.source, note=f"followed: {what}; {reason}",
-                      gaps=gaps)  # fmt: skip
+                      gaps=gaps, hysteresis=(h.threshold, h.patience))  # fmt: skip
     print(f"report: {args.html}")
