@@ -328,3 +328,31 @@ def test_the_caption_describes_only_what_is_drawn(case):
             assert "No ground truth" in text and "annotat" not in text
     with pytest.raises(ValueError, match="style"):
         reading_guide("auto", truth=False, announced=False)
+
+
+def _extent(artist, renderer):
+    box = artist.get_window_extent(renderer)
+    return box.y0, box.y1
+
+
+@pytest.mark.parametrize("k", [38, 5])
+def test_panel_titles_clear_the_panel_above(k):
+    """At K = 38 (Ego4D) and K = 5, each panel's title lies between its panel and everything
+    the panel above draws (its tick labels included), and a two-line title clears both."""
+    video = next(v for v in load_dataset("ego4d_goalstep" if k == 38 else "htstep")
+                 if v.num_steps == k)  # fmt: skip
+    rows = min(video.num_rows(), 600)
+    values = np.full((rows, k + 1), 1.0 / (k + 1))
+    plot = BeliefFigure(video, rows, style="heatmap", title_lines=2)
+    plot.update(values, values, "first line of the title\nsecond line: D, settings")
+    fig = plot.figure
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    upper, lower = plot.axes["baglm"], plot.axes["off_the_shelf"]
+    titles = {ax: next(t for t in ax.texts if t.get_text() == plot.TITLES[ax.get_label()])
+              for ax in (upper, lower)}  # fmt: skip
+    t0, t1 = _extent(titles[lower], renderer)
+    assert t0 >= _extent(lower, renderer)[1]  # above its own panel
+    assert t1 < upper.get_tightbbox(renderer).y0  # below the panel above, with its labels
+    f0, _ = _extent(plot._title, renderer)
+    assert f0 > _extent(titles[upper], renderer)[1]  # the figure's two-line title clears it
