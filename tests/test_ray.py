@@ -17,9 +17,11 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -88,6 +90,77 @@ def cluster():
             else:
                 os.environ[k] = v
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------
+# connecting: bounded in time, Ctrl-C works, no cluster is a named error (no cluster needed)
+
+
+def _score_on(address: str, tmp_path: Path, *extra: str) -> tuple[int, float]:
+    """``score --engine ray --address ADDRESS``: (exit status, seconds)."""
+    ann = write_annotations(tmp_path / "ann", {"cup": "HandleObject"})
+    t0 = time.monotonic()
+    rc = main(["score", "--dataset", "coin", "--video-dir", str(CLIPS), "--model", MODEL,
+               "--annotations", str(ann), "--cache-root", str(tmp_path / "cache"), "--engine",
+               "ray", "--address", address, "--no-progress", *extra])  # fmt: skip
+    return rc, time.monotonic() - t0
+
+
+@pytest.fixture
+def not_connected(monkeypatch):
+    """This process counts as not connected to Ray (another test may hold the module's
+    cluster), and no cluster is found on this machine (others' test clusters included)."""
+    from ray._private import services
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(services, "find_gcs_addresses", lambda: frozenset())
+    monkeypatch.setattr(services, "find_bootstrap_address", lambda temp_dir: None)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+
+
+def test_an_address_that_does_not_answer_fails_within_the_connect_timeout(
+    not_connected, tmp_path, capsys
+):
+    rc, seconds = _score_on("127.0.0.1:1", tmp_path, "--connect-timeout", "2")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and err == [
+        "error: cannot reach the Ray cluster at 127.0.0.1:1: Connection refused (gave up "
+        "after 2 s; --connect-timeout sets the limit)"
+    ]
+    assert 2 <= seconds < 5, seconds
+
+
+def test_a_listener_that_is_no_ray_cluster_fails_within_the_connect_timeout(not_connected):
+    from baglm_nb.models.ray_connect import RayConnectError, connect
+
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers
+        t0 = time.monotonic()
+        with pytest.raises(RayConnectError, match="does not answer as a Ray cluster"):
+            connect(f"127.0.0.1:{silent.getsockname()[1]}", timeout=1.5)
+        assert time.monotonic() - t0 < 3
+
+
+def test_ctrl_c_works_while_connecting(not_connected, tmp_path, capsys):
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    rc, seconds = _score_on("127.0.0.1:1", tmp_path, "--connect-timeout", "30")
+    assert rc == 130 and seconds < 4, seconds
+    assert capsys.readouterr().err.strip().splitlines() == ["error: interrupted"]
+
+
+def test_address_auto_without_a_cluster_is_a_named_error(not_connected, tmp_path, capsys):
+    rc, seconds = _score_on("auto", tmp_path)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and err == [
+        "error: --address auto: no running Ray cluster found on this machine (start one with "
+        "`ray start --head`, or pass --address HOST:PORT of the head node)"
+    ]
+    assert seconds < 5
+
+
+def test_a_non_positive_connect_timeout_is_bad_input(tmp_path, capsys):
+    rc, _ = _score_on("127.0.0.1:1", tmp_path, "--connect-timeout", "0")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err == ["error: --connect-timeout must be > 0 seconds, got 0.0"]
 
 
 def write_annotations(folder: Path, goals: dict[str, str]) -> Path:

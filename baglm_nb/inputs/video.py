@@ -9,6 +9,10 @@ length of the video.
 * :func:`probe` reads a file's metadata (frame count, fps, size, codec) with torchcodec's exact
   (content-scan) mode, the mode the published JSONs' ``video_num_frames``/``video_fps`` come from.
 * The frame grid itself (which frames, which segments) is :mod:`baglm_nb.inputs.grid`.
+* A file whose reported frame rate or duration is implausible (an MPEG-TS remux with a frame
+  without a timestamp: 4.5e-12 fps) is measured and decoded on its frames' own timestamps
+  instead (:mod:`baglm_nb.inputs.frame_times`; :attr:`VideoInfo.timing` says so), or refused
+  with the reason.
 * :func:`iter_segments` yields :class:`SegmentBatch` es of decoded uint8 frames.
 
 Differences from the published code, on purpose: a frame that fails to decode raises
@@ -37,6 +41,7 @@ import numpy as np
 import torch
 from torchcodec.decoders import VideoDecoder
 
+from baglm_nb.inputs.frame_times import implausible, iter_timed_segments, scan
 from baglm_nb.inputs.grid import num_segments, segment_frame_indices
 
 __all__ = [
@@ -102,6 +107,15 @@ class VideoInfo:
         Frame size in pixels.
     codec : str
         The stream's codec name as FFmpeg spells it (``h264``, ``av1``, ...).
+    timing : str
+        ``"container"``: the values above are torchcodec's and the published grid applies;
+        ``"frames"``: torchcodec's were implausible (``timing_note`` says why), so they were
+        measured from the packets' own timestamps and the file is decoded on them
+        (:mod:`baglm_nb.inputs.frame_times`).
+    start_s : float
+        The stream time (s) of the file's clock origin (``"frames"`` timing only).
+    timing_note : str
+        Why the container's timing was not used (empty for ``"container"``).
     """
 
     path: Path
@@ -111,6 +125,9 @@ class VideoInfo:
     width: int
     height: int
     codec: str
+    timing: str = "container"
+    start_s: float = 0.0
+    timing_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -198,8 +215,11 @@ def _open(path: Path | str, device: str = "cpu", num_threads: int = 1) -> VideoD
 def _info(decoder: VideoDecoder, path: Path, allow_truncated: bool) -> VideoInfo:
     m = decoder.metadata
     num_frames, fps = m.num_frames, m.average_fps
-    if not num_frames or fps is None or not fps > 0:
+    if not num_frames:
         raise VideoError(path, f"no decodable video frames (num_frames={num_frames}, fps={fps})")
+    why = implausible(fps, m.duration_seconds, m.duration_seconds_from_header)
+    if why:
+        return _frame_timed_info(m, path, why)
     header = m.num_frames_from_header
     content = m.num_frames_from_content
     if not allow_truncated and header and content is not None:
@@ -221,6 +241,20 @@ def _info(decoder: VideoDecoder, path: Path, allow_truncated: bool) -> VideoInfo
         height=int(m.height),
         codec=str(m.codec),
     )
+
+
+def _frame_timed_info(m, path: Path, why: str) -> VideoInfo:
+    """The :class:`VideoInfo` of a file whose container timing is implausible, measured from its
+    packets' timestamps; refused (:class:`VideoError`, with both reasons) when those fail too."""
+    why = f"torchcodec reports {why}"
+    try:
+        timing = scan(path)
+    except (ValueError, OSError) as exc:
+        raise VideoError(path, f"implausible timing: {why}, and {exc}") from None
+    return VideoInfo(path=path, num_frames=timing.num_frames, fps=timing.fps,
+                     duration_s=timing.duration_s, width=int(m.width), height=int(m.height),
+                     codec=str(m.codec), timing="frames", start_s=timing.start_s,
+                     timing_note=f"{why}; decoded on its frames' own timestamps")  # fmt: skip
 
 
 def probe(path: str | os.PathLike, *, allow_truncated: bool = False) -> VideoInfo:
@@ -451,9 +485,37 @@ def iter_segments(
     # Errors about the file surface here, at the call, not at the first next().
     cpu_decoder = _open(path, "cpu", num_threads)
     info = _info(cpu_decoder, path, allow_truncated)
+    if info.timing == "frames":
+        return _timed(info, segment_duration, sampling_fps, int(batch_segments), start_segment)
     segments = segment_frame_indices(info.num_frames, info.fps, segment_duration, sampling_fps)
     reader = _reader_for(path, dev, num_threads, info, cpu_decoder)
     return _generate(reader, segments, int(start_segment), int(batch_segments), segment_duration)
+
+
+def _timed(
+    info: VideoInfo, segment_duration: float, sampling_fps: float, batch_segments: int,
+    start_segment: int,
+) -> Iterator[SegmentBatch]:  # fmt: skip
+    """:func:`iter_segments` of a file read on its frames' own timestamps (on the CPU)."""
+    import av
+
+    t0 = time.perf_counter()
+    batches = iter_timed_segments(
+        info.path, info.start_s, segment_duration=segment_duration, sampling_fps=sampling_fps,
+        batch_segments=batch_segments, start_segment=int(start_segment),
+    )  # fmt: skip
+    while True:
+        try:
+            first, frames, times = next(batches)
+        except StopIteration:
+            return
+        except (av.FFmpegError, OSError) as exc:
+            raise VideoError(info.path, f"cannot be decoded ({_first_line(exc)})") from None
+        b = frames.shape[0]
+        t_start = torch.arange(first, first + b, dtype=torch.float64) * segment_duration
+        yield SegmentBatch(first, frames, times, t_start, t_start + segment_duration,
+                           time.perf_counter() - t0)  # fmt: skip
+        t0 = time.perf_counter()
 
 
 def _reader_for(
