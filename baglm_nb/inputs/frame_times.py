@@ -109,9 +109,12 @@ def scan(path: str | os.PathLike) -> FrameTiming:
     return FrameTiming(count, duration, fps, start)
 
 
-def _frames(path: str, timing_start: float) -> Iterator[tuple[object, float]]:
+def _frames(path: str, timing_start: float, growing: bool) -> Iterator[tuple[object, float]]:
     """``(PyAV frame, time on the file's clock)`` in decoding order; a frame without a
-    timestamp is placed one frame period after the previous one (at 0 when it is the first)."""
+    timestamp is placed one frame period after the previous one (at 0 when it is the first).
+
+    ``growing``: the frames the decoder still holds at the end of the data are left out (the
+    next bytes may hold frames shown before them)."""
     import av
 
     with av.open(path) as container:
@@ -120,6 +123,8 @@ def _frames(path: str, timing_start: float) -> Iterator[tuple[object, float]]:
         period = 1 / float(stream.average_rate) if stream.average_rate else 1 / 30
         last = None
         for packet in container.demux(stream):
+            if growing and not packet.size:  # the decoder's flush at the end of the data
+                return
             try:
                 frames = packet.decode()
             except av.FFmpegError:  # a damaged packet (the decoder reports no frame for it)
@@ -139,6 +144,7 @@ def iter_timed_segments(
     sampling_fps: float = 2.0,
     batch_segments: int = 16,
     start_segment: int = 0,
+    growing: bool = False,
 ) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
     """A file's whole segments on its frames' own timestamps: ``(first segment, frames
     (B, F, 3, H, W) uint8, times (B, F) float64)`` per batch of up to ``batch_segments``.
@@ -146,13 +152,15 @@ def iter_timed_segments(
     ``start_s`` is the file's stream time 0 (:attr:`FrameTiming.start_s`). Segments before
     ``start_segment`` are skipped without converting their frames; a segment whose frames
     change size, or that a hole in the timestamps cut, is left out (the batches stay
-    consecutive up to it, a later one starts a new batch).
+    consecutive up to it, a later one starts a new batch). ``growing``: the file is still being
+    written; only frames that later data cannot precede are used (the last few frames of a
+    finished file are then not seen).
     """
     grid = StreamGrid(segment_duration, sampling_fps)
     per = grid.per_segment
     samples: list[tuple[int, np.ndarray, float]] = []
     batch: list[tuple[int, np.ndarray, np.ndarray]] = []
-    for frame, t in _frames(str(path), start_s):
+    for frame, t in _frames(str(path), start_s, growing):
         taken, _skipped = grid.feed(t)
         if not taken or (taken.stop - 1) // per < start_segment:
             continue

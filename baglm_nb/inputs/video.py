@@ -429,6 +429,7 @@ def iter_segments(
     start_segment: int = 0,
     num_threads: int = 1,
     allow_truncated: bool = False,
+    growing: bool = False,
 ) -> Iterator[SegmentBatch]:
     """Decode a video's segments, a batch of segments at a time.
 
@@ -458,6 +459,10 @@ def iter_segments(
         FFmpeg decoding threads (0: FFmpeg's choice).
     allow_truncated : bool, default False
         See :func:`probe`.
+    growing : bool, default False
+        The file is still being written: a file read on its frames' own timestamps
+        (:attr:`VideoInfo.timing` ``"frames"``) then uses only frames that later data cannot
+        precede.
 
     Returns
     -------
@@ -486,7 +491,8 @@ def iter_segments(
     cpu_decoder = _open(path, "cpu", num_threads)
     info = _info(cpu_decoder, path, allow_truncated)
     if info.timing == "frames":
-        return _timed(info, segment_duration, sampling_fps, int(batch_segments), start_segment)
+        return _timed(info, segment_duration, sampling_fps, int(batch_segments), start_segment,
+                      growing)  # fmt: skip
     segments = segment_frame_indices(info.num_frames, info.fps, segment_duration, sampling_fps)
     reader = _reader_for(path, dev, num_threads, info, cpu_decoder)
     return _generate(reader, segments, int(start_segment), int(batch_segments), segment_duration)
@@ -494,7 +500,7 @@ def iter_segments(
 
 def _timed(
     info: VideoInfo, segment_duration: float, sampling_fps: float, batch_segments: int,
-    start_segment: int,
+    start_segment: int, growing: bool,
 ) -> Iterator[SegmentBatch]:  # fmt: skip
     """:func:`iter_segments` of a file read on its frames' own timestamps (on the CPU)."""
     import av
@@ -502,7 +508,7 @@ def _timed(
     t0 = time.perf_counter()
     batches = iter_timed_segments(
         info.path, info.start_s, segment_duration=segment_duration, sampling_fps=sampling_fps,
-        batch_segments=batch_segments, start_segment=int(start_segment),
+        batch_segments=batch_segments, start_segment=int(start_segment), growing=growing,
     )  # fmt: skip
     while True:
         try:
