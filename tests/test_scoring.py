@@ -208,7 +208,8 @@ def test_implausible_timing_rule():
     assert implausible(1000.5, 1.0, 1.0) == "a frame rate of 1000.5 fps"
     assert implausible(None, None, None) == "no frame rate"
     assert implausible(4.46e-12, 1.02e14, 15.2) == (
-        "a duration of 1.02e+14 s where its container declares 15.2 s")
+        "a duration of 1.02e+14 s where its container declares 15.2 s"
+    )
     assert implausible(30.0, 17.3, 15.2) is not None  # more than one 2-s segment off
     assert implausible(30.0, 17.1, 15.2) is None
 
@@ -235,9 +236,7 @@ def test_an_mpegts_remux_scores_on_its_frames_timestamps_like_the_mp4(tmp_path, 
     np.testing.assert_array_equal(got.progress, want.progress)
 
 
-def test_a_file_whose_frames_timing_is_implausible_too_is_refused_with_the_reason(
-    tmp_path, scorer
-):
+def test_a_file_whose_frames_timing_is_implausible_too_is_refused_with_the_reason(tmp_path, scorer):
     folder = tmp_path / "videos"
     folder.mkdir()
     subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i",

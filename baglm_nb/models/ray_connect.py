@@ -103,8 +103,11 @@ def _probe(target: str, deadline: float, timeout: float) -> None:
                 grpc = _speaks_grpc(sock, deadline)
             if grpc:
                 return
-            last = ("something listens there but does not answer as a Ray cluster (no gRPC "
-                    "reply)") if grpc is None else "it closed the connection: not a Ray cluster"
+            last = (
+                ("something listens there but does not answer as a Ray cluster (no gRPC reply)")
+                if grpc is None
+                else "it closed the connection: not a Ray cluster"
+            )
         except OSError as exc:
             last = exc.strerror or type(exc).__name__
         time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
