@@ -298,6 +298,60 @@ def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class FailingSpec(ScorerSpec):
+    """The tiny model, but scoring a video whose goal is ``fail`` raises a MemoryError."""
+
+    fail: str = ""
+
+    def __call__(self):
+        return _Failing(super().__call__(), self.fail)
+
+
+class _Failing:
+    def __init__(self, scorer, fail: str) -> None:
+        self.scorer, self.fail = scorer, fail
+        self.model_id, self.label = scorer.model_id, scorer.label
+
+    def score_segments(self, frames, goal, steps, **options):
+        if goal == self.fail:
+            raise MemoryError("cannot allocate 1.46 PiB")
+        return self.scorer.score_segments(frames, goal, steps, **options)
+
+
+def test_a_failing_video_is_recorded_on_ray_and_an_mpegts_remux_scores(
+    cluster, tmp_path, monkeypatch, capsys
+):
+    """Under Ray as in the local engine: a MemoryError on one video is recorded (no
+    traceback) and the run goes on; the MPEG-TS remux of box.mp4 (torchcodec: 4.5e-12 fps)
+    scores like the local engine scores it."""
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-i", str(CLIPS / "box.mp4"),
+                    "-c:v", "copy", "-f", "mpegts", str(videos / "box.ts")], check=True,
+                   timeout=60)  # fmt: skip
+    (videos / "cup.mp4").symlink_to(CLIPS / "cup.mp4")
+    ann = write_annotations(tmp_path / "ann", {"cup": "out of memory", "box": "HandleObject"})
+    monkeypatch.setattr("baglm_nb.apps.cli.score.scorer_spec",
+                        lambda args: FailingSpec(MODEL, fail="out of memory"))  # fmt: skip
+    rc = main(["score", "--dataset", "coin", "--video-dir", str(videos), "--model", MODEL,
+               "--annotations", str(ann), "--cache-root", str(tmp_path / "cache"),
+               "--engine", "ray", "--workers", "1", "--no-progress"])  # fmt: skip
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert rc == 1 and summary["scored"] == 1 and "Traceback" not in err, err[-2000:]
+    assert summary["failed"] == {
+        "cup": f"{(videos / 'cup.mp4').resolve()}: MemoryError: cannot allocate 1.46 PiB"
+    }
+    box = next(v for v in load_dataset("coin", ann) if v.uid == "box")
+    local = score_dataset("coin", videos, make_scorer(MODEL), root=tmp_path / "local",
+                          videos=[box], show_progress=False)  # fmt: skip
+    np.testing.assert_array_equal(
+        ScoreCache.open(summary["cache"]).read_video("box").vsg,
+        ScoreCache.open(local["cache"]).read_video("box").vsg,
+    )
+
+
 def _video(uid: str, group: str, steps: list[str]) -> Video:
     seg = (Segment(0.0, 1.0, steps[0], 0),)
     return Video("toy", uid, group, group, "Make tea", "Make tea", tuple(steps), seg, 1.0, 10, 10.0)
