@@ -23,8 +23,12 @@ what happens when the consumer is slower than real time:
 * ``"queue"``: every segment is kept (files apply back-pressure: the reader waits).
 
 A stall (no frame for ``timeout`` seconds), a dropped connection or the end of the stream ends
-the reader with an :class:`End`; with ``reconnect=N`` it first reopens the source up to N times
-(per drop), and the lost span becomes a :class:`Gap` (reason ``"reconnect"``).
+the reader with an :class:`End`: an error when the source vanished without sending its end
+(:class:`~baglm_nb.inputs.stream_end.EndWatch`: "the source broke"), not when it sent it. With
+``reconnect=N`` (or ``reconnect_window``) a lost source is first reopened up to N times per loss
+(or until that many seconds after it), after the backoff of
+:func:`~baglm_nb.inputs.stream_end.reconnect_delay`, and the lost span becomes a :class:`Gap`
+(reason ``"reconnect"``). What the reader hands over lives in :mod:`baglm_nb.inputs.live_items`.
 """
 
 from __future__ import annotations
