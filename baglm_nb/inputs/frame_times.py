@@ -21,6 +21,7 @@ segment); such a file is then
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -29,7 +30,15 @@ import torch
 
 from baglm_nb.inputs.grid import SEGMENT_DURATION, StreamGrid
 
-__all__ = ["MAX_FPS", "FrameTiming", "implausible", "iter_timed_segments", "scan"]
+__all__ = [
+    "MAX_FPS",
+    "FrameTiming",
+    "frame_timed_info",
+    "implausible",
+    "iter_timed_segments",
+    "scan",
+    "timed_batches",
+]
 
 #: The highest frame rate taken at face value (frames per second).
 MAX_FPS = 1000.0
@@ -189,3 +198,55 @@ def _stack(batch: list[tuple[int, np.ndarray, np.ndarray]]):
     frames = torch.from_numpy(np.stack([b[1] for b in batch])).permute(0, 1, 4, 2, 3)
     times = torch.from_numpy(np.stack([b[2] for b in batch])).to(torch.float64)
     return batch[0][0], frames.contiguous(), times
+
+
+# --------------------------------------------------------------------------------------------
+# as baglm_nb.inputs.video reports and yields them
+
+
+def frame_timed_info(m, path, why: str):
+    """The :class:`~baglm_nb.inputs.video.VideoInfo` of a file whose torchcodec metadata ``m``
+    is implausible (``why``), measured by :func:`scan`; refused
+    (:class:`~baglm_nb.inputs.video.VideoError`, with both reasons) when that fails too."""
+    from baglm_nb.inputs.video import VideoError, VideoInfo
+
+    why = f"torchcodec reports {why}"
+    try:
+        timing = scan(path)
+    except (ValueError, OSError) as exc:
+        raise VideoError(path, f"implausible timing: {why}, and {exc}") from None
+    return VideoInfo(path=path, num_frames=timing.num_frames, fps=timing.fps,
+                     duration_s=timing.duration_s, width=int(m.width), height=int(m.height),
+                     codec=str(m.codec), timing="frames", start_s=timing.start_s,
+                     timing_note=f"{why}; decoded on its frames' own timestamps")  # fmt: skip
+
+
+def timed_batches(
+    info, segment_duration: float, sampling_fps: float, batch_segments: int,
+    start_segment: int, growing: bool,
+) -> Iterator:  # fmt: skip
+    """:func:`~baglm_nb.inputs.video.iter_segments` of a file read on its frames' own
+    timestamps (on the CPU): :class:`~baglm_nb.inputs.video.SegmentBatch` es; a decoding
+    failure is a :class:`~baglm_nb.inputs.video.VideoError` naming the file."""
+    import av
+
+    from baglm_nb.inputs.video import SegmentBatch, VideoError
+
+    t0 = time.perf_counter()
+    batches = iter_timed_segments(
+        info.path, info.start_s, segment_duration=segment_duration, sampling_fps=sampling_fps,
+        batch_segments=batch_segments, start_segment=int(start_segment), growing=growing,
+    )  # fmt: skip
+    while True:
+        try:
+            first, frames, times = next(batches)
+        except StopIteration:
+            return
+        except (av.FFmpegError, OSError) as exc:
+            lines = str(exc).strip().splitlines() or [type(exc).__name__]
+            raise VideoError(info.path, f"cannot be decoded ({lines[0]})") from None
+        b = frames.shape[0]
+        t_start = torch.arange(first, first + b, dtype=torch.float64) * segment_duration
+        yield SegmentBatch(first, frames, times, t_start, t_start + segment_duration,
+                           time.perf_counter() - t0)  # fmt: skip
+        t0 = time.perf_counter()

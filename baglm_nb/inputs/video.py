@@ -41,7 +41,7 @@ import numpy as np
 import torch
 from torchcodec.decoders import VideoDecoder
 
-from baglm_nb.inputs.frame_times import implausible, iter_timed_segments, scan
+from baglm_nb.inputs.frame_times import frame_timed_info, implausible, timed_batches
 from baglm_nb.inputs.grid import num_segments, segment_frame_indices
 
 __all__ = [
@@ -219,7 +219,7 @@ def _info(decoder: VideoDecoder, path: Path, allow_truncated: bool) -> VideoInfo
         raise VideoError(path, f"no decodable video frames (num_frames={num_frames}, fps={fps})")
     why = implausible(fps, m.duration_seconds, m.duration_seconds_from_header)
     if why:
-        return _frame_timed_info(m, path, why)
+        return frame_timed_info(m, path, why)
     header = m.num_frames_from_header
     content = m.num_frames_from_content
     if not allow_truncated and header and content is not None:
@@ -241,20 +241,6 @@ def _info(decoder: VideoDecoder, path: Path, allow_truncated: bool) -> VideoInfo
         height=int(m.height),
         codec=str(m.codec),
     )
-
-
-def _frame_timed_info(m, path: Path, why: str) -> VideoInfo:
-    """The :class:`VideoInfo` of a file whose container timing is implausible, measured from its
-    packets' timestamps; refused (:class:`VideoError`, with both reasons) when those fail too."""
-    why = f"torchcodec reports {why}"
-    try:
-        timing = scan(path)
-    except (ValueError, OSError) as exc:
-        raise VideoError(path, f"implausible timing: {why}, and {exc}") from None
-    return VideoInfo(path=path, num_frames=timing.num_frames, fps=timing.fps,
-                     duration_s=timing.duration_s, width=int(m.width), height=int(m.height),
-                     codec=str(m.codec), timing="frames", start_s=timing.start_s,
-                     timing_note=f"{why}; decoded on its frames' own timestamps")  # fmt: skip
 
 
 def probe(path: str | os.PathLike, *, allow_truncated: bool = False) -> VideoInfo:
@@ -491,37 +477,11 @@ def iter_segments(
     cpu_decoder = _open(path, "cpu", num_threads)
     info = _info(cpu_decoder, path, allow_truncated)
     if info.timing == "frames":
-        return _timed(info, segment_duration, sampling_fps, int(batch_segments), start_segment,
-                      growing)  # fmt: skip
+        return timed_batches(info, segment_duration, sampling_fps, int(batch_segments),
+                             start_segment, growing)  # fmt: skip
     segments = segment_frame_indices(info.num_frames, info.fps, segment_duration, sampling_fps)
     reader = _reader_for(path, dev, num_threads, info, cpu_decoder)
     return _generate(reader, segments, int(start_segment), int(batch_segments), segment_duration)
-
-
-def _timed(
-    info: VideoInfo, segment_duration: float, sampling_fps: float, batch_segments: int,
-    start_segment: int, growing: bool,
-) -> Iterator[SegmentBatch]:  # fmt: skip
-    """:func:`iter_segments` of a file read on its frames' own timestamps (on the CPU)."""
-    import av
-
-    t0 = time.perf_counter()
-    batches = iter_timed_segments(
-        info.path, info.start_s, segment_duration=segment_duration, sampling_fps=sampling_fps,
-        batch_segments=batch_segments, start_segment=int(start_segment), growing=growing,
-    )  # fmt: skip
-    while True:
-        try:
-            first, frames, times = next(batches)
-        except StopIteration:
-            return
-        except (av.FFmpegError, OSError) as exc:
-            raise VideoError(info.path, f"cannot be decoded ({_first_line(exc)})") from None
-        b = frames.shape[0]
-        t_start = torch.arange(first, first + b, dtype=torch.float64) * segment_duration
-        yield SegmentBatch(first, frames, times, t_start, t_start + segment_duration,
-                           time.perf_counter() - t0)  # fmt: skip
-        t0 = time.perf_counter()
 
 
 def _reader_for(
