@@ -94,9 +94,7 @@ def scan(path: str | os.PathLike) -> FrameTiming:
         When the file has no timed video packet, or its timing is implausible too
         (:func:`implausible`); the message says why.
     """
-    import av
-
-    with av.open(str(path)) as container:
+    with _open(path) as container:
         stream = container.streams.video[0]
         base = stream.time_base
         count, stamps = 0, []
@@ -118,6 +116,13 @@ def scan(path: str | os.PathLike) -> FrameTiming:
     return FrameTiming(count, duration, fps, start)
 
 
+def _open(path: str | os.PathLike):
+    """The PyAV container of a local file (the package opens PyAV containers in one place)."""
+    from baglm_nb.inputs.live import LiveSource, open_live
+
+    return open_live(LiveSource(str(path), "file"))
+
+
 def _frames(path: str, timing_start: float, growing: bool) -> Iterator[tuple[object, float]]:
     """``(PyAV frame, time on the file's clock)`` in decoding order; a frame without a
     timestamp is placed one frame period after the previous one (at 0 when it is the first).
@@ -126,7 +131,7 @@ def _frames(path: str, timing_start: float, growing: bool) -> Iterator[tuple[obj
     next bytes may hold frames shown before them)."""
     import av
 
-    with av.open(path) as container:
+    with _open(path) as container:
         stream = container.streams.video[0]
         base = stream.time_base
         period = 1 / float(stream.average_rate) if stream.average_rate else 1 / 30
@@ -208,12 +213,13 @@ def frame_timed_info(m, path, why: str):
     """The :class:`~baglm_nb.inputs.video.VideoInfo` of a file whose torchcodec metadata ``m``
     is implausible (``why``), measured by :func:`scan`; refused
     (:class:`~baglm_nb.inputs.video.VideoError`, with both reasons) when that fails too."""
+    from baglm_nb.inputs.live import SourceError
     from baglm_nb.inputs.video import VideoError, VideoInfo
 
     why = f"torchcodec reports {why}"
     try:
         timing = scan(path)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, SourceError) as exc:
         raise VideoError(path, f"implausible timing: {why}, and {exc}") from None
     return VideoInfo(path=path, num_frames=timing.num_frames, fps=timing.fps,
                      duration_s=timing.duration_s, width=int(m.width), height=int(m.height),
@@ -230,6 +236,7 @@ def timed_batches(
     failure is a :class:`~baglm_nb.inputs.video.VideoError` naming the file."""
     import av
 
+    from baglm_nb.inputs.live import SourceError
     from baglm_nb.inputs.video import SegmentBatch, VideoError
 
     t0 = time.perf_counter()
@@ -242,7 +249,7 @@ def timed_batches(
             first, frames, times = next(batches)
         except StopIteration:
             return
-        except (av.FFmpegError, OSError) as exc:
+        except (av.FFmpegError, OSError, SourceError) as exc:
             lines = str(exc).strip().splitlines() or [type(exc).__name__]
             raise VideoError(info.path, f"cannot be decoded ({lines[0]})") from None
         b = frames.shape[0]

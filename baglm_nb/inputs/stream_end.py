@@ -76,6 +76,7 @@ class EndWatch:
         self._capture: list | None = None
         self._capturing: Any = None
         self._level: Any = None
+        self._repeats = True
 
     def __enter__(self) -> EndWatch:
         if self.kind is None:
@@ -86,6 +87,10 @@ class EndWatch:
         threshold = av.logging.TRACE if self.kind == "http" else av.logging.DEBUG
         if self._level is None or self._level < threshold:
             av.logging.set_level(threshold)
+        # every message counts: PyAV's de-duplication (global, across threads) would hide a
+        # stream's "Received BYE" when another stream's was the last message logged
+        self._repeats = av.logging.get_skip_repeated()
+        av.logging.set_skip_repeated(False)
         self._capturing = av.logging.Capture(True)
         self._capture = self._capturing.__enter__()  # the list of (level, name, message)
         return self
@@ -96,6 +101,7 @@ class EndWatch:
 
             self._capturing.__exit__(None, None, None)
             av.logging.set_level(self._level)
+            av.logging.set_skip_repeated(self._repeats)
 
     @contextmanager
     def paused(self) -> Iterator[None]:

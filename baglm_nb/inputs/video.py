@@ -217,20 +217,21 @@ def _info(decoder: VideoDecoder, path: Path, allow_truncated: bool) -> VideoInfo
     num_frames, fps = m.num_frames, m.average_fps
     if not num_frames:
         raise VideoError(path, f"no decodable video frames (num_frames={num_frames}, fps={fps})")
-    why = implausible(fps, m.duration_seconds, m.duration_seconds_from_header)
-    if why:
-        return frame_timed_info(m, path, why)
     header = m.num_frames_from_header
     content = m.num_frames_from_content
-    if not allow_truncated and header and content is not None:
-        # A small excess in the header is common (box.mp4: 456 declared, 455 present); a large
-        # one means the stream's data ends early (a truncated download).
-        if header - content > max(2, 0.01 * header):
-            raise VideoError(
-                path,
-                f"truncated or corrupt: the container declares {header} frames but only "
-                f"{content} are present (pass allow_truncated=True to use the readable part)",
-            )
+    # A small excess in the header is common (box.mp4: 456 declared, 455 present); a large one
+    # means the stream's data ends early (a truncated download).
+    truncated = bool(header and content is not None and header - content > max(2, 0.01 * header))
+    if truncated and not allow_truncated:
+        raise VideoError(
+            path,
+            f"truncated or corrupt: the container declares {header} frames but only "
+            f"{content} are present (pass allow_truncated=True to use the readable part)",
+        )
+    declared = None if truncated else m.duration_seconds_from_header  # shorter, as expected
+    why = implausible(fps, m.duration_seconds, declared)
+    if why:
+        return frame_timed_info(m, path, why)
     duration = m.duration_seconds if m.duration_seconds is not None else num_frames / fps
     return VideoInfo(
         path=path,
