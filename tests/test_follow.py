@@ -431,3 +431,52 @@ def test_a_source_that_breaks_mid_run_exits_1_with_its_last_decode_error(tmp_pat
     echoed = first.split("goal: ", 1)[1]
     assert len(echoed) <= 80 and echoed.endswith("\u2026")
     assert not any("more things" in x for x in out.splitlines()[1:])  # one line of the goal
+
+
+@pytest.fixture(scope="module")
+def box_ts(tmp_path_factory) -> Path:
+    """``ffmpeg -i box.mp4 -c:v copy -f mpegts box.ts``: torchcodec reports 4.5e-12 fps."""
+    path = tmp_path_factory.mktemp("ts") / "box.ts"
+    _ffmpeg("-i", str(CLIPS / "box.mp4"), "-c:v", "copy", "-f", "mpegts", str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def box_on_its_timestamps(scorer):
+    """box.mp4 followed on its frames' own timestamps (read as a live source, queued)."""
+    return list(follow(CLIPS / "box.mp4", grounder(scorer), live=True, lag="queue"))
+
+
+def test_an_mpegts_remux_is_followed_like_its_mp4(scorer, box_ts, box_on_its_timestamps):
+    ends: list[str] = []
+    ests = list(follow(box_ts, grounder(scorer), on_end=ends.append))
+    assert [e.segment for e in ests] == list(range(7)) == [
+        e.segment for e in box_on_its_timestamps]  # fmt: skip
+    mp4 = probe(CLIPS / "box.mp4")
+    assert num_segments(mp4.num_frames, mp4.fps) == 7  # the published grid's count too
+    np.testing.assert_array_equal([e.belief for e in ests],
+                                  [e.belief for e in box_on_its_timestamps])  # fmt: skip
+    assert ends == ["source ended after 7 segments"]
+
+
+def test_a_growing_mpegts_remux_is_followed_like_its_mp4(
+    scorer, box_ts, box_on_its_timestamps, tmp_path
+):
+    data = box_ts.read_bytes()
+    live = tmp_path / "live.ts"
+    live.write_bytes(data[: len(data) // 3])
+
+    def record():  # the rest in two parts, cut inside packets
+        for part in (data[len(data) // 3 : 2 * len(data) // 3], data[2 * len(data) // 3 :]):
+            time.sleep(1.2)
+            with open(live, "ab") as f:
+                f.write(part)
+
+    threading.Thread(target=record, daemon=True).start()
+    ends: list[str] = []
+    ests = list(follow(live, grounder(scorer), growing=True, timeout=3.0, poll=0.3,
+                       on_end=ends.append))  # fmt: skip
+    assert [e.segment for e in ests] == list(range(7))
+    np.testing.assert_array_equal([e.belief for e in ests],
+                                  [e.belief for e in box_on_its_timestamps])  # fmt: skip
+    assert ends and ends[0].startswith("no new frames for 3 s") and not ends[0].failed

@@ -91,8 +91,12 @@ def _add_live_options(p: argparse.ArgumentParser) -> None:
                       "segment and logs the skipped span as a gap (default for live sources); "
                       "'queue' keeps every segment (default for files)")  # fmt: skip
     live.add_argument("--reconnect", type=int, default=0, metavar="N",
-                      help="reopen a lost or stalled live source up to N times (per loss); "
-                      "the lost span is logged as a gap")  # fmt: skip
+                      help="reopen a lost or stalled live source up to N times (per loss), "
+                      "waiting 0.5, 1, 2, 4, then 5 s before each attempt; the lost span is "
+                      "logged as a gap")  # fmt: skip
+    live.add_argument("--reconnect-window", type=float, default=0.0, metavar="SECONDS",
+                      help="keep reopening a lost live source until SECONDS after the loss "
+                      "(e.g. 30 to ride out a server or camera restart)")  # fmt: skip
     live.add_argument("--transport", choices=["tcp", "udp"], default="tcp",
                       help="RTSP transport (default: tcp)")  # fmt: skip
 
@@ -259,12 +263,13 @@ def _check_source(args):
     from baglm_nb.inputs.live import SourceError, live_reader_for
     from baglm_nb.inputs.video import check_video_file
 
-    if args.reconnect < 0 or not args.timeout > 0:
-        raise ValueError("--reconnect must be >= 0 and --timeout > 0")
+    if args.reconnect < 0 or not args.timeout > 0 or not args.reconnect_window >= 0:
+        raise ValueError("--reconnect and --reconnect-window must be >= 0 and --timeout > 0")
     try:
         reader = live_reader_for(args.source, segment_duration=SEGMENT_DURATION,
                                  live=args.live, lag=args.lag,
                                  timeout=args.timeout, reconnect=args.reconnect,
+                                 reconnect_window=args.reconnect_window,
                                  transport=args.transport, pace=args.pace,
                                  camera=args.camera)  # fmt: skip
     except SourceError as exc:  # a local file or device that is no video: bad input
@@ -317,7 +322,7 @@ def run(args: argparse.Namespace) -> int:
                 alerts=None if monitor is None else monitor.raised,
                 alerts_note=alerts_line)  # fmt: skip
     if interrupted:
-        return 130
+        return 128 + getattr(pressed, "signum", signal.SIGINT)  # 130 Ctrl-C, 143 SIGTERM
     if getattr(reason, "failed", False):
         raise RuntimeError(reason)
     if not estimates:
@@ -350,23 +355,26 @@ def one_line(text, width: int = 80) -> str:
 
 @contextmanager
 def _ctrl_c_sets(pressed: threading.Event) -> Iterator[None]:
-    """While following: Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` as usual and also sets
-    ``pressed``, which the follow loops check at every segment and poll. Python drops an
+    """While following: Ctrl-C (SIGINT) and SIGTERM raise ``KeyboardInterrupt`` and set
+    ``pressed`` (its ``signum`` says which), which the follow loops check at every segment and
+    poll, so both end the run with the event log and the report written. Python drops an
     interrupt raised inside a finaliser or a C callback (it only prints it); the flag stays.
     Outside the main thread (no signal handlers there) nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def on_sigint(signum, frame):
+    def on_signal(signum, frame):
+        pressed.signum = signum
         pressed.set()
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    previous = {n: signal.signal(n, on_signal) for n in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for n, handler in previous.items():
+            signal.signal(n, handler)
 
 
 def _consume(stream, args, ended: list[str], pressed: threading.Event, monitor=None):
@@ -406,7 +414,10 @@ def _consume(stream, args, ended: list[str], pressed: threading.Event, monitor=N
             log.close()
     if tty:
         print()
-    reason = "interrupted (Ctrl-C)" if interrupted else (ended[0] if ended else "source ended")
+    reason = ended[0] if ended else "source ended"
+    if interrupted:
+        sigterm = getattr(pressed, "signum", None) == signal.SIGTERM
+        reason = "terminated (SIGTERM)" if sigterm else "interrupted (Ctrl-C)"
     print(f"{_status(estimates, gaps)}; {reason}", flush=True)
     return estimates, gaps, reason, interrupted
 

@@ -144,6 +144,7 @@ def _follow_file(source, grounder, *, growing, timeout, poll, sampling_fps, devi
                 batch_segments=1,
                 device=device,
                 start_segment=done,
+                growing=growing,
             ):
                 decode_s = batch.decode_s / max(len(batch.frames), 1)
                 for frames in batch.frames:
