@@ -17,9 +17,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
+import torch
 from clips import coin_annotations, short_clips
 from PIL import Image
 
+from baglm_nb.inputs.preprocess import resize_uint8, smart_resize
 from baglm_nb.models.openai_client import ServerError
 from baglm_nb.models.questions import ScoringError
 from baglm_nb.models.scoring import make_scorer, score_dataset
@@ -160,10 +162,19 @@ def test_label_mapping_none_last_shapes_and_raw_probabilities(server):
         parts = b["messages"][0]["content"]
         assert [p["type"] for p in parts] == ["image_url"] * 4 + ["text"]
         seen[parts[-1]["text"][:30], decode(parts[0]["image_url"]["url"]).tobytes()] = parts
+    # at Qwen2.5-VL's processor size: 24x32 is below its 128*28*28 minimum, so 280x392
+    sent = torch.from_numpy(x.reshape(-1, 3, 24, 32))
+    sent = resize_uint8(sent, (280, 392)).numpy().reshape(2, 4, 3, 280, 392)
+    assert smart_resize(24, 32, 28, 128 * 28 * 28, 360 * 420) == (280, 392)
     for s in range(2):
-        parts = next(p for (_, im), p in seen.items() if im == x[s, 0].tobytes())
+        parts = next(p for (_, im), p in seen.items() if im == sent[s, 0].tobytes())
         for i in range(4):
-            np.testing.assert_array_equal(decode(parts[i]["image_url"]["url"]), x[s, i])
+            np.testing.assert_array_equal(decode(parts[i]["image_url"]["url"]), sent[s, i])
+    # pixels=None: the decoded frames as they are
+    server.requests.clear()
+    scorer(server, pixels=None).score_segments(x[:1], GOAL, STEPS[:1], progress=False)
+    url = server.requests[0]["messages"][0]["content"][2]["image_url"]["url"]
+    np.testing.assert_array_equal(decode(url), x[0, 2])
 
 
 def test_renormalised_flag(server):

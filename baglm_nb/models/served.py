@@ -10,8 +10,8 @@ the order and count of the family's published prompt (:func:`user_content`), wit
 default system message (:data:`~baglm_nb.models.families.DEFAULT_SYSTEM`): InternVL
 ``"Frame1: <image>\\nFrame2: <image>\\n...{question}"``; Qwen2.5-VL and LLaVA-OneVision the F frames
 then the question (their published input is one *video*; a server receives F images instead,
-see the README's fidelity notes). The server renders the model's own chat template and resizes
-the images with its own preprocessing.
+see the README's fidelity notes). The server renders the model's own chat template; Qwen2.5-VL's
+frames are sent at its processor's size (:func:`served_frames`), other families' as decoded.
 
 **Probabilities** (``strategy``), in order of preference (``"auto"`` probes the server once and
 says on stderr which strategy it took and why, :attr:`ServedScorer.strategy_reason`):
@@ -67,7 +67,13 @@ from baglm_nb.models.openai_client import Connection, ServerError
 from baglm_nb.models.prompts import option_labels
 from baglm_nb.models.questions import Question, ScoringError, build_questions, combine
 from baglm_nb.models.served_labels import check_forced, forced_logprob, forced_options, single_token
-from baglm_nb.models.served_messages import encode_png, guess_family, user_content
+from baglm_nb.models.served_messages import (
+    QWEN_PIXELS,
+    encode_png,
+    guess_family,
+    served_frames,
+    user_content,
+)
 
 __all__ = [
     "APPROX_TOP",
@@ -229,6 +235,10 @@ class ServedScorer:
         answers of one question cost one prefill (default). False evaluates every prompt whole:
         slower, and its logprobs do not depend on what the slot held before (with the cache,
         the last token computed alone moves a logprob by up to about 0.02; see the README).
+    pixels
+        Qwen2.5-VL: (min, max) pixels of the processor size the frames are resized to before
+        they are sent (:func:`~baglm_nb.models.served_messages.served_frames`; default the
+        published bounds); ``None`` sends the decoded frames as they are.
     client
         An ``openai.OpenAI``-like client to use instead (tests).
     """
@@ -251,6 +261,7 @@ class ServedScorer:
         tokenizer: Any = None,
         system_message: Any = _DEFAULT,
         cache_prompt: bool = True,
+        pixels: tuple[int, int] | None = QWEN_PIXELS,
         client: Any = None,
     ) -> None:
         if strategy not in ("auto", *STRATEGIES):
@@ -284,6 +295,7 @@ class ServedScorer:
         self._served: dict[str, Any] | None = None  # what /v1/models says about the model
         self.strategy_reason = "" if strategy == "auto" else "asked for"
         self.cache_prompt = bool(cache_prompt)
+        self.pixels = pixels
         self.stats = {"encode_s": 0.0, "request_s": 0.0, "requests": 0, "bytes": 0}
 
     def __repr__(self) -> str:
@@ -535,7 +547,7 @@ class ServedScorer:
         call when K+1 > 20 under ``approx-top20``) or
         :class:`~baglm_nb.models.openai_client.ServerError` (the server failed for good).
         """
-        frames = _frames(frames_batch)
+        frames = served_frames(self.family, _frames(frames_batch), self.pixels)
         steps = [str(s) for s in steps]
         labels = self.labels(len(steps) + 1) if steps else []
         questions, versions, vsg_kind = build_questions(
