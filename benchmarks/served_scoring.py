@@ -13,6 +13,10 @@ labels >= 10x the segments per second of full-vocab at concurrency 2, and <= 1 %
 per segment. The machine's load average is printed too (a shared CPU slows both strategies).
 
     .venv/bin/python benchmarks/served_scoring.py [--segments 2] [--steps 3] [--parallel 4]
+        [--pixels MIN MAX]
+
+The frames are sent at the model's processor size: the tiny model's local scorer resizes them
+to 56x56 (``--pixels 3136 3136``); the published Qwen2.5-VL bounds send them at 448x336.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from gguf_server import ServerProcess  # noqa: E402
 
 from baglm_nb.inputs.video import iter_segments  # noqa: E402
 from baglm_nb.models.served import ServedScorer  # noqa: E402
+from baglm_nb.models.served_messages import QWEN_PIXELS, served_frames  # noqa: E402
 from baglm_nb.models.testing import random_gguf  # noqa: E402
 
 STEPS = ["Fill the kettle.", "Boil the water.", "Put the tea bag in the cup.",
@@ -41,10 +46,11 @@ SPEED_GOAL = 10.0
 BYTES_GOAL = 0.01
 
 
-def run(url: str, strategy: str, c: int, frames: np.ndarray, steps: list[str], name: str):
+def run(url: str, strategy: str, c: int, frames: np.ndarray, steps: list[str], args):
     """Score ``frames`` once (after a warm-up): (segments/s, requests/s, bytes/segment, result)."""
-    scorer = ServedScorer(name, family="qwen2_5_vl", base_url=url, api_key_env="BAGLM_BENCH_KEY",
-                          strategy=strategy, concurrency=c, timeout=600)  # fmt: skip
+    scorer = ServedScorer(args.model_name, family="qwen2_5_vl", base_url=url,
+                          api_key_env="BAGLM_BENCH_KEY", strategy=strategy, concurrency=c,
+                          timeout=600, pixels=tuple(args.pixels))  # fmt: skip
     scorer.score_segments(frames[:1], "make tea", steps[:1], progress=False)  # warm-up, probe
     scorer.stats.update(encode_s=0.0, request_s=0.0, requests=0, bytes=0)
     t0 = time.perf_counter()
@@ -63,7 +69,13 @@ def main() -> None:
     parser.add_argument("--gguf", help="model GGUF (default: the tiny random Qwen2.5-VL)")
     parser.add_argument("--mmproj", help="its mmproj GGUF")
     parser.add_argument("--model-name", default="random-init/qwen2_5_vl-tiny")
+    parser.add_argument("--pixels", type=int, nargs=2, default=None, metavar=("MIN", "MAX"),
+                        help="the frames' processor size bounds (default: the tiny model's "
+                        "56*56, as its local scorer; with --gguf the published 128*28*28 "
+                        "and 360*420)")  # fmt: skip
     args = parser.parse_args()
+    if args.pixels is None:
+        args.pixels = list(QWEN_PIXELS) if args.gguf else [56 * 56, 56 * 56]
 
     model, mmproj = (args.gguf, args.mmproj) if args.gguf else random_gguf("qwen2_5_vl")
     batch = next(iter_segments(ROOT / "tests/data/videos/cup.mp4", batch_segments=args.segments))
@@ -75,16 +87,17 @@ def main() -> None:
     rates: dict[tuple[str, int], float] = {}
     sizes: dict[str, float] = {}
     results = {}
+    sent = served_frames("qwen2_5_vl", frames, tuple(args.pixels))
     try:
         server.wait_ready()
         print(f"llama.cpp server (xllamacpp), {args.parallel} slots, model {args.model_name}; "
-              f"{frames.shape[0]} segments of {frames.shape[1]} frames {frames.shape[3]}x"
-              f"{frames.shape[4]}, K = {len(steps)}; load average "
+              f"{frames.shape[0]} segments of {frames.shape[1]} frames {frames.shape[4]}x"
+              f"{frames.shape[3]} sent at {sent.shape[4]}x{sent.shape[3]}, K = {len(steps)}; "
+              f"load average "
               f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")  # fmt: skip
         for strategy in ("labels", "full-vocab"):
             for c in args.concurrency:
-                seg_s, req_s, size, result = run(server.url, strategy, c, frames, steps,
-                                                 args.model_name)  # fmt: skip
+                seg_s, req_s, size, result = run(server.url, strategy, c, frames, steps, args)
                 rates[strategy, c], sizes[strategy] = seg_s, size
                 results.setdefault(strategy, result)
                 print(f"{strategy:10s} concurrency {c}: {seg_s:7.3f} segments/s, {req_s:6.2f} "

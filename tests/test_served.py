@@ -24,7 +24,9 @@ from clips import coin_annotations, short_clips
 from gguf_server import ServerProcess
 
 from baglm_nb.apps.cli.main import main
+from baglm_nb.inputs.preprocess import preprocess_qwen25vl
 from baglm_nb.models.openai_client import ServerError
+from baglm_nb.models.prompts import format_choices, get_prompt
 from baglm_nb.models.questions import Question, ScoringError, build_questions
 from baglm_nb.models.scoring import score_dataset
 from baglm_nb.models.served import ServedScorer
@@ -271,3 +273,63 @@ def test_fingerprint_follows_the_served_model(llama, key):
     two = make_random_scorer("qwen2_5_vl")  # 2 vision layers
     three = make_random_scorer("qwen2_5_vl", vision_layers=3)  # the GGUF export's twin
     assert two.model_id == three.model_id and two.fingerprint != three.fingerprint
+
+
+def local_image_logprobs(local, scorer: ServedScorer, question: str, frames, answers):
+    """Transformers' image path (not the video one) on ``frames`` at their own size (multiples of
+    28): the chat template with one image part per frame, each image's pad token repeated for
+    its merged patches, the pixels of :func:`preprocess_qwen25vl` (one frame, repeated in time as
+    the image processor does), and the first-token logprobs of ``answers``."""
+    content = [{"type": "image"} for _ in frames] + [{"type": "text", "text": question}]
+    system = [{"role": "system", "content": [{"type": "text", "text": scorer.system_message}]}]
+    system = system if scorer.system_message else []  # Qwen: the template's default
+    text = local.render_chat([*system, {"role": "user", "content": content}])
+    pixels, grids = [], []
+    for f in frames:
+        pix = preprocess_qwen25vl(torch.as_tensor(f)[None], min_pixels=28 * 28,
+                                  max_pixels=448 * 448)  # fmt: skip
+        pixels.append(pix["pixel_values_videos"])
+        grids.append(pix["video_grid_thw"])
+        n = int(pix["video_grid_thw"].prod()) // 4
+        text = text.replace("<|image_pad|>", "<|IMAGE|>" * n, 1)
+    ids = torch.tensor([local.tokenizer(text.replace("<|IMAGE|>", "<|image_pad|>"),
+                                        add_special_tokens=False)["input_ids"]])  # fmt: skip
+    types = (ids == local.tokenizer.convert_tokens_to_ids("<|image_pad|>")).to(torch.int32)
+    with torch.no_grad():
+        local.model.model.rope_deltas = None
+        pix = (
+            {"pixel_values": torch.cat(pixels), "image_grid_thw": torch.cat(grids)} if grids else {}
+        )
+        out = local.model(input_ids=ids, mm_token_type_ids=types, use_cache=False,
+                          logits_to_keep=1, **pix)  # fmt: skip
+    lp = torch.log_softmax(out.logits[0, -1].double(), -1)
+    return np.array([lp[local.tokenizer.convert_tokens_to_ids(a)].item() for a in answers]), ids
+
+
+def test_images_served_against_local_on_the_same_weights(llama, key):
+    """The same weights (the GGUF's twin: 3 vision layers) and the same frames, at a size that
+    is the processor's own (multiples of 28: nothing is resized on either side), each frame an
+    image on both sides. Pinned: the same prompt length (image tokens included) and, without
+    images, the same logprobs within 0.005. With images the logprobs differ by up to about
+    0.1 (measured 0.06 for one 112x112 image, grey or random, 0.11 for four 84x112 images):
+    the cause is not found yet (README, served section). The 2-vision-layer model that shared
+    the GGUF's model id before fingerprints has other weights altogether (differences above 1
+    even without images)."""
+    local = make_random_scorer("qwen2_5_vl", vision_layers=3)
+    scorer = served(llama.url, strategy="labels", concurrency=1, cache_prompt=False, pixels=None)
+    question = get_prompt("vsg").format(goal=GOAL, choices=format_choices(STEPS, ["A", "B", "C"]))
+    answers = ("A", "B", "C")
+    rng = np.random.default_rng(3)
+    cases = {
+        "text": (np.zeros((0, 3, 84, 112), np.uint8), 0.005),
+        "grey": (np.full((1, 3, 112, 112), 128, np.uint8), 0.15),
+        "four": (rng.integers(0, 256, (4, 3, 84, 112), dtype=np.uint8), 0.15),
+    }
+    for name, (frames, tol) in cases.items():
+        lp_local, ids = local_image_logprobs(local, scorer, question, frames, answers)
+        images = scorer._encode(frames[None])[0]
+        lp_served = np.log(scorer.question_probs(Question("vsg", question, answers), images))
+        assert scorer.stats["requests"] > 0
+        usage = scorer._post(scorer.messages(question, images))["usage"]
+        assert usage["prompt_tokens"] == ids.shape[1], name  # the same tokens, images included
+        np.testing.assert_allclose(lp_served, lp_local, atol=tol, err_msg=name)
