@@ -24,8 +24,10 @@ from clips import coin_annotations, short_clips
 from gguf_server import ServerProcess
 
 from baglm_nb.apps.cli.main import main
+from baglm_nb.inputs.preprocess import preprocess_qwen25vl
 from baglm_nb.models.openai_client import ServerError
-from baglm_nb.models.questions import build_questions
+from baglm_nb.models.prompts import format_choices, get_prompt
+from baglm_nb.models.questions import Question, ScoringError, build_questions
 from baglm_nb.models.scoring import score_dataset
 from baglm_nb.models.served import ServedScorer
 from baglm_nb.models.testing import make_random_scorer, random_gguf
@@ -154,7 +156,7 @@ def test_server_killed_mid_run_then_resumed_with_the_cli(llama, key, tmp_path, c
     with pytest.raises(ServerError, match=r"cannot connect .*\(gave up after 2 attempts\)"):
         score_dataset("coin", videos, first, root=root, annotations=ann, show_progress=False)
     cache = ScoreCache.open(next(root.glob("scores/coin/*/*/*")))
-    assert cache.uids() == ["v1"] and cache.key.model == f"openai:{MODEL}, full-vocab"
+    assert cache.uids() == ["v1"] and cache.key.model == f"openai:{MODEL}, labels"  # auto
     v1 = cache.file("v1").read_bytes()
     assert not (cache.path / "failures.json").exists()  # a dead server is not the video's fault
     assert not [p for p in cache.path.rglob("*") if p.name.startswith(".tmp")]
@@ -189,7 +191,7 @@ def test_server_killed_mid_run_then_resumed_with_the_cli(llama, key, tmp_path, c
     summary = json.loads(out.out)
     assert summary["scored"] == 1 and summary["already_cached"] == 1 and not summary["failed"]
     assert summary["label"] == "served" and summary["cache"] == str(cache.path)
-    assert "full-vocab" in Path(summary["cache"]).parent.parent.name
+    assert Path(summary["cache"]).parent.parent.name.endswith(f"labels@{cache.key.weights}")
     assert cache.uids() == ["v1", "v2"]
     assert cache.file("v1").read_bytes() == v1  # not redone
     scores = cache.read_video("v2")
@@ -219,3 +221,115 @@ def test_wrong_key_is_a_clear_error_never_printed(llama, monkeypatch, tmp_path, 
     with pytest.raises(ServerError) as info:
         _ = served(llama.url).strategy
     assert wrong not in str(info.value) and wrong not in repr(served(llama.url))
+
+
+def test_labels_equals_full_vocab_on_the_same_server(llama, key):
+    """The labels strategy (each answer forced with logit_bias) against full-vocab on the same
+    requests, one at a time, with 4 images: the same raw full-vocabulary probabilities in far
+    smaller responses. With llama.cpp's prompt cache off, every prompt is evaluated whole and
+    the logprobs agree to float rounding; with it on (the default), a repeated prompt's last
+    token is computed alone, which moves a logprob by up to 0.02 (both strategies alike)."""
+    rng = np.random.default_rng(7)
+    frames = rng.integers(0, 256, (1, 4, 3, 84, 112), dtype=np.uint8)
+    labels = ["A", "B", "C"]
+    questions, _, _ = build_questions(GOAL, STEPS, labels, prompt="vsg",
+                                      vsg_prompt="multiple_choice", progress=True,
+                                      next_step=False)  # fmt: skip
+    questions = questions[:2]  # the VSG question (A, B, C) and one progress question (digits)
+    for cache_prompt, log_tol in ((False, 1e-4), (True, 0.03)):
+        full = served(llama.url, strategy="full-vocab", concurrency=1, cache_prompt=cache_prompt)
+        lab = served(llama.url, strategy="auto", concurrency=1, cache_prompt=cache_prompt)
+        assert lab.strategy == "labels", lab.strategy_reason
+        images = full._encode(frames)
+        p_full, p_lab = full._ask(questions, images), lab._ask(questions, images)
+        for a, b in zip(p_lab, p_full, strict=True):
+            assert a.shape == b.shape and (a > 0).all() and (a < 1).all()
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-5)
+            big = b > 1e-4  # none for this random model: its answers are all below 1e-4
+            np.testing.assert_allclose(np.log(a[big]), np.log(b[big]), atol=1e-3)
+            np.testing.assert_allclose(np.log(a), np.log(b), atol=log_tol)
+        assert lab.stats["requests"] == 2 + 3 + 10 and full.stats["requests"] == 2  # 2: probe
+        assert lab.stats["bytes"] / lab.stats["requests"] < 2_000  # about 0.8 KB
+        assert full.stats["bytes"] / full.stats["requests"] > 10_000_000  # about 14 MB
+
+
+def test_labels_refuses_a_label_of_two_tokens_with_its_ids(llama, key):
+    """Beyond Z the Excel labels are not all one token: 'BQ' is 2 on this tokenizer."""
+    lab = served(llama.url, strategy="labels", concurrency=1)
+    with pytest.raises(ScoringError, match=r"label 'BQ' is 2 tokens \[33, 48\] on the server"):
+        lab.question_probs(Question("vsg", "Answer with a letter.", ("A", "BQ")))
+    assert lab.token_id("A") == 32 and lab.token_id("AZ") == 23563  # one token each
+
+
+def test_fingerprint_follows_the_served_model(llama, key):
+    """The served fingerprint digests /v1/models' description of the GGUF (its path, size,
+    parameter count) and the strategy; the two tiny local Qwen2.5-VL twins differ too."""
+    a, b = served(llama.url, strategy="labels"), served(llama.url, strategy="full-vocab")
+    meta = a._metadata()
+    assert meta["owned_by"] == "llamacpp" and meta["meta"]["n_vocab"] == 151665
+    assert "n_ctx" not in meta["meta"]  # a launch setting, not the weights
+    assert a.fingerprint == served(llama.url, strategy="labels").fingerprint
+    assert a.fingerprint != b.fingerprint
+    two = make_random_scorer("qwen2_5_vl")  # 2 vision layers
+    three = make_random_scorer("qwen2_5_vl", vision_layers=3)  # the GGUF export's twin
+    assert two.model_id == three.model_id and two.fingerprint != three.fingerprint
+
+
+def local_image_logprobs(local, scorer: ServedScorer, question: str, frames, answers):
+    """Transformers' image path (not the video one) on ``frames`` at their own size (multiples of
+    28): the chat template with one image part per frame, each image's pad token repeated for
+    its merged patches, the pixels of :func:`preprocess_qwen25vl` (one frame, repeated in time as
+    the image processor does), and the first-token logprobs of ``answers``."""
+    content = [{"type": "image"} for _ in frames] + [{"type": "text", "text": question}]
+    system = [{"role": "system", "content": [{"type": "text", "text": scorer.system_message}]}]
+    system = system if scorer.system_message else []  # Qwen: the template's default
+    text = local.render_chat([*system, {"role": "user", "content": content}])
+    pixels, grids = [], []
+    for f in frames:
+        pix = preprocess_qwen25vl(torch.as_tensor(f)[None], min_pixels=28 * 28,
+                                  max_pixels=448 * 448)  # fmt: skip
+        pixels.append(pix["pixel_values_videos"])
+        grids.append(pix["video_grid_thw"])
+        n = int(pix["video_grid_thw"].prod()) // 4
+        text = text.replace("<|image_pad|>", "<|IMAGE|>" * n, 1)
+    ids = torch.tensor([local.tokenizer(text.replace("<|IMAGE|>", "<|image_pad|>"),
+                                        add_special_tokens=False)["input_ids"]])  # fmt: skip
+    types = (ids == local.tokenizer.convert_tokens_to_ids("<|image_pad|>")).to(torch.int32)
+    with torch.no_grad():
+        local.model.model.rope_deltas = None
+        pix = (
+            {"pixel_values": torch.cat(pixels), "image_grid_thw": torch.cat(grids)} if grids else {}
+        )
+        out = local.model(input_ids=ids, mm_token_type_ids=types, use_cache=False,
+                          logits_to_keep=1, **pix)  # fmt: skip
+    lp = torch.log_softmax(out.logits[0, -1].double(), -1)
+    return np.array([lp[local.tokenizer.convert_tokens_to_ids(a)].item() for a in answers]), ids
+
+
+def test_images_served_against_local_on_the_same_weights(llama, key):
+    """The same weights (the GGUF's twin: 3 vision layers) and the same frames, at a size that
+    is the processor's own (multiples of 28: nothing is resized on either side), each frame an
+    image on both sides. Pinned: the same prompt length (image tokens included) and, without
+    images, the same logprobs within 0.005. With images the logprobs differ by up to about
+    0.1 (measured 0.06 for one 112x112 image, grey or random, 0.11 for four 84x112 images):
+    the cause is not found yet (README, served section). The 2-vision-layer model that shared
+    the GGUF's model id before fingerprints has other weights altogether (differences above 1
+    even without images)."""
+    local = make_random_scorer("qwen2_5_vl", vision_layers=3)
+    scorer = served(llama.url, strategy="labels", concurrency=1, cache_prompt=False, pixels=None)
+    question = get_prompt("vsg").format(goal=GOAL, choices=format_choices(STEPS, ["A", "B", "C"]))
+    answers = ("A", "B", "C")
+    rng = np.random.default_rng(3)
+    cases = {
+        "text": (np.zeros((0, 3, 84, 112), np.uint8), 0.005),
+        "grey": (np.full((1, 3, 112, 112), 128, np.uint8), 0.15),
+        "four": (rng.integers(0, 256, (4, 3, 84, 112), dtype=np.uint8), 0.15),
+    }
+    for name, (frames, tol) in cases.items():
+        lp_local, ids = local_image_logprobs(local, scorer, question, frames, answers)
+        images = scorer._encode(frames[None])[0]
+        lp_served = np.log(scorer.question_probs(Question("vsg", question, answers), images))
+        assert scorer.stats["requests"] > 0
+        usage = scorer._post(scorer.messages(question, images))["usage"]
+        assert usage["prompt_tokens"] == ids.shape[1], name  # the same tokens, images included
+        np.testing.assert_allclose(lp_served, lp_local, atol=tol, err_msg=name)

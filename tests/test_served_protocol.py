@@ -11,14 +11,17 @@ import base64
 import io
 import json
 import math
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
+import torch
 from clips import coin_annotations, short_clips
 from PIL import Image
 
+from baglm_nb.inputs.preprocess import resize_uint8, smart_resize
 from baglm_nb.models.openai_client import ServerError
 from baglm_nb.models.questions import ScoringError
 from baglm_nb.models.scoring import make_scorer, score_dataset
@@ -33,8 +36,14 @@ VSG = {"A": math.log(0.1), "B": math.log(0.3), "C": math.log(0.05)}
 DIGITS = {str(d): math.log(0.01 * (d + 1)) for d in range(10)}
 
 
+#: The stub's vocabulary: token -> id ("Hello" is its most likely token after B).
+IDS = {"Hello": 5, **{t: 10 + i for i, t in enumerate(VSG)}, **{d: 20 + int(d) for d in DIGITS}}
+RAW = {**VSG, **DIGITS, "Hello": -2.0}
+
+
 def entry(token: str, logprob) -> dict:
-    return {"id": 0, "token": token, "bytes": list(token.encode()), "logprob": logprob}
+    return {"id": IDS.get(token, 0), "token": token, "bytes": list(token.encode()),
+            "logprob": logprob}  # fmt: skip
 
 
 def chat_answer(top: list[dict]) -> dict:
@@ -47,6 +56,7 @@ class Stub:
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
+        self.gets: list[str] = []
         self.handler = self.full_vocab
         stub = self
 
@@ -60,6 +70,7 @@ class Stub:
                 self.wfile.write(raw)
 
             def do_GET(self):  # noqa: N802
+                stub.gets.append(self.path)
                 self._reply(*stub.handler(self.path, None))
 
             def do_POST(self):  # noqa: N802
@@ -107,6 +118,7 @@ def stub():
 def server(stub, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-stub-key")
     stub.requests.clear()
+    stub.gets.clear()
     stub.handler = stub.full_vocab
     return stub
 
@@ -150,10 +162,19 @@ def test_label_mapping_none_last_shapes_and_raw_probabilities(server):
         parts = b["messages"][0]["content"]
         assert [p["type"] for p in parts] == ["image_url"] * 4 + ["text"]
         seen[parts[-1]["text"][:30], decode(parts[0]["image_url"]["url"]).tobytes()] = parts
+    # at Qwen2.5-VL's processor size: 24x32 is below its 128*28*28 minimum, so 280x392
+    sent = torch.from_numpy(x.reshape(-1, 3, 24, 32))
+    sent = resize_uint8(sent, (280, 392)).numpy().reshape(2, 4, 3, 280, 392)
+    assert smart_resize(24, 32, 28, 128 * 28 * 28, 360 * 420) == (280, 392)
     for s in range(2):
-        parts = next(p for (_, im), p in seen.items() if im == x[s, 0].tobytes())
+        parts = next(p for (_, im), p in seen.items() if im == sent[s, 0].tobytes())
         for i in range(4):
-            np.testing.assert_array_equal(decode(parts[i]["image_url"]["url"]), x[s, i])
+            np.testing.assert_array_equal(decode(parts[i]["image_url"]["url"]), sent[s, i])
+    # pixels=None: the decoded frames as they are
+    server.requests.clear()
+    scorer(server, pixels=None).score_segments(x[:1], GOAL, STEPS[:1], progress=False)
+    url = server.requests[0]["messages"][0]["content"][2]["image_url"]["url"]
+    np.testing.assert_array_equal(decode(url), x[0, 2])
 
 
 def test_renormalised_flag(server):
@@ -267,7 +288,13 @@ def vllm_like(stub: Stub, *, prompt_logprobs: bool):
 def test_auto_probe_picks_the_best_strategy(server):
     sc = scorer(server, strategy="auto")
     assert sc.model_id == "openai:m, full-vocab"  # 21 top logprobs accepted
-    assert server.requests[0]["top_logprobs"] == 21
+    # first the labels probe (the runner-up "Hello" forced: the stub ignores logit_bias)
+    assert [b["top_logprobs"] for b in server.requests] == [5, 1, 21]
+    assert server.requests[1]["logit_bias"] == {"5": 100}
+    assert sc.strategy_reason.startswith(
+        "labels refused: the server generated 'A' instead of "
+        "the forced answer 'Hello': it ignores logit_bias"
+    )
 
     server.handler = vllm_like(server, prompt_logprobs=True)
     sc = scorer(server, strategy="auto")
@@ -326,7 +353,8 @@ def test_wrong_key_is_not_retried_and_never_shown(server, monkeypatch):
         _ = sc.strategy
     msg = str(info.value)
     assert "rejected the API key from $" + KEY_ENV in msg and wrong not in msg
-    assert len(server.requests) == 1 and wrong not in repr(sc)
+    assert server.gets == ["/v1/models"] and not server.requests  # not retried
+    assert wrong not in repr(sc)
 
 
 def test_make_scorer_openai_prefix(server):
@@ -355,3 +383,103 @@ def test_follow_scores_through_a_served_model(server, tmp_path, capsys):
     asked = [b for b in server.requests if "messages" in b]
     assert len(asked) == 2 * (1 + len(STEPS))  # per segment: VSG + K progress questions
     assert all(b["model"] == "m" for b in asked)
+
+
+def labels_server(stub: Stub, mode: str = "raw", models: dict | None = None):
+    """A llama.cpp-like server that honours logit_bias: the forced token's raw logprob
+    (``mode="raw"``), its post-sampling one (``"post"``: 0.0), or ``/tokenize`` saying that
+    each label is two tokens (``"split"``); ``models`` is what ``/v1/models`` answers."""
+    names = {i: t for t, i in IDS.items()}
+
+    def handle(path, body):
+        if body is None:
+            return 200, models or {"data": [{"id": "m", "owned_by": "llamacpp",
+                                             "meta": {"n_vocab": 1234, "size": 1}}]}  # fmt: skip
+        if path == "/tokenize":
+            ids = [IDS[body["content"]]] * (2 if mode == "split" else 1)
+            return 200, {"tokens": ids}
+        if "logit_bias" in body:
+            ((tid, bias),) = body["logit_bias"].items()
+            assert bias == 100 and body["top_logprobs"] == 1
+            token = names[int(tid)]
+            return 200, chat_answer([entry(token, 0.0 if mode == "post" else RAW[token])])
+        return stub.full_vocab(path, body)
+
+    return handle
+
+
+def test_labels_reads_each_forced_answer_raw(server):
+    server.handler = labels_server(server)
+    sc = scorer(server, strategy="auto")
+    assert sc.strategy == "labels" and "exact" in sc.strategy_reason
+    server.requests.clear()
+    r = sc.score_segments(frames(1), GOAL, STEPS)
+    assert r.model_id == "openai:m, labels"
+    np.testing.assert_allclose(r.vsg[0], [0.1, 0.3, 0.05], rtol=1e-12)  # raw, not renormalised
+    np.testing.assert_allclose(r.progress[0, 1], 0.01 * np.arange(1, 11), rtol=1e-12)
+    chats = [b for b in server.requests if "messages" in b]
+    assert len(chats) == 3 + 2 * 10  # one request per answer
+    assert sorted(int(next(iter(b["logit_bias"]))) for b in chats[:3]) == [10, 11, 12]
+    assert all(b["cache_prompt"] is True for b in chats)  # llama.cpp: one prefill per question
+    assert len([b for b in server.requests if "content" in b and "messages" not in b]) == 13
+
+
+@pytest.mark.parametrize(
+    ("mode", "why"),
+    [("post", r"reported logprob 0 for the forced token 'Hello' \(the biased, post-sampling "
+              r"distribution\), whose raw logprob is -2"),
+     ("ignore", r"generated 'A' instead of the forced answer 'Hello': it ignores logit_bias")],
+)  # fmt: skip
+def test_labels_refused_by_the_probe_and_nothing_cached(server, tmp_path, mode, why):
+    server.handler = labels_server(server, mode) if mode != "ignore" else server.full_vocab
+    auto = scorer(server, strategy="auto")
+    assert auto.strategy == "full-vocab" and re.search(why, auto.strategy_reason)
+    videos = short_clips(tmp_path / "videos", ["v1"], 2.2)
+    ann = coin_annotations(tmp_path / "ann", ["v1"], STEPS, 2.2)
+    with pytest.raises(ServerError, match="cannot use --strategy labels: .*" + why):
+        score_dataset("coin", videos, scorer(server, strategy="labels"), root=tmp_path / "cache",
+                      annotations=ann, show_progress=False)  # fmt: skip
+    assert not (tmp_path / "cache").exists()
+
+
+def test_labels_multi_token_answer_refused_with_its_ids(server, tmp_path):
+    server.handler = labels_server(server, "split")
+    sc = scorer(server, strategy="labels", top_logprobs=None)
+    sc.strategy_reason = "checked"  # the probe reads the runner-up's id from the response
+    with pytest.raises(
+        ScoringError, match=r"answer label 'A' is 2 tokens \[10, 10\] on the server"
+    ):
+        sc.score_segments(frames(1), GOAL, STEPS)
+
+
+def test_server_that_changes_model_mid_run_stops_it(server, tmp_path, capsys):
+    from baglm_nb.apps.cli.main import main
+
+    uids = ["v1", "v2"]
+    videos = short_clips(tmp_path / "videos", uids, 2.2)
+    ann = coin_annotations(tmp_path / "ann", uids, STEPS, 2.2)
+    models = {"data": [{"id": "m", "owned_by": "llamacpp", "meta": {"size": 1}}]}
+    handle = labels_server(server, models=models)
+    seen = {"chats": 0}
+
+    def swap_during_v2(path, body):
+        if body is not None and "messages" in body:
+            seen["chats"] += 1
+            if seen["chats"] == 3 + 23 + 1:  # the probe, video 1, then video 2's first request
+                models["data"][0]["meta"] = {"size": 2}  # another model behind the same name
+        return handle(path, body)
+
+    server.handler = swap_during_v2
+    rc = main(["score", "--dataset", "coin", "--video-dir", str(videos), "--annotations",
+               str(ann), "--cache-root", str(tmp_path / "cache"), "--model", "openai:m",
+               "--family", "qwen2_5_vl", "--base-url", server.url, "--api-key-env", KEY_ENV,
+               "--concurrency", "1", "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 1
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "changed model during the run" in lines[0]
+    assert '{"size": 1}' in lines[0] and '{"size": 2}' in lines[0] and "resume" in lines[0]
+    (folder,) = (tmp_path / "cache").glob("scores/coin/*/*/*")
+    cache = ScoreCache.open(folder)
+    assert cache.uids() == ["v1"] and cache.key.model == "openai:m, labels"
+    assert folder.parent.parent.name == f"openai_m__labels@{cache.key.weights}"

@@ -182,6 +182,9 @@ class TransformersScorer:
         Qwen2.5-VL video settings (§8.2): fps 2 gives 1 s per temporal grid.
     llava_skip_normalization_like_published
         Feed LLaVA-OneVision pixels in [0, 1] like the published bug (§8.3).
+    fingerprint
+        What the weights are (:mod:`baglm_nb.models.fingerprints`), for the score cache's key;
+        ``""`` when unknown.
     """
 
     def __init__(
@@ -204,6 +207,7 @@ class TransformersScorer:
         qwen_min_pixels: int = 128 * 28 * 28,
         qwen_max_pixels: int = 360 * 420,
         llava_skip_normalization_like_published: bool = False,
+        fingerprint: str = "",
     ) -> None:
         if family not in ADAPTERS:
             raise ValueError(f"unknown family {family!r}; use one of {sorted(ADAPTERS)}")
@@ -226,6 +230,7 @@ class TransformersScorer:
         self.chat_template = chat_template
         self.family = family
         self.model_id = model_id
+        self.fingerprint = str(fingerprint)
         self.label = label
         self.system_message = (
             DEFAULT_SYSTEM[family] if system_message is _DEFAULT else system_message

@@ -380,7 +380,7 @@ class RayEngine:
     def __exit__(self, *exc: object) -> None:
         self.pool.__exit__(*exc)
 
-    def identity(self) -> tuple[str, str]:
+    def identity(self) -> tuple[str, str, str]:
         """``(model id, label)`` reported by the workers."""
         return self.pool.identity()
 

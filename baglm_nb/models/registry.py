@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from baglm_nb.models.engine import PRETRAINED, RANDOM_INIT, TransformersScorer
+from baglm_nb.models.fingerprints import folder_fingerprint
 
 __all__ = [
     "FAMILIES",
@@ -210,6 +211,7 @@ def load_scorer(
         label=RANDOM_INIT if raw_config.get("baglm_random_init", False) else PRETRAINED,
         processor=processor,
         chat_template=chat_template,
+        fingerprint=folder_fingerprint(folder),
         **scorer_kwargs,
     )
 

@@ -40,7 +40,7 @@ from baglm_nb.inputs.video import VideoError, find_video_file
 from baglm_nb.models.questions import ScoringError
 from baglm_nb.stores.atomic import atomic_write_json
 from baglm_nb.stores.keys import ScoreKey
-from baglm_nb.stores.scores import ScoreCache
+from baglm_nb.stores.scores import ScoreCache, warn_unfingerprinted
 
 __all__ = [
     "ENGINES",
@@ -102,12 +102,13 @@ class ScorerSpec:
         return make_scorer(self.model, trust_remote_code=self.trust_remote_code, **self.options)
 
 
-def scorer_identity(scorer: Any) -> tuple[str, str]:
-    """``(model id of the cache key, label)`` of a scorer; a random model's id says so."""
+def scorer_identity(scorer: Any) -> tuple[str, str, str]:
+    """``(model id of the cache key, label, weights fingerprint)`` of a scorer; a random
+    model's id says so; the fingerprint is ``""`` for a scorer without one."""
     model_id, label = str(scorer.model_id), str(getattr(scorer, "label", ""))
     if label == "random-init" and "random-init" not in model_id:
         model_id = RANDOM_PREFIX + model_id  # the cache folder says what made the scores
-    return model_id, label
+    return model_id, label, str(getattr(scorer, "fingerprint", "") or "")
 
 
 @dataclass(frozen=True)
@@ -284,7 +285,7 @@ class LocalEngine:
     def __exit__(self, *exc: object) -> None:
         return None
 
-    def identity(self) -> tuple[str, str]:
+    def identity(self) -> tuple[str, str, str]:
         """See :func:`scorer_identity`."""
         return scorer_identity(self.scorer)
 
@@ -403,11 +404,12 @@ def score_dataset(
     by_uid = {v.uid: v for v in videos}
     t0 = time.perf_counter()
     with _engine(engine, scorer) as eng:
-        model_id, label = eng.identity()
+        model_id, label, weights = eng.identity()
         t_ready = time.perf_counter()
         version = f"{PROMPTS['vsg'].version}+{PROMPTS['prog'].version}"
         cache = ScoreCache(root, ScoreKey(dataset, model_id, version, segment_duration,
-                                          sampling_fps, source="lmm"))  # fmt: skip
+                                          sampling_fps, source="lmm", weights=weights))  # fmt: skip
+        warn_unfingerprinted(cache)
         failures_path = cache.path / "failures.json"
         failures: dict[str, str] = (
             json.loads(failures_path.read_text(encoding="utf-8")) if failures_path.exists() else {}
@@ -425,6 +427,7 @@ def score_dataset(
     return {
         "cache": str(cache.path),
         "model": model_id,
+        "weights": weights,
         "label": label,
         "engine": eng.name,
         "scored": scored,

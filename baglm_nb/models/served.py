@@ -10,11 +10,17 @@ the order and count of the family's published prompt (:func:`user_content`), wit
 default system message (:data:`~baglm_nb.models.families.DEFAULT_SYSTEM`): InternVL
 ``"Frame1: <image>\\nFrame2: <image>\\n...{question}"``; Qwen2.5-VL and LLaVA-OneVision the F frames
 then the question (their published input is one *video*; a server receives F images instead,
-see the README's fidelity notes). The server renders the model's own chat template and resizes
-the images with its own preprocessing.
+see the README's fidelity notes). The server renders the model's own chat template; Qwen2.5-VL's
+frames are sent at its processor's size (:func:`served_frames`), other families' as decoded.
 
-**Probabilities** (``strategy``), in order of preference (``"auto"`` probes the server once):
+**Probabilities** (``strategy``), in order of preference (``"auto"`` probes the server once and
+says on stderr which strategy it took and why, :attr:`ServedScorer.strategy_reason`):
 
+* ``"labels"``: one request per answer, the answer's token forced with ``logit_bias`` and its
+  raw logprob read (:mod:`baglm_nb.models.served_labels`); exact where the server reports the
+  generated token's logprob from the raw logits, which the probe checks (llama.cpp: yes). The
+  token ids come from ``--tokenizer`` or the server's ``/tokenize``; a label of several tokens
+  is refused with its ids. Responses of under 1 KB instead of the whole vocabulary's;
 * ``"full-vocab"``: ``top_logprobs`` = the vocabulary size (llama.cpp's ``/v1/models`` reports
   it; otherwise ``-1``, vLLM's "all" with ``--max-logprobs -1``); every answer is read exactly;
 * ``"prompt-logprobs"``: one request per answer with the answer prefilled as the assistant turn
@@ -30,7 +36,11 @@ a response (outside ``approx-top20``), a malformed response, or a logprob that i
 is positive is a :class:`~baglm_nb.models.questions.ScoringError` naming the segment and the
 answer; it is never read as 0 (or as P = 1). A request that fails for good (server gone, wrong
 key) is a :class:`~baglm_nb.models.openai_client.ServerError`, which stops the run. The scores'
-``model_id`` is ``"openai:<model>, <strategy>"``, so the cache folder records the strategy.
+``model_id`` is ``"openai:<model>, <strategy>"``, so the cache folder records the strategy, and
+its :attr:`~ServedScorer.fingerprint` digests the name, what ``/v1/models`` reports about the
+model (:func:`~baglm_nb.models.fingerprints.served_metadata`) and the strategy; after each batch
+of segments the scorer asks again, and a server that changed model stops the run
+(:class:`~baglm_nb.models.openai_client.ServerError`) before that batch is stored.
 
 Exports :class:`ServedScorer`, :data:`STRATEGIES`, :data:`SERVED`, :func:`guess_family`,
 :func:`user_content` and :func:`encode_png`.
@@ -38,10 +48,9 @@ Exports :class:`ServedScorer`, :data:`STRATEGIES`, :data:`SERVED`, :func:`guess_
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import math
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -52,10 +61,19 @@ import numpy as np
 
 from baglm_nb.models.engine import ScoreResult
 from baglm_nb.models.families import DEFAULT_SYSTEM
+from baglm_nb.models.fingerprints import served_fingerprint, served_metadata
 from baglm_nb.models.logprobs import InvalidLogprob, checked_logprob
 from baglm_nb.models.openai_client import Connection, ServerError
 from baglm_nb.models.prompts import option_labels
 from baglm_nb.models.questions import Question, ScoringError, build_questions, combine
+from baglm_nb.models.served_labels import check_forced, forced_logprob, forced_options, single_token
+from baglm_nb.models.served_messages import (
+    QWEN_PIXELS,
+    encode_png,
+    guess_family,
+    served_frames,
+    user_content,
+)
 
 __all__ = [
     "APPROX_TOP",
@@ -67,7 +85,7 @@ __all__ = [
     "user_content",
 ]
 
-STRATEGIES: tuple[str, ...] = ("full-vocab", "prompt-logprobs", "approx-top20")
+STRATEGIES: tuple[str, ...] = ("labels", "full-vocab", "prompt-logprobs", "approx-top20")
 """How answer probabilities are read, in order of preference (see the module docs)."""
 APPROX_TOP = 20
 """``top_logprobs`` of the ``approx-top20`` strategy (the OpenAI API's cap)."""
@@ -76,66 +94,10 @@ SERVED = "served"
 PREFIX = "openai:"
 """Model-id prefix of served scores (``openai:<model>, <strategy>``)."""
 
-_FAMILY_HINTS = (
-    ("internvl", "internvl"),
-    ("qwen2.5-vl", "qwen2_5_vl"),
-    ("qwen2_5_vl", "qwen2_5_vl"),
-    ("qwen2.5vl", "qwen2_5_vl"),
-    ("llava-onevision", "llava_onevision"),
-    ("llava_onevision", "llava_onevision"),
-)
 _PROBE_QUESTION = "Answer with the letter A.\n"
 _PREFILL = {"prompt_logprobs": 0, "add_generation_prompt": False, "continue_final_message": True}
 """vLLM's extension: score the prefilled assistant answer as part of the prompt."""
 _DEFAULT = object()
-
-
-def guess_family(model: str) -> str:
-    """The LMM family of a served model name (``"Qwen/Qwen2.5-VL-7B-Instruct"`` ->
-    ``"qwen2_5_vl"``); ``ValueError`` asking for ``--family`` when the name does not tell."""
-    name = model.lower()
-    for hint, family in _FAMILY_HINTS:
-        if hint in name:
-            return family
-    raise ValueError(
-        f"cannot tell the model family of {model!r} from its name; pass --family "
-        "(internvl, qwen2_5_vl or llava_onevision)"
-    )
-
-
-def encode_png(frame: np.ndarray) -> str:
-    """A ``(3, H, W)`` uint8 frame as a ``data:image/png;base64,...`` URL (lossless)."""
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(frame.transpose(1, 2, 0))).save(
-        buf, format="PNG", compress_level=1
-    )
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def user_content(family: str, question: str, images: Sequence[str]) -> str | list[dict]:
-    """The user turn's content: the frames as images in the family's published order and count.
-
-    InternVL: ``"Frame1: " <image> "\\nFrame2: " <image> ... "\\n" question`` (§8.1);
-    Qwen2.5-VL: the images, then the question (§8.2's video-first order); LLaVA-OneVision: the
-    images, then ``"\\n" + question`` (``"<image>\\n" + question``, §8.3). Without images, the
-    question as a string.
-    """
-    if not images:
-        return question
-
-    def image(url: str) -> dict:
-        return {"type": "image_url", "image_url": {"url": url}}
-
-    parts: list[dict] = []
-    if family.startswith("internvl"):
-        for i, url in enumerate(images):
-            parts += [{"type": "text", "text": ("\n" if i else "") + f"Frame{i + 1}: "}, image(url)]
-        return [*parts, {"type": "text", "text": "\n" + question}]
-    parts = [image(url) for url in images]
-    text = "\n" + question if family == "llava_onevision" else question
-    return [*parts, {"type": "text", "text": text}]
 
 
 def _check_logprob(value: Any, answer: str) -> float:
@@ -267,6 +229,16 @@ class ServedScorer:
         server, which the responses check).
     system_message
         System turn; default :data:`~baglm_nb.models.families.DEFAULT_SYSTEM` of the family.
+    cache_prompt
+        llama.cpp's ``cache_prompt``, sent on every request to a llama.cpp server (its
+        ``/v1/models`` says ``owned_by: llamacpp``): reuse the slot's cached prefix, so the
+        answers of one question cost one prefill (default). False evaluates every prompt whole:
+        slower, and its logprobs do not depend on what the slot held before (with the cache,
+        the last token computed alone moves a logprob by up to about 0.02; see the README).
+    pixels
+        Qwen2.5-VL: (min, max) pixels of the processor size the frames are resized to before
+        they are sent (:func:`~baglm_nb.models.served_messages.served_frames`; default the
+        published bounds); ``None`` sends the decoded frames as they are.
     client
         An ``openai.OpenAI``-like client to use instead (tests).
     """
@@ -288,6 +260,8 @@ class ServedScorer:
         max_backoff: float = 20.0,
         tokenizer: Any = None,
         system_message: Any = _DEFAULT,
+        cache_prompt: bool = True,
+        pixels: tuple[int, int] | None = QWEN_PIXELS,
         client: Any = None,
     ) -> None:
         if strategy not in ("auto", *STRATEGIES):
@@ -317,7 +291,12 @@ class ServedScorer:
         )  # fmt: skip
         self._lock = threading.Lock()
         self._probe_lock = threading.Lock()
-        self.stats = {"encode_s": 0.0, "request_s": 0.0, "requests": 0}
+        self._token_ids: dict[str, int] = {}
+        self._served: dict[str, Any] | None = None  # what /v1/models says about the model
+        self.strategy_reason = "" if strategy == "auto" else "asked for"
+        self.cache_prompt = bool(cache_prompt)
+        self.pixels = pixels
+        self.stats = {"encode_s": 0.0, "request_s": 0.0, "requests": 0, "bytes": 0}
 
     def __repr__(self) -> str:
         return (
@@ -332,11 +311,59 @@ class ServedScorer:
 
     @property
     def strategy(self) -> str:
-        """The probability strategy in use (``"auto"`` is resolved on first use)."""
+        """The probability strategy in use (``"auto"`` is resolved on first use, and
+        ``"labels"`` checked: :class:`ServerError` naming the server's answer when it is not
+        exact on this server)."""
         with self._probe_lock:
             if self._strategy == "auto":
-                self._strategy = self._probe()
+                self._strategy, self.strategy_reason = self._probe()
+                print(f"served scoring: strategy {self._strategy} ({self.strategy_reason})",
+                      file=sys.stderr, flush=True)  # fmt: skip
+            elif self._strategy == "labels" and self.strategy_reason == "asked for":
+                why = self._labels_refusal()
+                if why:
+                    raise ServerError(f"{self._conn.where} cannot use --strategy labels: {why}")
+                self.strategy_reason = "asked for; the probe found it exact"
         return self._strategy
+
+    @property
+    def fingerprint(self) -> str:
+        """The model name, what ``/v1/models`` reports about it, and the strategy, digested."""
+        strategy = self.strategy
+        return served_fingerprint(self.model, self._metadata(), strategy)
+
+    def _metadata(self) -> dict[str, Any]:
+        """:func:`served_metadata` of ``/v1/models``, fetched once (``{}`` without it)."""
+        if self._served is None:
+            self._served = self._fetch_metadata()
+        return self._served
+
+    def _fetch_metadata(self) -> dict[str, Any]:
+        """What ``/v1/models`` says now (``{}`` where the server has no such route); llama.cpp's
+        slot context ``n_ctx`` is dropped (a launch setting, not the weights)."""
+        try:
+            raw = self._conn.call(lambda c: c.models.with_raw_response.list())
+            meta = served_metadata(json.loads(raw.content), self.model)
+        except ServerError as exc:
+            _refused_or_raise(exc)
+            return {}
+        except (ValueError, AttributeError, TypeError):
+            return {}
+        if isinstance(meta.get("meta"), dict):
+            meta["meta"] = {k: v for k, v in meta["meta"].items() if k != "n_ctx"}
+        return meta
+
+    def check_same_model(self) -> None:
+        """:class:`ServerError` when ``/v1/models`` now describes another model than at the
+        start (the server was restarted with other weights)."""
+        before = self._metadata()
+        now = self._fetch_metadata()
+        if now != before:
+            raise ServerError(
+                f"{self._conn.where} changed model during the run: /v1/models said "
+                f"{json.dumps(before)[:200]} at the start, now {json.dumps(now)[:200]}; the "
+                "batch being scored is not stored"
+            )
 
     def labels(self, n: int) -> list[str]:
         """The ``n`` option labels (§2.2; tokenizer-aware when a tokenizer was given)."""
@@ -354,6 +381,11 @@ class ServedScorer:
     def _post(self, messages: list[dict], **options: Any) -> dict:
         """One chat completion (first token only) as parsed JSON; ``ServerError`` on failure."""
         body = {"model": self.model, "messages": messages, "max_tokens": 1, "temperature": 0.0}
+        if self._metadata().get("owned_by") == "llamacpp":
+            options["extra_body"] = {
+                **options.get("extra_body", {}),
+                "cache_prompt": self.cache_prompt,
+            }
         t0 = time.perf_counter()
         raw = self._conn.call(
             lambda c: c.chat.completions.with_raw_response.create(**body, **options)
@@ -365,7 +397,64 @@ class ServedScorer:
         with self._lock:
             self.stats["request_s"] += time.perf_counter() - t0
             self.stats["requests"] += 1
+            self.stats["bytes"] += len(raw.content)
         return data if isinstance(data, dict) else {}
+
+    def _root_post(self, path: str, body: dict) -> Any:
+        """POST to a route at the server's root (outside ``/v1``), as parsed JSON."""
+        import httpx
+
+        if not self._conn.base_url:
+            raise ServerError("the OpenAI API has no /tokenize route: pass --tokenizer", False, 404)
+        url = self._conn.base_url.rstrip("/").removesuffix("/v1") + path
+        raw = self._conn.call(lambda c: c.post(url, cast_to=httpx.Response, body=body))
+        try:
+            return json.loads(raw.content)
+        except (ValueError, TypeError):
+            raise ScoringError(f"malformed response from {path}: not JSON") from None
+
+    def token_id(self, answer: str) -> int:
+        """The one token id of an answer label (``tokenizer``, else the server's ``/tokenize``:
+        llama.cpp's ``content`` or vLLM's ``prompt``); :class:`ScoringError` with the ids when
+        it is several tokens."""
+        with self._lock:
+            if answer in self._token_ids:
+                return self._token_ids[answer]
+        if self.tokenizer is not None:
+            ids = self.tokenizer(answer, add_special_tokens=False)["input_ids"]
+        else:
+            body = {"content": answer, "prompt": answer, "model": self.model,
+                    "add_special_tokens": False}  # fmt: skip
+            ids = self._root_post("/tokenize", body).get("tokens")
+            ids = [t["id"] if isinstance(t, dict) else t for t in ids or []]
+        tid = single_token(answer, ids)
+        with self._lock:
+            self._token_ids[answer] = tid
+        return tid
+
+    def _labels_refusal(self) -> str | None:
+        """Why ``labels`` is not exact on this server (``None`` when it is): the runner-up
+        token of an unbiased request, forced, must come back with the same logprob."""
+        msgs = self.messages(_PROBE_QUESTION)
+        try:
+            top = _top_logprobs(self._post(msgs, logprobs=True, top_logprobs=5))
+            ranked = sorted(
+                (e for e in top if isinstance(e, dict) and isinstance(e.get("token"), str)),
+                key=lambda e: -float(e.get("logprob") or -math.inf),
+            )
+            if len(ranked) < 2:
+                return f"it returned {len(ranked)} top logprob(s) where 5 were asked for"
+            runner = ranked[1]
+            token = runner["token"]
+            unbiased = _check_logprob(runner.get("logprob"), token)
+            tid = runner.get("id")
+            if not isinstance(tid, int):
+                tid = single_token(token, [self.token_id(token)])
+            forced = forced_logprob(self._post(msgs, **forced_options(tid)), token)
+        except (ServerError, ScoringError) as exc:
+            _refused_or_raise(exc)
+            return str(exc)
+        return check_forced(unbiased, forced, token)
 
     def _full_top(self) -> int:
         """``top_logprobs`` of the full-vocab strategy (see the class docs)."""
@@ -376,21 +465,20 @@ class ServedScorer:
 
     def _vocab_size(self) -> int:
         """The vocabulary size from ``/v1/models`` (llama.cpp's ``meta.n_vocab``), else -1."""
-        n = -1
-        try:
-            raw = self._conn.call(lambda c: c.models.with_raw_response.list())
-            for entry in json.loads(raw.content).get("data", []):
-                meta = entry.get("meta") or {}
-                if isinstance(meta.get("n_vocab"), int):
-                    n = meta["n_vocab"]
-        except (ServerError, ValueError, AttributeError, TypeError):
-            pass
-        return n
+        meta = self._metadata().get("meta")
+        n = meta.get("n_vocab") if isinstance(meta, dict) else None
+        return n if isinstance(n, int) and not isinstance(n, bool) else -1
 
     def question_probs(self, question: Question, images: Sequence[str] = ()) -> np.ndarray:
         """P(answer) for each answer of ``question`` about one segment (images as URLs)."""
         msgs = self.messages(question.text, images)
         strategy = self.strategy
+        if strategy == "labels":
+            out = []
+            for a in question.answers:
+                data = self._post(msgs, **forced_options(self.token_id(a)))
+                out.append(math.exp(_check_logprob(forced_logprob(data, a), a)))
+            return np.array(out, dtype=np.float64)
         if strategy == "prompt-logprobs":
             out = []
             for a in question.answers:
@@ -403,23 +491,27 @@ class ServedScorer:
         data = self._post(msgs, logprobs=True, top_logprobs=top)
         return answer_probs(data, question.answers, approx=approx)
 
-    def _probe(self) -> str:
-        """The best strategy this server supports (one or two tiny text requests)."""
+    def _probe(self) -> tuple[str, str]:
+        """The best strategy this server supports, and why (a few tiny text requests)."""
+        refused = self._labels_refusal()
+        if refused is None:
+            return "labels", "the probe found forced answers' logprobs exact"
+        why = f"labels refused: {refused}"
         msgs = self.messages(_PROBE_QUESTION)
         try:
             data = self._post(msgs, logprobs=True, top_logprobs=APPROX_TOP + 1)
             if len(_top_logprobs(data)) > APPROX_TOP:
-                return "full-vocab"
+                return "full-vocab", f"{why}; the server returns the whole vocabulary's logprobs"
         except (ServerError, ScoringError) as exc:
             _refused_or_raise(exc)
         try:
             answer = {"role": "assistant", "content": "A"}
             prompt_logprob(self._post([*msgs, answer], extra_body=_PREFILL), "A")
-            return "prompt-logprobs"
+            return "prompt-logprobs", f"{why}; no full-vocabulary logprobs, but prompt_logprobs"
         except (ServerError, ScoringError) as exc:
             _refused_or_raise(exc)
         if self.allow_approx:
-            return "approx-top20"
+            return "approx-top20", f"{why}; at most {APPROX_TOP} logprobs, --allow-approx given"
         raise ServerError(
             f"{self._conn.where} returns at most {APPROX_TOP} top logprobs and no "
             "prompt_logprobs, so probabilities of answers outside its top 20 are unknown: serve "
@@ -455,7 +547,7 @@ class ServedScorer:
         call when K+1 > 20 under ``approx-top20``) or
         :class:`~baglm_nb.models.openai_client.ServerError` (the server failed for good).
         """
-        frames = _frames(frames_batch)
+        frames = served_frames(self.family, _frames(frames_batch), self.pixels)
         steps = [str(s) for s in steps]
         labels = self.labels(len(steps) + 1) if steps else []
         questions, versions, vsg_kind = build_questions(
@@ -470,6 +562,7 @@ class ServedScorer:
             )
         images = self._encode(frames)
         probs = self._ask(questions, images)
+        self.check_same_model()
         vsg, prog, nxt = combine(questions, probs, vsg_kind, renormalise=renormalise)
         return ScoreResult(
             vsg=vsg, progress=prog, next_step=nxt, labels=tuple(labels), model_id=self.model_id,

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from baglm_nb.models.engine import RANDOM_INIT, TransformersScorer
+from baglm_nb.models.fingerprints import config_fingerprint
 from baglm_nb.models.registry import FAMILIES, model_class
 from baglm_nb.stores.atomic import publish_dir
 
@@ -124,8 +125,10 @@ def make_random_scorer(
     """A tiny randomly initialised model of ``family`` as a scorer (tests, benchmarks).
 
     Its scores are meaningless and always labelled ``"random-init"`` (``model_id`` starts with
-    ``"random-init/"``); the mark is also written into the model config
-    (``baglm_random_init``), so a saved and reloaded copy stays labelled. The vocabulary is
+    ``"random-init/"``; its ``fingerprint`` digests the whole config, vision layers included,
+    and the model id, so models that differ only in depth get different cache keys); the mark
+    is also written into the model config (``baglm_random_init``), so a saved and reloaded copy
+    stays labelled. The vocabulary is
     the tokenizer's (default: the offline Qwen BPE tokenizer of
     :func:`baglm_nb.models.tokenizers.build_tokenizer` for the family).
 
@@ -172,6 +175,7 @@ def make_random_scorer(
         scorer_kwargs.setdefault("qwen_max_pixels", image_size * image_size)
     scorer_kwargs.setdefault("label", RANDOM_INIT)
     model_id = f"{RANDOM_INIT}/{family}-h{hidden_size}-l{num_layers}-seed{seed}"
+    scorer_kwargs.setdefault("fingerprint", config_fingerprint(cfg, model_id))
     return TransformersScorer(net, tokenizer, family=family, model_id=model_id, **scorer_kwargs)
 
 

@@ -29,6 +29,7 @@ PUBLISHED_LMM = "internvl2.5-8b"
 PUBLISHED_LLM = "llama-3.3-70b-instruct"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=@-]")
+_HEX = re.compile(r"[0-9a-f]{0,64}")
 _NAMED = ("dataset", "model", "prompt_version")
 
 
@@ -103,11 +104,17 @@ class ScoreKey(_NamedKey):
     source
         ``"lmm"`` (scored here), ``"simulated"`` (synthetic, always labelled as such) or
         ``"imported"`` (the authors' published files).
+    weights
+        Fingerprint of the model's weights (:mod:`baglm_nb.models.fingerprints`, hex digits),
+        or ``""``: a cache written before fingerprints, an import, simulated scores. A
+        fingerprinted key's model folder is ``<model>@<weights>``, so scores of other weights
+        never share a folder with it, nor with an older cache without a fingerprint.
     """
 
     segment_duration: int = 2
     sampling_fps: float = 2.0
     source: str = "lmm"
+    weights: str = ""
 
     _kind_folder: ClassVar[str] = "scores"
 
@@ -123,6 +130,8 @@ class ScoreKey(_NamedKey):
             raise ValueError(f"sampling_fps must be finite and > 0, got {fps!r}")
         if self.source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}, got {self.source!r}")
+        if not isinstance(self.weights, str) or not _HEX.fullmatch(self.weights):
+            raise ValueError(f"weights must be a hex fingerprint or '', got {self.weights!r}")
         object.__setattr__(self, "segment_duration", int(d))
         object.__setattr__(self, "sampling_fps", float(fps))
 
@@ -137,9 +146,13 @@ class ScoreKey(_NamedKey):
         return "simulated" if self.source == "simulated" else f"{self.source}:{self.model}"
 
     def relpath(self) -> str:
-        """``scores/<dataset>/<model>/<prompt_version>/seg<d>s_fps<f>`` (``/``-separated)."""
+        """``scores/<dataset>/<model>[@<weights>]/<prompt_version>/seg<d>s_fps<f>``
+        (``/``-separated)."""
         sampling = f"seg{self.segment_duration}s_fps{self.sampling_fps:g}"
-        return "/".join([*self._folders(), sampling])
+        folders = self._folders()
+        if self.weights:
+            folders[2] += f"@{self.weights}"
+        return "/".join([*folders, sampling])
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ Exports :class:`VideoScores` (one video's stored scores) and :class:`ScoreCache`
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from baglm_nb.inputs import grid
 from baglm_nb.stores.keys import ScoreKey
 from baglm_nb.stores.parquet import ParquetFolder, read_parquet
 
-__all__ = ["ScoreCache", "VideoScores"]
+__all__ = ["ScoreCache", "VideoScores", "warn_unfingerprinted"]
 
 _SCORE_COLUMNS = ("video_uid", "segment", "t_start", "t_end", "vsg", "progress")
 _LIST_F64 = pa.list_(pa.float64())
@@ -220,6 +221,14 @@ class ScoreCache(ParquetFolder):
     entry_word = "video"
     cache_word = "score"
 
+    @classmethod
+    def open(cls, folder: str | os.PathLike) -> ScoreCache:
+        """Open an existing cache folder; a model's scores without a weights fingerprint are
+        read with :func:`warn_unfingerprinted`'s one-line warning."""
+        cache = super().open(folder)
+        warn_unfingerprinted(cache)
+        return cache
+
     def _config(self) -> dict[str, Any]:
         config = super()._config()
         if self.key.label:
@@ -398,3 +407,26 @@ class ScoreCache(ParquetFolder):
                 {"video_uid": pd.Series(dtype=str), "segment": pd.Series(dtype="int32")}
             )
         return pd.concat(frames, ignore_index=True)
+
+
+def warn_unfingerprinted(cache: ScoreCache) -> None:
+    """Warn (one line) when ``cache`` holds a model's scores without a weights fingerprint, or
+    when a fingerprinted cache has such an older folder beside it (never mixed with it)."""
+    key = cache.key
+    if key.source != "lmm":
+        return
+    if not key.weights:
+        warnings.warn(
+            f"{cache.path}: scores of {key.model!r} without a weights fingerprint (written before "
+            "cache keys named the weights, or by a scorer without one): which weights made them "
+            "is not checked",
+            stacklevel=3,
+        )
+        return
+    old = cache.root / ScoreKey(**{**key.to_dict(), "weights": ""}).relpath()
+    if (old / "config.json").is_file():
+        warnings.warn(
+            f"{old}: older scores of {key.model!r} without a weights fingerprint are not reused; "
+            f"scoring into {cache.path} (weights {key.weights})",
+            stacklevel=3,
+        )

@@ -85,8 +85,10 @@ def add_served_arguments(p: argparse.ArgumentParser, *, timeout_option: str = "-
     g.add_argument("--family", help="internvl, qwen2_5_vl or llava_onevision: how the frames "
                    "are laid out (default: from the model name)")  # fmt: skip
     g.add_argument("--strategy", default="auto",
-                   help="how answer probabilities are read: auto (probe the server), full-vocab, "
-                   "prompt-logprobs (vLLM) or approx-top20 (needs --allow-approx)")  # fmt: skip
+                   help="how answer probabilities are read: auto (probe the server; says on "
+                   "stderr which it took and why), labels (each answer forced with logit_bias, "
+                   "exact where the probe finds it so), full-vocab, prompt-logprobs (vLLM) or "
+                   "approx-top20 (needs --allow-approx)")  # fmt: skip
     g.add_argument("--allow-approx", action="store_true",
                    help="accept top_logprobs=20 as an approximation when the server offers no "
                    "more (refused for videos with K+1 > 20)")  # fmt: skip
