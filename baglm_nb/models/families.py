@@ -29,6 +29,7 @@ from baglm_nb.inputs.preprocess import (
     preprocess_llava_onevision,
     preprocess_qwen25vl,
 )
+from baglm_nb.models.kv_prefix import cache_kwargs, returned_cache
 
 if TYPE_CHECKING:
     from baglm_nb.models.engine import TransformersScorer
@@ -128,10 +129,10 @@ class _Family:
     def lm(
         self, emb: torch.Tensor, pos: torch.Tensor | None, cache: Any
     ) -> tuple[torch.Tensor, Any]:
-        out = self.language_model()(
-            inputs_embeds=emb, position_ids=pos, past_key_values=cache, use_cache=cache is not None
-        )
-        return out.last_hidden_state, out.past_key_values
+        model = self.language_model()
+        out = model(inputs_embeds=emb, position_ids=pos, use_cache=cache is not None,
+                    **cache_kwargs(model, cache))  # fmt: skip
+        return out.last_hidden_state, returned_cache(out)
 
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.model.get_output_embeddings()(hidden)

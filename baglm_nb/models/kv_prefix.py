@@ -22,6 +22,7 @@ tensors (:data:`Layers`):
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,10 +32,12 @@ from baglm_nb.models.prompts import common_prefix_length
 
 __all__ = [
     "Layers",
+    "cache_kwargs",
     "dynamic_cache",
     "last_real",
     "layers_of",
     "repeat_rows",
+    "returned_cache",
     "reuse",
     "right_pad",
     "run_suffixes",
@@ -67,6 +70,18 @@ def dynamic_cache(layers: Layers | None, config: Any) -> Any:
     from transformers import DynamicCache
 
     return DynamicCache(layers or None, config=config)
+
+
+def cache_kwargs(module: Any, cache: Any) -> dict[str, Any]:
+    """The KV-cache keyword of ``module``'s forward: ``cache`` where transformers names it so
+    (``past_key_values`` is deprecated there), else ``past_key_values`` (earlier 5.x)."""
+    params = inspect.signature(module.forward).parameters
+    return {"cache" if "cache" in params else "past_key_values": cache}
+
+
+def returned_cache(out: Any) -> Any:
+    """The KV cache a forward pass returned (``cache``, or ``past_key_values`` before)."""
+    return out["cache"] if "cache" in out else out.get("past_key_values")
 
 
 def reuse(
@@ -176,8 +191,8 @@ def run_suffixes(
         input_ids=input_ids.to(device),
         attention_mask=suffix_mask(plens, lens, lmax).to(device),
         position_ids=pos.to(device),
-        past_key_values=cache,
         use_cache=True,
+        **cache_kwargs(decoder, cache),
     )
     return out.last_hidden_state, layers_of(cache), lens
 

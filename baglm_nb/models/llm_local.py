@@ -29,6 +29,7 @@ from baglm_nb.models.dependencies import pair_messages, pair_prompt_version
 from baglm_nb.models.gguf import convert_gguf
 from baglm_nb.models.kv_prefix import (
     Layers,
+    cache_kwargs,
     dynamic_cache,
     last_real,
     layers_of,
@@ -265,11 +266,12 @@ class TransformersBackend:
         """
         cache = dynamic_cache(layers, self.model.config)
         pos = torch.arange(start, start + len(tokens), dtype=torch.long)[None]
-        self.model.get_decoder()(
+        decoder = self.model.get_decoder()
+        decoder(
             input_ids=torch.tensor([list(tokens)], device=self.device),
             position_ids=pos.to(self.device),
-            past_key_values=cache,
             use_cache=True,
+            **cache_kwargs(decoder, cache),
         )
         return layers_of(cache)
 
