@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from baglm_nb.stores import published_files as pf
 from baglm_nb.stores.dependencies import DependencyCache
 from baglm_nb.stores.keys import PUBLISHED_LLM, DependencyKey, ScoreKey
+from baglm_nb.stores.provenance import file_sha256
 from baglm_nb.stores.scores import ScoreCache
 
 if TYPE_CHECKING:
@@ -224,9 +225,11 @@ def import_reference_results(
     src = Path(src_dir)
     if not src.is_dir():
         raise FileNotFoundError(f"{src}: no such folder (expected vsg/, prog/ and prereq/)")
+    annotation = None
     if videos is None:
-        from baglm_nb.inputs.datasets import load_dataset
+        from baglm_nb.inputs.datasets import annotation_path, load_dataset
 
+        annotation = file_sha256(annotation_path(dataset))
         videos = load_dataset(dataset)
     d = int(segment_duration)
     run = _Run(
@@ -237,4 +240,5 @@ def import_reference_results(
         sampling_fps,
         pf.Notes() if log is None else pf.Notes(log=log),
     )
+    run.scores.annotation_sha256 = run.deps.annotation_sha256 = annotation
     return _import_all(run, videos, show_progress)

@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 def error_line(exc: BaseException) -> str:
     """The one ``error: ...`` line printed for ``exc``."""
     text = str(exc).strip()
-    if isinstance(exc, KeyError) and len(exc.args) == 1:
+    if isinstance(exc, KeyError) and not isinstance(exc, BAD_INPUT) and len(exc.args) == 1:
         text = f"missing key {exc.args[0]!r}"
     if not isinstance(exc, BAD_INPUT + (RuntimeError,)):
         text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
