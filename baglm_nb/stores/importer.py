@@ -163,7 +163,21 @@ def _import_all(run: _Run, videos: Sequence[Video], show_progress: bool) -> dict
         "refused": list(run.refused.values()),
         "scores_path": str(run.scores.path),
         "dependencies_path": str(run.deps.path),
+        "unmatched": _unmatched(run.src, videos),
     }
+
+
+def _unmatched(src: Path, videos: Sequence[Video]) -> list[str]:
+    """The ``.pt`` files under ``src`` (relative paths) that name no video or group of
+    ``videos``: another dataset's files, or misnamed ones."""
+    names = {"vsg": {v.uid for v in videos}, "prog": {v.uid for v in videos},
+             "prereq": {v.group for v in videos}}  # fmt: skip
+    return sorted(
+        str(path.relative_to(src))
+        for kind, known in names.items()
+        for path in (src / kind).rglob("*.pt")
+        if path.stem not in known
+    )
 
 
 def import_reference_results(
@@ -213,7 +227,8 @@ def import_reference_results(
         ``groups_imported``, ``files_imported`` (VSG, progress and prerequisite files),
         ``warnings`` (count per kind of :data:`~baglm_nb.stores.published_files.WARNING_KINDS`),
         ``max_clipped`` (the largest clipped deviation from [0, 1]), ``files_refused``,
-        ``refused`` (one line per refused file), ``scores_path`` and ``dependencies_path``.
+        ``refused`` (one line per refused file), ``scores_path``, ``dependencies_path`` and
+        ``unmatched`` (the ``.pt`` files that name no annotated video or group).
 
     Raises
     ------

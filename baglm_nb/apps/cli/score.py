@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from baglm_nb.apps.cli.options import add_served_arguments, served_scorer
+from baglm_nb.apps.cli.options import add_served_arguments, check_range, served_scorer
 
 
 def register(verbs) -> None:
@@ -105,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
     from baglm_nb.models.openai_client import ServerError
     from baglm_nb.models.scoring import check_inputs, score_dataset
 
+    check_range("--batch-segments", args.batch_segments, 1)
+    check_range("--segment-duration", args.segment_duration, 1)
+    check_range("--sampling-fps", args.sampling_fps, 0, low_open=True)
     check_inputs(args.dataset, args.video_dir, annotations=args.annotations, limit=args.limit)
     served = args.backend == "openai" or args.model.startswith("openai:")
     if served and args.engine == "ray":
