@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -148,3 +149,56 @@ def test_library_warnings_stay_out_of_the_terminal_unless_debug(tmp_path):
     debug = _score(tmp_path / "b", "--debug")
     assert debug.returncode == 0, debug.stderr
     assert "FutureWarning" in debug.stderr  # transformers' deprecation notes, with --debug only
+
+
+# --------------------------------------------------------------------------------------------
+# notebook parameters
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"limit": "five"}, "limit='five'"),
+        ({"limit": 0}, "limit=0"),
+        ({"sensitivity_limit": 2.5}, "sensitivity_limit=2.5"),
+        ({"datasets": ["coin", "kinetics"]}, "datasets=['coin', 'kinetics']"),
+        ({"dataset": "COIN"}, "dataset='COIN'"),
+        ({"thresholds": [0.0, 2.0]}, "thresholds=[0.0, 2.0]"),
+        ({"scores": 3}, "scores=3"),
+        ({"match_labels": "yes"}, "match_labels='yes'"),
+    ],
+)
+def test_check_parameters_names_the_parameter(params, named):
+    from baglm_nb.apps.parameters import check_parameters
+
+    with pytest.raises(ValueError, match="^notebook parameter " + re.escape(named) + ": expected"):
+        check_parameters(params)
+
+
+def test_check_parameters_accepts_every_notebooks_defaults():
+    from baglm_nb.apps.parameters import check_parameters
+
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(notebook.read_text())["cells"]
+        source = next("".join(c["source"]) for c in cells
+                      if "parameters" in c.get("metadata", {}).get("tags", []))  # fmt: skip
+        namespace: dict = {}
+        exec(source, namespace)  # the committed defaults (plain literals)
+        check_parameters({k: v for k, v in namespace.items() if k != "__builtins__"})
+        calls = [c for c in cells if "check_parameters(globals())" in "".join(c["source"])]
+        assert len(calls) == 1, notebook.name
+
+
+def test_a_notebook_run_with_a_wrong_parameter_type_names_it(tmp_path):
+    notebook = ROOT / "notebooks" / "03_main_results.ipynb"
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "papermill"), str(notebook),
+         str(tmp_path / "out.ipynb"), "-k", "python3", "--cwd", str(tmp_path),
+         "--no-progress-bar", "-p", "limit", "five"],
+        capture_output=True, text=True, timeout=280,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "ValueError: notebook parameter limit='five': expected a whole number >= 1" in (
+        done.stderr
+    )
+    assert not list(tmp_path.glob("*.csv"))  # stopped before any work
