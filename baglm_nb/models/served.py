@@ -361,7 +361,9 @@ class ServedScorer:
         try:
             data = json.loads(raw.content)
         except (ValueError, TypeError):
-            raise ScoringError("malformed response: not JSON") from None
+            raise MalformedResponse("malformed response: not JSON") from None
+        if not isinstance(data, dict) or "choices" not in data:
+            raise MalformedResponse("malformed response: not a chat completion (no 'choices')")
         with self._lock:
             self.stats["request_s"] += time.perf_counter() - t0
             self.stats["requests"] += 1
@@ -411,13 +413,13 @@ class ServedScorer:
             if len(_top_logprobs(data)) > APPROX_TOP:
                 return "full-vocab"
         except (ServerError, ScoringError) as exc:
-            _refused_or_raise(exc)
+            _refused_or_raise(exc, self._conn.where)
         try:
             answer = {"role": "assistant", "content": "A"}
             prompt_logprob(self._post([*msgs, answer], extra_body=_PREFILL), "A")
             return "prompt-logprobs"
         except (ServerError, ScoringError) as exc:
-            _refused_or_raise(exc)
+            _refused_or_raise(exc, self._conn.where)
         if self.allow_approx:
             return "approx-top20"
         raise ServerError(
@@ -502,11 +504,19 @@ class ServedScorer:
         return out
 
 
-def _refused_or_raise(exc: Exception) -> None:
+class MalformedResponse(ScoringError):
+    """An answer that is no chat completion at all (not JSON, no ``choices``)."""
+
+
+def _refused_or_raise(exc: Exception, where: str) -> None:
     """Go on probing when the server refused a request (HTTP 400/404/422) or answered without
-    the field asked for; raise anything else (server down, wrong key)."""
+    the field asked for; raise anything else (server down, wrong key, an answer that is no
+    chat completion: a :class:`ServerError` naming the server ``where``)."""
     if isinstance(exc, ServerError) and exc.status not in (400, 404, 422):
         raise exc
+    if isinstance(exc, MalformedResponse):
+        raise ServerError(f"{where} answered the probe with a {exc.message}; is it an "
+                          "OpenAI-compatible server (check --base-url)?") from None  # fmt: skip
 
 
 def _question_names(questions: Sequence[Question]) -> list[str]:

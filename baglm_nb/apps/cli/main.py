@@ -52,7 +52,7 @@ def error_line(exc: BaseException) -> str:
     text = str(exc).strip()
     if isinstance(exc, KeyError) and not isinstance(exc, BAD_INPUT) and len(exc.args) == 1:
         text = f"missing key {exc.args[0]!r}"
-    if not isinstance(exc, BAD_INPUT + (RuntimeError,)):
+    if not isinstance(exc, BAD_INPUT + (RuntimeError, OSError)):  # OSError: a full disk ...
         text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
         text += " (an unexpected error: run again with --debug for the traceback)"
     text = text or type(exc).__name__
@@ -60,7 +60,10 @@ def error_line(exc: BaseException) -> str:
 
 
 def exit_status(exc: BaseException) -> int:
-    """:data:`EXIT_BAD_INPUT` for bad input, else :data:`EXIT_FAILED`."""
+    """:data:`EXIT_BAD_INPUT` for bad input, else :data:`EXIT_FAILED` (also for an error that
+    says it is a failed run with ``failed_run = True``: a model's unusable answer)."""
+    if getattr(exc, "failed_run", False):
+        return EXIT_FAILED
     return EXIT_BAD_INPUT if isinstance(exc, BAD_INPUT) else EXIT_FAILED
 
 

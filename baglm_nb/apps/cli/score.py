@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from baglm_nb.apps.cli.options import add_served_arguments, check_range, served_scorer
 
@@ -129,4 +130,10 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     print(json.dumps({**summary, "scored": len(summary["scored"]),
                       "already_cached": len(summary["already_cached"])}, indent=2))  # fmt: skip
-    return 1 if summary["failed"] else 0
+    if summary["failed"]:
+        failed = summary["failed"]
+        print(f"error: {len(failed)} video(s) could not be scored (first: {next(iter(failed))}: "
+              f"{next(iter(failed.values()))}); all are listed under 'failed' above and in "
+              f"{summary['cache']}/failures.json", file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
