@@ -362,12 +362,12 @@ class ServedScorer:
             data = json.loads(raw.content)
         except (ValueError, TypeError):
             raise MalformedResponse("malformed response: not JSON") from None
-        if not isinstance(data, dict) or "choices" not in data:
-            raise MalformedResponse("malformed response: not a chat completion (no 'choices')")
+        if not isinstance(data, dict):
+            raise MalformedResponse("malformed response: not a JSON object")
         with self._lock:
             self.stats["request_s"] += time.perf_counter() - t0
             self.stats["requests"] += 1
-        return data if isinstance(data, dict) else {}
+        return data
 
     def _full_top(self) -> int:
         """``top_logprobs`` of the full-vocab strategy (see the class docs)."""
@@ -505,7 +505,7 @@ class ServedScorer:
 
 
 class MalformedResponse(ScoringError):
-    """An answer that is no chat completion at all (not JSON, no ``choices``)."""
+    """An answer that is no chat completion at all (not JSON, or not a JSON object)."""
 
 
 def _refused_or_raise(exc: Exception, where: str) -> None:
