@@ -210,3 +210,16 @@ def test_old_cache_without_steps_is_read_with_one_warning(tmp_path, capsys):
     assert obs.uids() == [videos[0].uid]
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"warning: {cache.path}: 1 cached entry record no")
+
+
+def test_the_binary_prompt_table_refuses_a_stale_cache_too(tmp_path):
+    from baglm_nb.analyses.ablations import vsg_from_cache
+
+    video = load_dataset("coin")[0]
+    cache = ScoreCache(tmp_path, ScoreKey("coin", "binary-lmm", "bin-v1", source="lmm"))
+    vsg = np.full((3, video.num_steps + 1), 0.1)
+    cache.write_video(video.uid, vsg, steps=video.steps)
+    assert vsg_from_cache(cache.path)[0] == "coin"
+    cache.write_video(video.uid, vsg, steps=video.steps[::-1])
+    with pytest.raises(StaleCacheError, match=f"{video.uid}.*step 1 is"):
+        vsg_from_cache(cache.path)
