@@ -181,7 +181,7 @@ def _deps(args: argparse.Namespace) -> int:
             print("finished groups and pairs are kept; run the same command again to resume",
                   file=sys.stderr)  # fmt: skip
             return 1
-        print(json.dumps({k: summary[k] for k in ("path", "groups")}, indent=2))
+        print(json.dumps({k: summary[k] for k in ("path", "groups", "rescored_stale")}, indent=2))
         print(f"computed {len(summary['computed'])}, reused {len(summary['reused'])}, "
               f"failed {len(summary['failed'])}")  # fmt: skip
         for msg in summary["failed"].values():
