@@ -48,7 +48,7 @@ import numpy as np
 from baglm_nb.core import simulate_deps
 from baglm_nb.core.observations import Observations, from_cache, from_simulation
 from baglm_nb.core.oracles import oracle_dependency
-from baglm_nb.inputs.datasets import DATASETS, Video, data_dir, load_dataset
+from baglm_nb.inputs.datasets import DATASETS, Video, annotation_path, data_dir, load_dataset
 from baglm_nb.stores.keys import PUBLISHED_LLM
 from baglm_nb.stores.parquet import MissingEntryError
 
@@ -262,15 +262,20 @@ class Dependencies:
     def _cached_matrix(self, key: str, video: Video) -> np.ndarray:
         """D of ``key`` from the dependency cache (read once), its stored steps checked against
         ``video``'s: a stale group is refused, naming the file and the first differing step."""
-        from baglm_nb.inputs.datasets import annotation_path
-        from baglm_nb.stores.provenance import check_steps
+        from baglm_nb.stores.provenance import check_steps, first_difference
 
         if key not in self._read:
             self._read[key] = self.source.load(key)
         steps, matrix = self._read[key]
+        if first_difference(steps, video.steps) is None:
+            return np.asarray(matrix, dtype=np.float64).copy()
+        try:
+            annotation = str(annotation_path(video.dataset))
+        except ValueError:  # videos of no known dataset (a caller's own records)
+            annotation = f"the annotation of video {video.uid!r}"
         check_steps(
-            steps, video.steps, file=self.source.file(key),
-            annotation=annotation_path(video.dataset), what=f"group {key!r}",
+            steps, video.steps, file=self.source.file(key), annotation=annotation,
+            what=f"group {key!r}",
             redo="build or import the matrices again under this annotation (python -m "
             "baglm_nb deps re-computes stale groups)",
         )  # fmt: skip
