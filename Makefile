@@ -11,6 +11,8 @@
 #   make figures    run notebooks/[0-9]*.ipynb headlessly into figures/<stem>/ from prepared data
 #   make figures/03_main_results   re-render one notebook (one rule per notebook)
 #                   (make figures NOTEBOOKS="notebooks/02_x.ipynb" PAPERMILL_ARGS="-p limit 5")
+#   make lab        JupyterLab from .venv on 127.0.0.1:$(LAB_PORT), no browser, the explorer open
+#                   (--allow-root when run as root)
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -28,13 +30,15 @@ XDIST_ARGS := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfi
 NOTEBOOKS ?=
 PAPERMILL_ARGS ?=
 export PAPERMILL_ARGS
+LAB_PORT ?= 8888
+LAB_ARGS ?=
 
 DATASETS := htstep crosstask ego4d_goalstep coin
 PREPARED := data/cache/prepared.json
 NOTEBOOK_STEMS := $(basename $(notdir $(wildcard notebooks/[0-9]*.ipynb)))
 FIGURE_TARGETS := $(addprefix figures/,$(NOTEBOOK_STEMS))
 
-.PHONY: help setup test test-fast lint data figures clean-figures clean-data $(FIGURE_TARGETS)
+.PHONY: help setup test test-fast lint data figures lab clean-figures clean-data $(FIGURE_TARGETS)
 
 help:
 	@echo "baglm-workbench targets:"
@@ -55,6 +59,9 @@ help:
 	@echo "                      (+ HTML) [NOTEBOOKS=\"notebooks/02_x.ipynb\"] [PAPERMILL_ARGS=\"-p limit 5\"]"
 	@echo "  make figures/<stem> re-render one notebook from prepared data, e.g. figures/03_main_results"
 	@echo "                      ($(NOTEBOOK_STEMS))"
+	@echo "  make lab            JupyterLab from $(VENV) with notebooks/explore.ipynb open, on"
+	@echo "                      http://127.0.0.1:$(LAB_PORT) (open the printed URL; no browser is started;"
+	@echo "                      --allow-root when run as root) [LAB_PORT=8889] [LAB_ARGS=\"...\"]"
 	@echo "  make clean-figures  remove the generated figures/<stem>/ folders"
 	@echo "  make clean-data     remove the prepared simulated caches (make data rebuilds them)"
 	@echo "  make help           this list"
@@ -98,6 +105,13 @@ figures: $(PREPARED)
 $(FIGURE_TARGETS): figures/%: notebooks/%.ipynb $(PREPARED)
 	$(require_venv)
 	PARAMS_FILE=$(PREPARED) bash scripts/run_notebooks.sh $<
+
+# JupyterLab from the venv (no activation needed), its kernelspec first, on 127.0.0.1 only.
+lab:
+	$(require_venv)
+	PATH="$(abspath $(VENV))/bin:$$PATH" JUPYTER_PATH="$(abspath $(VENV))/share/jupyter" \
+	  $(VENV)/bin/jupyter lab notebooks/explore.ipynb --ip=127.0.0.1 --port=$(LAB_PORT) \
+	  --no-browser $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 # Remove only the per-notebook output folders (figures/<stem>/ for notebooks/[0-9]*),
 # plus any figures/[0-9]*/ left behind by renamed notebooks.

@@ -61,20 +61,31 @@ def _source_args(clip: Path, *, loop: bool, speed: float = 1.0) -> list[str]:
             "-i", str(clip), "-an", "-c:v", "copy"]  # fmt: skip
 
 
+class HttpStream(str):
+    """The URL of :func:`http_ts`'s stream; :meth:`kill` kills its server mid-stream (no end of
+    stream is sent: FFmpeg's HTTP server ends a stream it finishes with the terminating chunk)."""
+
+    proc: subprocess.Popen
+
+    def kill(self) -> None:
+        """Kill the server (SIGKILL)."""
+        self.proc.kill()
+
+
 @contextlib.contextmanager
-def http_ts(clip: Path, *, loop: bool = True, speed: float = 1.0) -> Iterator[str]:
+def http_ts(clip: Path, *, loop: bool = True, speed: float = 1.0) -> Iterator[HttpStream]:
     """``http://127.0.0.1:PORT/live.ts``: live MPEG-TS of ``clip`` for one client, at ``speed``
     times its frame rate."""
     port = free_port()
-    url = f"http://127.0.0.1:{port}/live.ts"
-    proc = subprocess.Popen([*FFMPEG, *_source_args(clip, loop=loop, speed=speed),
-                             "-f", "mpegts", "-listen", "1", url])  # fmt: skip
+    url = HttpStream(f"http://127.0.0.1:{port}/live.ts")
+    url.proc = subprocess.Popen([*FFMPEG, *_source_args(clip, loop=loop, speed=speed),
+                                 "-f", "mpegts", "-listen", "1", url])  # fmt: skip
     try:
         wait_listening(port)
         yield url
     finally:
-        proc.kill()
-        proc.wait()
+        url.proc.kill()
+        url.proc.wait()
 
 
 @contextlib.contextmanager
@@ -221,6 +232,8 @@ class RtspServer:
                 *_source_args(self.clip, loop=self.loop, speed=self.speed),
                 "-f",
                 "rtp",
+                "-rtpflags",
+                "send_bye",  # RTCP BYE at the clip's end: the stream ended, it did not vanish
                 "-sdp_file",
                 str(sdp),
                 f"rtp://127.0.0.1:{rtp}?rtcpport={rtcp}&pkt_size=1200",
@@ -349,7 +362,9 @@ class _Session:
                 ffmpeg = self.server._ffmpeg
                 if not ready and ffmpeg is not None and ffmpeg.poll() is not None:
                     idle_since = idle_since or time.monotonic()
-                    if time.monotonic() - idle_since > 0.3 and not pending:
+                    # hang up 1.5 s after the clip's end: a UDP client that reads late still
+                    # gets the last packets and the BYE before it sees the connection close
+                    if time.monotonic() - idle_since > 1.5 and not pending:
                         with contextlib.suppress(OSError):  # the clip ended: hang up
                             self.conn.shutdown(socket.SHUT_RDWR)
                         return

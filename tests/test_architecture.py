@@ -126,6 +126,6 @@ def test_cli_verbs_live_in_one_package():
     parser = main.build_parser()
     verbs = parser._subparsers._group_actions[0].choices  # noqa: SLF001
     assert set(verbs) == {"stats", "evaluate", "import", "simulate", "calibrate", "sim-check",
-                          "score", "deps", "localize", "follow"}  # fmt: skip
+                          "score", "deps", "localize", "follow", "alerts"}  # fmt: skip
     main_text = (PACKAGE / "__main__.py").read_text()
     assert "add_parser" not in main_text and "apps.cli.main" in main_text

@@ -14,6 +14,7 @@ from PIL import Image
 
 from baglm_nb.analyses import plots
 from baglm_nb.analyses.belief_data import (
+    annotated_intervals,
     announced_status,
     peak_hits,
     right_wrong,
@@ -236,3 +237,122 @@ def test_many_steps_show_numbers_and_the_annotated_steps():
     drawn = plot.artists["baglm"][0].get_array()
     assert drawn.shape == (video.num_steps + 1, len(truth)) and (drawn[3] == 0.9).all()
     assert set(peak_hits(video, values)) == set(annotated)
+
+
+# --------------------------------------------------------------------------------------------
+# time ticks and the caption (issue 26: duplicated mm:ss ticks; a caption describing outlines
+# on a clip that has none)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "ticks"),
+    [
+        (4, [0, 1, 2, 3, 4]),  # cup.mp4's clip: was 00:00, 00:00, 00:01, ... 00:04, 00:04
+        (8, list(range(9))),
+        (30, list(range(0, 31, 5))),
+        (566, list(range(0, 541, 60))),  # -25-1nbOki0: each minute
+        (3000, list(range(0, 3001, 300))),
+        (20_000, list(range(0, 20_001, 1800))),
+    ],
+)
+def test_time_ticks_are_distinct_whole_seconds(seconds, ticks):
+    from matplotlib.ticker import MaxNLocator
+
+    from baglm_nb.analyses.belief_legend import MMSS_STEPS, MMSSLocator, mmss
+
+    assert MMSSLocator(12).tick_values(0, seconds) == ticks
+    labels = [mmss(t) for t in ticks]
+    assert len(set(labels)) == len(labels) <= 13 and ticks[1] - ticks[0] in MMSS_STEPS
+    # the locator it replaced repeats labels on a short clip
+    old = [mmss(t) for t in MaxNLocator(12).tick_values(0, 4)]
+    assert len(set(old)) < len(old)
+
+
+@pytest.mark.parametrize("rows", [4, 8, 566])
+def test_the_drawn_time_axis_has_no_repeated_label(rows):
+    """The strips' axis as rendered (a task without ground truth, as cup.mp4's report)."""
+    steps = ["pick up the cup", "turn the cup", "put the cup down"]
+    plot = BeliefFigure(steps, rows, panels=("baglm",), announced=True, legend=False)
+    plot.update(np.full((rows, 4), 0.25), announced=np.full(rows, 3))
+    plot.png()
+    ax = plot.axes["strips"]
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert labels[0] == "00:00" and len(set(labels)) == len(labels) >= 5
+    assert all(float(x).is_integer() for x in ax.get_xticks())
+
+
+def _drawn(plot) -> dict[str, bool]:
+    """What a one-panel view really draws: outlines, shaded spans, peak marks, truth strips."""
+    ax = plot.axes["baglm"]
+    truth = [a for a in (*ax.patches, *ax.collections) if a.get_gid() == "truth"]
+    heat = plot.style == "heatmap"
+    return {
+        "outlines": heat and bool(truth),
+        "shaded": not heat and bool(truth),
+        "peaks": any(len(m.get_xdata()) for m in plot.markers["baglm"]),
+        "right_wrong": any(name.endswith(":right") for name in plot.strips),
+        "truth_strip": "truth" in plot.strips,
+        "announced": "announced" in plot.strips,
+    }
+
+
+def test_the_caption_describes_only_what_is_drawn(case):
+    """The report's caption (reading_guide) for each kind of view, checked against the artists
+    of the figure it captions: no outlines, peaks or right/wrong strips mentioned where none
+    are drawn, and the style (heatmap or lines) named as drawn."""
+    from baglm_nb.analyses.belief_legend import reading_guide
+
+    video, beliefs, _ = case
+    coin = next(v for v in load_dataset("coin") if v.num_steps == 4)
+    _, b4, _ = _case("coin", coin.uid)
+    first = min(s.start for s in coin.segments)  # a clip that ends before any annotation
+    views = [(video, beliefs), (list(video.steps), beliefs), (coin, b4), (list(coin.steps), b4),
+             (coin, b4[: int(first) - 1])]  # fmt: skip
+    for subject, values in views:
+        plot = BeliefFigure(subject, len(values), panels=("baglm",), announced=True, legend=False)
+        plot.update(values, announced=values.argmax(axis=1))
+        drawn = _drawn(plot)
+        inside = plot.video is not None and bool(annotated_intervals(plot.video, len(values)))
+        text = reading_guide(plot.style, truth=plot.video is not None, announced=True,
+                             annotated=inside)  # fmt: skip
+        assert drawn["outlines"] == ("orange outlines" in text)
+        assert drawn["shaded"] == ("shaded spans" in text)
+        assert drawn["peaks"] == ("white dot" in text) == inside
+        assert drawn["truth_strip"] == (plot.video is not None)
+        assert ("nothing is outlined" in text) == (not inside)
+        assert drawn["right_wrong"] == ("right (green)" in text)
+        assert ("darker: more probable" in text) == (plot.style == "heatmap")
+        assert ("one line per step" in text) == (plot.style == "lines")
+        assert drawn["announced"] and "announced after hysteresis" in text
+        if plot.video is None:
+            assert "No ground truth" in text and "annotat" not in text
+    with pytest.raises(ValueError, match="style"):
+        reading_guide("auto", truth=False, announced=False)
+
+
+def _extent(artist, renderer):
+    box = artist.get_window_extent(renderer)
+    return box.y0, box.y1
+
+
+@pytest.mark.parametrize("k", [38, 5])
+def test_panel_titles_clear_the_panel_above(k):
+    """At K = 38 (Ego4D) and K = 5, each panel's title lies between its panel and everything
+    the panel above draws (its tick labels included), and a two-line title clears both."""
+    video = next(v for v in load_dataset("ego4d_goalstep" if k == 38 else "htstep")
+                 if v.num_steps == k)  # fmt: skip
+    rows = min(video.num_rows(), 600)
+    values = np.full((rows, k + 1), 1.0 / (k + 1))
+    plot = BeliefFigure(video, rows, style="heatmap", title_lines=2)
+    plot.update(values, values, "first line of the title\nsecond line: D, settings")
+    fig = plot.figure
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    upper, lower = plot.axes["baglm"], plot.axes["off_the_shelf"]
+    titles = {ax: next(t for t in ax.texts if t.get_text() == plot.TITLES[ax.get_label()])
+              for ax in (upper, lower)}  # fmt: skip
+    t0, t1 = _extent(titles[lower], renderer)
+    assert t0 >= _extent(lower, renderer)[1]  # above its own panel
+    assert t1 < upper.get_tightbbox(renderer).y0  # below the panel above, with its labels
+    f0, _ = _extent(plot._title, renderer)
+    assert f0 > _extent(titles[upper], renderer)[1]  # the figure's two-line title clears it

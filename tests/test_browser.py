@@ -12,6 +12,9 @@
   belief views. Screenshot: ``tests/artifacts/follow_report.png``.
 * Notebook 08 executed (papermill) and converted to HTML (nbconvert): its belief figure is an
   image, not the text ``<Figure size ...>``. Screenshot: ``tests/artifacts/08_qualitative.png``.
+* The shared pages of notebooks 01, 07 and 08 (``scripts/run_notebooks.sh`` on small
+  parameters): no table wider than the page's column and no code or text line cut off
+  (:mod:`browser_checks`). Screenshots: ``tests/artifacts/page_<stem>.png``.
 
 Needs the ``playwright`` Python package and ``apt-get install -y chromium`` (both installed by
 ``make setup``); fails, naming the install command, when either is missing. Marked ``slow`` and
@@ -33,21 +36,14 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_checks import launch, open_page, screenshot, wide_code, wide_tables
+from test_notebooks import SMALL, check_shareable
+from test_notebooks import render as render_page
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
-CHROMIUM = os.environ.get("BAGLM_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 #: Seconds to wait for the server, the kernel's first run (imports, numba) and each change.
 SERVER_TIMEOUT, RUN_TIMEOUT, CHANGE_TIMEOUT = 90, 240, 90
 
@@ -154,9 +150,7 @@ def _accept_dialogs(page, until: str, timeout: float) -> None:
 def _browser(pw):
     from playwright import sync_api  # noqa: F401 - the import error names the package
 
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"no chromium at {CHROMIUM}: apt-get install -y chromium (or make setup)")
-    return pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    return launch(pw)
 
 
 def _open_explorer(page, base: str, token: str, tmp_path: Path) -> None:
@@ -184,15 +178,21 @@ def _open_explorer(page, base: str, token: str, tmp_path: Path) -> None:
 
 
 #: The explorer's controls in the order the test changes them (the dataset last: it resets).
-CONTROLS = ("video", "transition", "prior", "stepping", "view", "binarise", "threshold",
-            "signal", "segment", "dataset")  # fmt: skip
+CONTROLS = ("video", "find", "deps", "transition", "prior", "stepping", "view", "binarise",
+            "threshold", "signal", "segment", "dataset")  # fmt: skip
 
 
 def _change(page, name: str) -> None:
     """Change one control the way a user would (menu, button, tick box or keyboard)."""
     box = page.locator(f".baglm-control.baglm-{name}")
     box.scroll_into_view_if_needed()
-    if box.locator("select").count():
+    if name == "find":  # type another video's uid: the menu narrows to it
+        menu = page.locator(".baglm-control.baglm-video select")
+        uids = menu.evaluate("s => Array.from(s.options).map(o => o.text.split(' ')[0])")
+        current = menu.evaluate("s => s.selectedIndex")
+        box.locator("input").fill(uids[1 if current == 0 else 0])
+        box.locator("input").press("Enter")
+    elif box.locator("select").count():
         select = box.locator("select")
         current = select.evaluate("s => s.selectedIndex")
         select.select_option(index=1 if current == 0 else 0)
@@ -254,10 +254,14 @@ def test_explorer_in_jupyterlab(lab):
             explorer.scroll_into_view_if_needed()
             explorer.screenshot(path=str(ARTIFACTS / "explorer.png"))  # as it opens
             tips = _check_tooltips_and_alignment(page)
-            # deps="oracle": D is already 0/1, so binarising cannot change anything
-            assert tips["binarise"].startswith("Disabled:") and "0/1" in tips["binarise"]
-            assert tips["threshold"].startswith("Disabled:")
-            assert page.locator(".baglm-binarise input[type=checkbox]").is_disabled()
+            # D = simulated-llm:llama (soft): binarising is offered, its threshold once ticked
+            assert not tips["binarise"].startswith("Disabled:")
+            assert tips["threshold"].startswith("Disabled:") and "tick" in tips["threshold"]
+            assert not page.locator(".baglm-binarise input[type=checkbox]").is_disabled()
+            menu = page.locator(".baglm-control.baglm-deps select")
+            assert menu.evaluate("s => s.options[s.selectedIndex].text").startswith(
+                "simulated-llm:llama"
+            )
             changed = []
             for name in CONTROLS:
                 tip = page.locator(f".baglm-control.baglm-{name} .baglm-label").get_attribute(
@@ -276,8 +280,9 @@ def test_explorer_in_jupyterlab(lab):
                 time.sleep(1.0)  # let queued recomputes (key presses) settle
                 assert _state(page) != before, name
                 changed.append(name)
-            assert set(changed) >= {"video", "transition", "prior", "stepping", "view", "signal",
-                                    "segment", "dataset"}  # fmt: skip
+            assert set(changed) >= {"video", "find", "deps", "transition", "prior", "stepping",
+                                    "view", "binarise", "signal", "segment",
+                                    "dataset"}  # fmt: skip
             explorer.scroll_into_view_if_needed()
             explorer.screenshot(path=str(ARTIFACTS / "explorer_changed.png"))  # after them all
         finally:
@@ -348,3 +353,21 @@ def test_notebook_08_html_shows_its_figure(tmp_path):
             page.screenshot(path=str(ARTIFACTS / "08_qualitative.png"), full_page=True)
         finally:
             browser.close()
+
+
+@pytest.mark.parametrize("stem", ["01_score_segments", "07_timing", "08_qualitative"])
+def test_shared_pages_fit_the_column(stem, tmp_path):
+    """The page ``make figures`` shares: every table and code line fits a 1280-px window."""
+    params = SMALL[stem][0]
+    folder = render_page(ROOT / "notebooks" / f"{stem}.ipynb", tmp_path, params)
+    check_shareable(folder, stem)
+    with open_page(folder / f"{stem}.html") as page:
+        shot = screenshot(page, ARTIFACTS / f"page_{stem}.png")
+        tables = page.eval_on_selector_all("table", "els => els.length")
+        assert tables >= 1, stem
+        assert wide_tables(page) == []
+        assert wide_code(page) == []
+        if stem == "07_timing":  # the timing figure, drawn
+            widths = page.eval_on_selector_all("img", "els => els.map(e => e.naturalWidth)")
+            assert len(widths) == 1 and widths[0] >= 800
+    assert shot.stat().st_size > 10_000

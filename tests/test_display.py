@@ -69,7 +69,8 @@ def test_one_missing_marker_and_no_index(observations):
     mixed = pd.DataFrame({"paper": [1.5, None, np.nan], "n": pd.array([1, None, 3], "Int64")})
     both = pd.concat([prompt, prompt])  # a repeated index 0..3, 0..3
     cells = format_cells(both)
-    assert list(cells.columns) == list(prompt.columns) and len(cells) == 8
+    words = [shown.header(c) for c in prompt.columns]  # "queries_per_segment" in words
+    assert list(cells.columns) == words and "queries / segment" in words and len(cells) == 8
     assert (cells.loc[cells["method"].str.startswith("binary"), "workbench"] == MISSING).all()
     assert (cells.loc[cells["method"].str.startswith("multiple"), "note"] == MISSING).all()
     assert format_cells(mixed).to_dict("list") == {"paper": ["1.5", MISSING, MISSING],
@@ -77,7 +78,7 @@ def test_one_missing_marker_and_no_index(observations):
     for bad in ("nan", "None", "NaN", "<NA>"):
         assert not (cells == bad).any().any()
     page = show_table(both)._repr_html_()
-    assert len(body_rows(page)) == 8 and header(page) == list(prompt.columns)
+    assert len(body_rows(page)) == 8 and header(page) == words
 
 
 def test_a_meaningful_index_becomes_a_column():
@@ -93,7 +94,7 @@ def test_float_columns_share_the_decimals_they_need():
     table = sensitivity_table("htstep", [0.5, 1.244], limit=4, with_calibrated=False)
     cells = format_cells(table)
     assert cells["signal"].tolist() == ["0.500", "1.244"]
-    assert all(re.fullmatch(r"\d+\.\d", v) for v in cells["baglm"])  # R@1: one decimal
+    assert all(re.fullmatch(r"\d+\.\d", v) for v in cells["BaGLM"])  # R@1: one decimal
     assert cells["videos"].tolist() == ["4", "4"]
     assert format_cells(pd.DataFrame({"x": [22.966867, 1.0]}))["x"].tolist() == ["22.967", "1.000"]
 
@@ -126,3 +127,33 @@ def test_show_figure_saves_and_shows_the_same_png(observations, tmp_path, monkey
     assert image.width == round(fig.get_figwidth() * 100)
     assert (tmp_path / "main_results.pdf").stat().st_size > 0
     assert not plt.fignum_exists(fig.number)  # closed: the inline backend shows it no more
+
+
+def test_no_minus_zero_and_headers_in_words():
+    table = pd.DataFrame(
+        {"gain_difference": [-0.0, -0.04, -1.5], "paper_off_the_shelf": [52.0] * 3}
+    )
+    cells = format_cells(table)
+    assert list(cells.columns) == ["gain \u2212 paper gain", "paper: off-the-shelf"]
+    assert cells["gain \u2212 paper gain"].tolist() == ["0.00", "-0.04", "-1.50"]
+    assert format_cells(pd.DataFrame({"x": [-0.0, 0.04]}))["x"].tolist() == ["0.00", "0.04"]
+    assert format_cells(pd.DataFrame({"x": [-0.04, 1.0]}).round(1))["x"].tolist() == ["0.0", "1.0"]
+    page = show_table(table)._repr_html_()
+    assert ">-0.00<" not in page and ">0.00<" in page and "gain_difference" not in page
+    assert "snake_case" == shown.header("snake_case")  # a name not listed stays as it is
+
+
+def test_a_note_is_shown_under_the_table_and_the_figure(tmp_path, monkeypatch):
+    import IPython.display
+
+    view = show_table(pd.DataFrame({"a": [1]}), "T", note="Departs from the paper: <why>")
+    page = view._repr_html_()
+    assert page.index("</table>") < page.index("Departs from the paper: &lt;why&gt;")
+    assert repr(view).endswith("Departs from the paper: <why>")
+    assert "baglm-note" not in show_table(pd.DataFrame({"a": [1]}))._repr_html_()
+    shown_objects = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown_objects.append(obj))
+    fig, ax = plt.subplots()
+    show_figure(fig, tmp_path / "f", note="calibrated")
+    image, note = shown_objects
+    assert image.format == "png" and "calibrated" in note._repr_html_()

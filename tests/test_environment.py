@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -132,7 +133,8 @@ def _make_targets() -> set[str]:
 
 def test_makefile_targets():
     targets = _make_targets()
-    for t in ("setup", "test", "test-fast", "lint", "data", "figures", "clean-figures", "help"):
+    for t in ("setup", "test", "test-fast", "lint", "data", "figures", "lab", "clean-figures",
+              "help"):  # fmt: skip
         assert t in targets, f"Makefile lacks target {t!r}"
     text = (ROOT / "Makefile").read_text()
     assert "scripts/setup.sh" in text and "scripts/run_notebooks.sh" in text
@@ -190,6 +192,20 @@ def test_make_help_is_default():
     for t in documented:
         assert f"make {t}" in out, f"make help does not list {t!r}"
     assert "make figures/<stem>" in out
+
+
+def test_make_lab_runs_the_venvs_jupyterlab_on_localhost(tmp_path):
+    """``make lab`` (dry run; tests/test_quickstart.py starts it): .venv's JupyterLab with the
+    explorer, on 127.0.0.1 without a browser, ``--allow-root`` exactly when run as root, and a
+    clear error without .venv."""
+    out = subprocess.run(["make", "-n", "-C", str(ROOT), "lab", "LAB_PORT=8765"], check=True,
+                         capture_output=True, text=True).stdout  # fmt: skip
+    assert ".venv/bin/jupyter lab notebooks/explore.ipynb --ip=127.0.0.1 --port=8765" in out
+    assert "--no-browser" in out and ("--allow-root" in out) == (os.geteuid() == 0)
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")  # no .venv there
+    bare = subprocess.run(["make", "-s", "-C", str(tmp_path), "lab"], capture_output=True,
+                          text=True)  # fmt: skip
+    assert bare.returncode != 0 and "run 'make setup' first" in bare.stderr
 
 
 def test_a_hung_test_fails_instead_of_holding_the_run(tmp_path):

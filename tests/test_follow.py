@@ -21,7 +21,7 @@ import pytest
 from range_server import serve
 
 from baglm_nb.apps.online import follow
-from baglm_nb.apps.online.report import write_html_report
+from baglm_nb.apps.online.report import latency_figure, write_html_report
 from baglm_nb.core.online import OnlineGrounder
 from baglm_nb.core.simulate import write_simulated_cache
 from baglm_nb.inputs.datasets import load_dataset
@@ -133,6 +133,44 @@ def test_html_report_opens_in_headless_chromium(scorer, tmp_path):
     assert all(u.startswith(("file:", "data:")) for u in requests)  # self-contained
 
 
+def test_latency_bars_span_their_segments(scorer):
+    """One bar per segment from its t_start to its t_end: the axis starts at 0 s (bars centred
+    on segment starts put it at -1 s), and its mm:ss labels are distinct."""
+    ests = list(follow(CLIPS / "cup.mp4", grounder(scorer)))
+    fig = latency_figure(ests)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    assert len(ax.containers) == 3  # decode, score, filter
+    for bars in ax.containers:
+        assert [b.get_x() for b in bars] == [e.t_start for e in ests] == [0, 2, 4, 6]
+        assert [b.get_x() + b.get_width() for b in bars] == [e.t_end for e in ests]
+    assert ax.get_xlim() == (0.0, 8.0)
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert labels == [f"00:0{i}" for i in range(9)]
+    score = ax.containers[1]
+    for bar, e in zip(score, ests, strict=True):  # stacked: score sits on decode
+        assert bar.get_y() == pytest.approx(e.latency["decode"] * 1000)
+        assert bar.get_height() == pytest.approx(e.latency["score"] * 1000)
+
+
+def test_the_issue_cup_run_is_clean(task_file, tmp_path):
+    """The issue's run: cup.mp4, a random-init model, a task file (no ground truth). Nothing on
+    stderr (transformers' FutureWarning and its logger's deprecation line were there), and the
+    report's caption describes no outlines or right/wrong strips, which are not drawn."""
+    report = tmp_path / "cup.html"
+    out = _cli(str(CLIPS / "cup.mp4"), "--model", "random-init:internvl", "--task",
+               str(task_file), "--html", str(report))  # fmt: skip
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    page = report.read_text()
+    reading = html.unescape(re.search(r'<p id="reading">(.*?)</p>', page).group(1))
+    assert reading.startswith("Top: BaGLM's belief in each step over time, one line per step")
+    assert "No ground truth" in reading
+    for absent in ("orange outline", "annotated", "right (green)", "R@1", "darker"):
+        assert absent not in reading
+    assert 'id="latency-plot"' in page and 'id="latency-note"' not in page
+    assert [r[0] for r in _cells(page, "latency")] == ["decode", "score", "filter"]
+
+
 # --------------------------------------------------------------------------------------------
 # follow --replay on the command line
 
@@ -199,7 +237,9 @@ def test_replay_simulated_shows_the_ground_truth_and_the_source(tmp_path, htstep
     assert sum(r[2] != "not annotated" for r in rows) == 6
     changes = _cells(page, "changes")
     assert [c[1] for c in changes] == [e["announced"] for e in events if e["announced"]]
-    assert page.count("data:image/png;base64,") == 2 and 'id="summary"' in page
+    assert page.count("data:image/png;base64,") == 1 and 'id="summary"' in page  # no bars:
+    assert 'id="latency-note"' in page and [r[0] for r in _cells(page, "latency")] == ["filter"]
+    assert "orange outlines" in page  # K=10: a heatmap with the annotation outlined
 
 
 def test_replay_lists_the_videos_without_a_uid(htstep_cache):
@@ -286,8 +326,13 @@ def test_a_file_named_by_a_dataset_uid_gets_its_ground_truth(tmp_path):
     out = _cli(str(clip), "--model", "random-init:internvl", "--dataset", "coin",
                "--html", str(report))  # fmt: skip
     assert out.returncode == 0, out.stderr
+    assert out.stderr == ""  # no library warnings (transformers' FutureWarning, its logger)
     assert f"goal: {video.goal}" in out.stdout and "status: 4 segments" in out.stdout
     page = report.read_text()
+    # the clip's 8 s end before the video's first annotated step (00:25): nothing is shaded
+    reading = re.search(r'<p id="reading">(.*?)</p>', page).group(1)
+    assert "no step is annotated inside the drawn span" in reading
+    assert "right (green)" in reading and "shaded spans" not in reading and "R@1" not in reading
     assert "(observations: lmm:random-init:internvl)" in page and "RANDOMLY INITIALISED" in page
     rows = _cells(page, "truth")
     assert [r[1] for r in rows] == list(video.steps)
@@ -386,3 +431,52 @@ def test_a_source_that_breaks_mid_run_exits_1_with_its_last_decode_error(tmp_pat
     echoed = first.split("goal: ", 1)[1]
     assert len(echoed) <= 80 and echoed.endswith("\u2026")
     assert not any("more things" in x for x in out.splitlines()[1:])  # one line of the goal
+
+
+@pytest.fixture(scope="module")
+def box_ts(tmp_path_factory) -> Path:
+    """``ffmpeg -i box.mp4 -c:v copy -f mpegts box.ts``: torchcodec reports 4.5e-12 fps."""
+    path = tmp_path_factory.mktemp("ts") / "box.ts"
+    _ffmpeg("-i", str(CLIPS / "box.mp4"), "-c:v", "copy", "-f", "mpegts", str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def box_on_its_timestamps(scorer):
+    """box.mp4 followed on its frames' own timestamps (read as a live source, queued)."""
+    return list(follow(CLIPS / "box.mp4", grounder(scorer), live=True, lag="queue"))
+
+
+def test_an_mpegts_remux_is_followed_like_its_mp4(scorer, box_ts, box_on_its_timestamps):
+    ends: list[str] = []
+    ests = list(follow(box_ts, grounder(scorer), on_end=ends.append))
+    assert [e.segment for e in ests] == list(range(7)) == [
+        e.segment for e in box_on_its_timestamps]  # fmt: skip
+    mp4 = probe(CLIPS / "box.mp4")
+    assert num_segments(mp4.num_frames, mp4.fps) == 7  # the published grid's count too
+    np.testing.assert_array_equal([e.belief for e in ests],
+                                  [e.belief for e in box_on_its_timestamps])  # fmt: skip
+    assert ends == ["source ended after 7 segments"]
+
+
+def test_a_growing_mpegts_remux_is_followed_like_its_mp4(
+    scorer, box_ts, box_on_its_timestamps, tmp_path
+):
+    data = box_ts.read_bytes()
+    live = tmp_path / "live.ts"
+    live.write_bytes(data[: len(data) // 3])
+
+    def record():  # the rest in two parts, cut inside packets
+        for part in (data[len(data) // 3 : 2 * len(data) // 3], data[2 * len(data) // 3 :]):
+            time.sleep(1.2)
+            with open(live, "ab") as f:
+                f.write(part)
+
+    threading.Thread(target=record, daemon=True).start()
+    ends: list[str] = []
+    ests = list(follow(live, grounder(scorer), growing=True, timeout=3.0, poll=0.3,
+                       on_end=ends.append))  # fmt: skip
+    assert [e.segment for e in ests] == list(range(7))
+    np.testing.assert_array_equal([e.belief for e in ests],
+                                  [e.belief for e in box_on_its_timestamps])  # fmt: skip
+    assert ends and ends[0].startswith("no new frames for 3 s") and not ends[0].failed

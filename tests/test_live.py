@@ -365,15 +365,39 @@ def test_a_stall_ends_with_one_clear_line_and_exit_1(task_file, tmp_path, capsys
 
         threading.Thread(target=stall_after_two_segments, daemon=True).start()
         code = main(["follow", server.url, "--task", str(task_file), "--model",
-                     "random-init:internvl", "--timeout", "1.5", "--lag", "queue",
-                     "--jsonl", str(log), "--html", str(report)])  # fmt: skip
+                     "random-init:internvl", "--timeout", "3", "--jsonl", str(log), "--html",
+                     str(report)])  # fmt: skip
+        ended = time.monotonic()
     err = capsys.readouterr().err
-    assert code == 1 and stalled and time.monotonic() - stalled[0] < 10, err
-    lines = err.strip().splitlines()
+    # the reader may still be working off what arrived while the model loaded when the server
+    # stalls; the run ends --timeout after the last frame (the message's figure; the next test
+    # times it from the stall itself)
+    assert code == 1 and stalled and ended - stalled[0] < 20, (ended - stalled[0], err)
+    lines = _stderr_lines(err)
     assert len(lines) == 1 and lines[0].startswith(f"error: {server.url}: no frames for ")
     assert "the stream stalled" in lines[0]
+    figure = float(re.search(r"no frames for ([\d.]+) s", lines[0]).group(1))
+    assert 3 * 0.9 <= figure < 3 + 1, lines[0]  # the time without frames, not twice it
     events = [json.loads(x) for x in log.read_text().splitlines()]  # complete lines only
     assert len(events) >= 2 and "the stream stalled" in report.read_text()
+
+
+@pytest.mark.slow
+def test_a_stall_ends_within_the_timeout_plus_a_second(scorer):
+    """Timed from the moment the server stops sending (the reader keeps up with the stream
+    here): the run ends within --timeout + 1 s, a failure, with the time without frames."""
+    ends, stalled, scoring = [], [], 0.0
+    with RtspServer(CUP, loop=True, speed=1) as server:
+        for est in follow(server.url, grounder(scorer), timeout=2, on_end=ends.append):
+            if stalled:  # a segment complete before the stall, scored before the end is seen
+                scoring += est.latency["score"] + est.latency["filter"]
+            else:
+                server.stall()
+                stalled.append(time.monotonic())
+        waited = time.monotonic() - stalled[0] - scoring
+    assert len(ends) == 1 and ends[0].failed and "the stream stalled" in ends[0], ends
+    figure = float(re.search(r"no frames for ([\d.]+) s", ends[0]).group(1))
+    assert 2 * 0.9 <= figure < 2 + 1 and waited < 2 + 1, (figure, waited, scoring, ends)
 
 
 @pytest.mark.slow
@@ -399,13 +423,49 @@ def test_a_dropped_server_is_reconnected_with_the_gap_logged(scorer):
 
 
 @pytest.mark.slow
-def test_a_dropped_server_without_reconnect_ends_cleanly(scorer):
+def test_a_dropped_rtsp_client_is_a_broken_source(scorer):
+    """The server cuts the client off without RTCP BYE: the source broke (a failure), whereas
+    a stream that ends with its BYE ended (test_an_rtsp_stream_gives_the_beliefs_of_its_file)."""
     ends = []
     with RtspServer(CUP, loop=True, speed=2) as server:
         threading.Timer(3.0, server.drop).start()
         got = list(follow(server.url, grounder(scorer), lag="queue", on_end=ends.append))
     assert len(got) >= 1 and [e.segment for e in got] == list(range(len(got)))
-    assert ends == [f"{server.url}: the stream ended"]
+    assert len(ends) == 1 and ends[0].failed, ends
+    assert ends[0].startswith(f"{server.url}: the source broke: the connection closed before "
+                              "the stream's end")  # fmt: skip
+
+
+def _stderr_lines(err: str) -> list[str]:
+    """stderr's lines, less transformers' deprecation line printed when the first tiny model
+    loads in a process (issue 25's item 7, handled elsewhere)."""
+    return [x for x in err.strip().splitlines() if not x.startswith("[transformers]")]
+
+
+def _follow_http(task_file, tmp_path, url, *extra: str) -> tuple[int, str]:
+    """``follow URL --lag queue --html ...``: (exit status, the report's text)."""
+    report = tmp_path / "report.html"
+    code = main(["follow", url, "--task", str(task_file), "--model", "random-init:internvl",
+                 "--lag", "queue", "--html", str(report), *extra])  # fmt: skip
+    return code, report.read_text() if report.exists() else ""
+
+
+@pytest.mark.slow
+def test_a_killed_http_server_exits_1_and_a_finished_stream_exits_0(task_file, tmp_path, capsys):
+    with http_ts(CUP, loop=True, speed=2) as url:
+        threading.Timer(4.0, url.kill).start()
+        code, page = _follow_http(task_file, tmp_path, url)
+    out, err = capsys.readouterr()
+    lines = _stderr_lines(err)
+    assert code == 1 and len(lines) == 1, err
+    assert lines[0].startswith(f"error: {url}: the source broke: the connection closed before "
+                               "the stream's end")  # fmt: skip
+    assert "the source broke" in out and "the source broke" in page
+    with http_ts(CUP, loop=False, speed=4) as url:  # FFmpeg ends it with the final chunk
+        code, page = _follow_http(task_file, tmp_path, url)
+    out, err = capsys.readouterr()
+    assert code == 0 and _stderr_lines(err) == [] and f"{url}: the stream ended" in out, err
+    assert "status: 4 segments, 8 s" in out
 
 
 @pytest.mark.slow
@@ -504,3 +564,71 @@ def test_a_stalled_live_stream_stops_at_the_next_poll_once_the_flag_is_set(score
                 pass
         waited = time.monotonic() - set_at[0]
     assert first.segment == 0 and waited < 2 * _POLL_S + 0.5
+
+
+def test_the_reconnection_backoff():
+    from baglm_nb.inputs.stream_end import reconnect_delay
+
+    assert [reconnect_delay(n) for n in range(1, 8)] == [0.5, 1, 2, 4, 5, 5, 5]
+    assert reconnect_delay(10_000) == 5
+    with pytest.raises(ValueError):
+        reconnect_delay(0)
+
+
+@pytest.mark.slow
+def test_a_reconnect_window_rides_out_a_server_restart(scorer):
+    """The server goes away for about 4 s (its port closed: connections are refused), then
+    comes back on the same port: --reconnect-window 12 keeps trying (waits 0.5, 1, 2, 4 s) and
+    resumes after a gap; without it the run ends, failed."""
+    items, ends = [], []
+    server = RtspServer(CUP, loop=True, speed=2)
+    port, url = server.port, server.url
+    restarted: list[RtspServer] = []
+    try:
+        stream = follow(url, grounder(scorer), lag="queue", timeout=3, reconnect_window=12,
+                        on_end=ends.append)  # fmt: skip
+        for item in stream:
+            items.append(item)
+            if len(items) == 2:
+                server.close()
+                threading.Timer(4.0, lambda: restarted.append(
+                    RtspServer(CUP, loop=True, speed=2, port=port))).start()  # fmt: skip
+            if any(isinstance(i, Gap) for i in items) and not isinstance(item, Gap):
+                stream.close()  # a segment after the gap: reconnected
+        assert restarted and restarted[0].clients == 1
+    finally:
+        server.close()
+        for s in restarted:
+            s.close()
+    gap = next(i for i in items if isinstance(i, Gap))
+    assert gap.reason == "reconnect" and not ends
+    assert _covered(items) == list(range(_covered(items)[-1] + 1))
+    with RtspServer(CUP, loop=True, speed=2) as server:
+        threading.Timer(2.5, server.close).start()
+        got = list(follow(server.url, grounder(scorer), lag="queue", timeout=3,
+                          on_end=ends.append))  # fmt: skip
+    assert got and len(ends) == 1 and ends[0].failed
+
+
+@pytest.mark.slow
+def test_sigterm_writes_the_report_as_ctrl_c_does(task_file, tmp_path, capsys):
+    log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
+
+    def terminate_after_two_events():
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            if log.exists() and len(log.read_text().splitlines()) >= 2:
+                break
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    before = signal.getsignal(signal.SIGTERM)
+    with http_ts(CUP, speed=2) as url:
+        threading.Thread(target=terminate_after_two_events, daemon=True).start()
+        code = main(["follow", url, "--task", str(task_file), "--model", "random-init:internvl",
+                     "--jsonl", str(log), "--html", str(report)])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 143 and "terminated (SIGTERM)" in out, out
+    page = report.read_text()
+    assert page.rstrip().endswith("</html>") and "terminated (SIGTERM)" in page
+    assert signal.getsignal(signal.SIGTERM) is before

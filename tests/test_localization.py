@@ -515,7 +515,9 @@ def test_cli_localize_on_simulated_htstep(capsys, tmp_path):
     assert "simulated observations, not a real model" in text
     assert "+ BaGLM" in text and "NaSVA" in text
     table = pd.read_csv(out.with_suffix(".csv"))
-    assert table.loc[0, "paper @0.3"] == 15.0 and table.loc[1, "paper @[0.3-0.7]"] == 7.7
+    ours = table[table["source"] == "simulated"].reset_index(drop=True)  # the slots: other LMMs
+    assert ours.loc[0, "paper @0.3"] == 15.0 and ours.loc[1, "paper @[0.3-0.7]"] == 7.7
+    assert len(table) == 9 and table["note"].fillna("").str.startswith("slot:").sum() == 6
 
 
 # --------------------------------------------------------------------------------------------
@@ -542,11 +544,44 @@ def test_localization_tables_name_baglms_dependency_source():
 
     htstep = sources.observations("htstep", limit=3)
     table = localization_table(htstep)
-    assert list(table["D"][:2]) == ["not used", "simulated-llm:llama"]
-    assert table["D"].isna().iloc[2]  # NaSVA: the paper's row only
+    computed = table[table["source"] == "simulated"]
+    assert list(computed["D"]) == ["not used", "simulated-llm:llama"]
+    assert table[table["source"] != "simulated"]["D"].isna().all()  # slots and NaSVA
     beliefs = run_baglm(htstep, "oracle")
     given = localization_table(htstep, "oracle", beliefs=beliefs)
-    assert list(given["D"][:2]) == ["not used", "oracle"]
+    assert list(given[given["source"] == "simulated"]["D"]) == ["not used", "oracle"]
     ego4d = sources.observations("ego4d_goalstep", limit=2)
     recall = windowed_recall_table(ego4d, "simulated-llm:gpt")
     assert list(recall["D"]) == ["not used", "simulated-llm:gpt"]
+
+
+def test_localization_table_has_the_papers_rows_and_slots_for_the_lmms_not_run():
+    """Tab. off_the_shelf_vs_baglm_localization in the paper's order, values as in its LaTeX."""
+    from baglm_nb.analyses.layouts import PAPER_ONLY, SLOT_CELL, localization_layout
+    from baglm_nb.analyses.localization import localization_table, model_label
+    from baglm_nb.core import sources
+
+    table = localization_table(sources.observations("htstep", limit=3))
+    assert list(zip(table["model"], table["method"], strict=True)) == [
+        ("llava-onevision-7b", "off-the-shelf LMM"), ("llava-onevision-7b", "+ BaGLM"),
+        ("qwen2.5-vl-7b", "off-the-shelf LMM"), ("qwen2.5-vl-7b", "+ BaGLM"),
+        ("internvl3-8b", "off-the-shelf LMM"), ("internvl3-8b", "+ BaGLM"),
+        ("simulated (compared with internvl2.5-8b)", "off-the-shelf LMM"),
+        ("simulated (compared with internvl2.5-8b)", "+ BaGLM"),
+        ("nasva", "NaSVA (offline)"),
+    ]  # fmt: skip
+    assert table["paper @0.3"].tolist() == [14.1, 14.7, 15.5, 15.8, 15.6, 17.5, 15.0, 15.9, 13.7]
+    assert table["paper @[0.3-0.7]"].tolist() == [6.6, 6.9, 7.3, 7.7, 7.2, 8.1, 7.0, 7.7, 6.7]
+    slots = table[table["note"].str.startswith("slot:")]
+    assert len(slots) == 6 and slots["@0.3"].isna().all() and (slots["source"] == "none").all()
+    assert "LLaVA-OV-7B" in slots["note"].iloc[0]
+    assert "internvl2.5-8b" not in set(table["model"])  # simulated is not InternVL2.5-8B
+    assert model_label("simulated") == "simulated (compared with internvl2.5-8b)"
+    assert model_label("lmm:OpenGVLab/InternVL3-8B") == "internvl3-8b"
+    layout = localization_layout(table)
+    assert list(layout.columns) == ["LMM", "method", "@0.3", "@0.5", "@0.7", "@[0.3-0.7]",
+                                    "paper @0.3", "paper @0.5", "paper @0.7",
+                                    "paper @[0.3-0.7]"]  # fmt: skip
+    assert layout["@0.3"].tolist()[:6] == [SLOT_CELL] * 6
+    assert layout["@0.3"].iloc[-1] == PAPER_ONLY
+    assert layout["@0.3"].iloc[6] == f"{table['@0.3'].iloc[6]:.1f}"

@@ -8,11 +8,13 @@ import os
 import re
 import shlex
 import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
 
-from baglm_nb.apps.render import WIDGET_VIEW, strip_widgets
+from baglm_nb.apps.render import WIDGET_VIEW, format_parameters, relative_paths, strip_widgets
 from baglm_nb.apps.render import render as render_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,10 +26,8 @@ SMALL = {
         {"datasets": ["coin"]},
         ["dataset_statistics.csv", "dataset_statistics.summary.json"],
     ),
-    "01_score_segments": (
-        {"dataset": "coin", "video_dir": str(ROOT / "tests" / "data" / "videos"),
-         "annotations": str(ROOT / "tests" / "data" / "annotations"),
-         "model": "random-init:internvl", "limit": 1, "cache_root": "cache"},
+    "01_score_segments": (  # the default: the sample clips (tests/data), random-init
+        {"limit": 1, "cache_root": "cache"},
         ["score_summary.json", "timings_per_video.csv"],
     ),
     "02_dependencies": (
@@ -63,14 +63,25 @@ SMALL = {
     ),
     "06_localization": (
         {"limit": 4},
-        ["localization.csv", "localization.md", "ego4d_windowed_recall.csv",
+        ["localization.csv", "localization.md", "localization.png", "ego4d_windowed_recall.csv",
          "ego4d_windowed_recall.md"],
     ),
-    "07_timing": ({}, ["timing.csv", "timing.md"]),
+    "07_timing": (  # the default: a run on the sample clips, random-init
+        {"cache_root": "cache"},
+        ["timing.csv", "timing.md", "timing_by_steps.md", "timing.png"],
+    ),
     "08_qualitative": (
         {"videos": {"coin": ["xZecGPPhbHE"]}},
         ["qualitative.csv", "qualitative.md", "qualitative_coin_xZecGPPhbHE.png",
          "qualitative.items.parquet", "qualitative.summary.json"],
+    ),
+    "09_assistance": (
+        {"datasets": ["htstep", "coin"], "limit": 3, "lags": [0, 2, None], "timeline_lag": 2,
+         "alert_limit": 3},
+        ["assistance_lags.csv", "assistance_lags.md", "assistance_lags.png",
+         "assistance_lags.items.parquet", "assistance_lags.summary.json",
+         "assistance_timeline.png", "assistance_lags_correlated.csv",
+         "assistance_lags_correlated.png", "assistance_alerts.csv", "assistance_alerts.md"],
     ),
 }  # fmt: skip
 
@@ -84,6 +95,8 @@ SIMULATED_TITLES = {
                     "dependency_quality.md"],
     "06_localization": ["localization.md", "ego4d_windowed_recall.md"],
     "08_qualitative": ["qualitative.md"],
+    "09_assistance": ["assistance_lags.md", "assistance_lags_correlated.md",
+                      "assistance_alerts.md"],
 }  # fmt: skip
 
 
@@ -125,12 +138,43 @@ def html_images(html: str) -> list[str]:
 #: Notebooks whose figures are displayed by their own code rather than as the saved files.
 DISPLAYED_OWN_WAY = {"08_qualitative"}
 
+#: An absolute path of a Unix machine's usual top folders, as a page could show it.
+ABSOLUTE_PATH = re.compile(r"(?<![\w.:/-])/(?:work|tmp|home|root|usr|opt|var|mnt|srv|private)/\w")
+
+
+def local_paths(text: str, *folders: Path) -> list[str]:
+    """The absolute paths of this machine in ``text``: ``folders`` (also resolved), this
+    Python's prefix, and anything under the usual top folders (:data:`ABSOLUTE_PATH`)."""
+    names = {str(f) for f in folders} | {os.path.realpath(f) for f in folders}
+    names |= {sys.prefix, os.path.realpath(sys.prefix)}
+    found = [name for name in names if name in text]
+    return found + [m.group(0) for m in ABSOLUTE_PATH.finditer(text)]
+
+
+def check_offline(html: str) -> None:
+    """The page loads no script, style or font from the network, and no script file at all."""
+    assert not re.findall(r"""\bsrc=["']?(?:https?:)?//""", html)
+    assert not re.findall(r"""<link\b[^>]*href=["']?(?:https?:)?//""", html)
+    assert not re.findall(r"""@import\s+(?:url\()?["']?(?:https?:)?//""", html)
+    assert not re.findall(r"<script\b[^>]*\bsrc=", html)
+    assert 'src="http' not in html
+
 
 def check_shareable(folder: Path, stem: str) -> None:
-    """The executed notebook and its HTML show every saved figure and carry no widget."""
+    """The executed notebook and its HTML show every saved figure and carry no widget, no
+    local path, nothing loaded from the network, no ``Out[n]:`` prompt and no bare repr."""
     html = (folder / f"{stem}.html").read_text()
     nb = json.loads((folder / f"{stem}.ipynb").read_text())
     outputs = [o for c in nb["cells"] for o in c.get("outputs", [])]
+    assert not local_paths(html, ROOT, folder), local_paths(html, ROOT, folder)
+    assert not local_paths(json.dumps(nb), ROOT, folder)
+    check_offline(html)
+    assert "Out[" not in re.sub(r"/\*.*?\*/", "", html, flags=re.S)  # CSS comments aside
+    bare = [o for o in outputs if o["output_type"] == "execute_result"
+            and not set(o["data"]) - {"text/plain"}]  # fmt: skip
+    assert not bare, [o["data"]["text/plain"] for o in bare]
+    injected = [c for c in nb["cells"] if "injected-parameters" in c["metadata"].get("tags", [])]
+    assert all("paths relative to the repository" in "".join(c["source"]) for c in injected)
     assert not [o for o in outputs if WIDGET_VIEW in o.get("data", {})]
     assert "widgets" not in nb["metadata"]
     assert "widget-state+json" not in html and "widget-view+json" not in html
@@ -181,6 +225,41 @@ def test_render_strips_widgets_and_embeds_every_image(tmp_path):
     assert strip_widgets(again) == 0
 
 
+def test_render_makes_paths_relative_and_the_page_offline(tmp_path):
+    """Papermill's injected cell and the outputs lose this machine's paths; the page loads
+    nothing from the network and shows no Out[n] prompt."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    cache = ROOT / "data" / "cache" / "scores" / "htstep" / "simulated" / ("x" * 90)
+    site = Path(sysconfig.get_paths()["purelib"]) / "transformers" / "a.py"
+    params = f"# Parameters\nscores = {{'htstep': '{cache}', 'coin': '{cache}'}}\nlimit = 5\n"
+    injected = new_code_cell(params, metadata={"tags": ["injected-parameters"]})
+    warning = new_output("stream", name="stderr", text=f"{site}:3: FutureWarning: x\n")
+    shown = new_output("execute_result", data={"text/plain": f"'{ROOT}/figures/a.png'"})
+    nb = new_notebook(cells=[new_markdown_cell("# $x^2$ title"), injected,
+                             new_code_cell("f()", outputs=[warning, shown])])  # fmt: skip
+    assert relative_paths(nb) == 3
+    source = nb.cells[1].source
+    assert source.splitlines()[:3] == [
+        "# Parameters (injected by papermill; paths relative to the repository)",
+        "scores = {",
+        f"    'htstep': '{cache.relative_to(ROOT)}',",
+    ]
+    assert "limit = 5" in source and max(map(len, source.splitlines())) < 150
+    assert nb.cells[2].outputs[0].text.startswith("site-packages/transformers/a.py:3:")
+    assert nb.cells[2].outputs[1].data["text/plain"] == "'figures/a.png'"
+    nbformat.write(nb, tmp_path / "nb.ipynb")
+    page = render_notebook(tmp_path / "nb.ipynb").read_text()
+    check_offline(page)
+    assert not local_paths(page, ROOT, tmp_path) and "Out[2]" not in page
+    assert format_parameters("# Parameters\nx = f(1)\n").endswith("\nx = f(1)")
+    sibling = new_notebook(cells=[new_code_cell("g()", outputs=[new_output(
+        "stream", name="stdout", text=f"{ROOT}x/a {ROOT}\n")])])  # fmt: skip
+    relative_paths(sibling)  # a folder beside the repository is not inside it
+    assert sibling.cells[0].outputs[0].text == f"{ROOT}x/a .\n"
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_on_small_parameters(notebook, tmp_path):
     params, outputs = SMALL.get(notebook.stem, ({}, []))
@@ -194,6 +273,11 @@ def test_notebook_runs_on_small_parameters(notebook, tmp_path):
         assert "D: simulated-llm:llama" in text and "| simulated-llm:llama |" in text
         oracles = (tmp_path / "oracles.md").read_text()
         assert "| LLM D, oracle progress |" in oracles and "| oracle | oracle |" in oracles
+        # the paper's form: its other methods (paper only), check-mark columns on the page
+        assert "| HT-Step | VINA | offline |  | 39.1 | 0 | paper |" in text
+        page = (tmp_path / "03_main_results.html").read_text()
+        assert "Readiness" in page and "Dep. matrix oracle" in page and "\u2713" in page
+        assert "calibrated to the paper" in page
     for name in SIMULATED_TITLES.get(notebook.stem, []):
         assert "simulated observations, not a real model" in (tmp_path / name).read_text(), name
     if notebook.stem == "04_ablations":
@@ -202,9 +286,31 @@ def test_notebook_runs_on_small_parameters(notebook, tmp_path):
     if notebook.stem == "02_dependencies":
         text = (tmp_path / "dependency_violations.md").read_text()
         assert "| simulated-llm:llama |" in text and "| paper: LLaMA-3.3-70B |" in text
+        assert "The oracle D violates" in (tmp_path / "02_dependencies.html").read_text()
     if notebook.stem == "05_analysis":
         text = (tmp_path / "simulation_check_gains.md").read_text()
         assert "| HT-Step | simulated-llm:llama |" in text and "held-out" in text
-    if notebook.stem == "07_timing":
-        assert "no timings available" in (tmp_path / "timing.md").read_text()
+        page = (tmp_path / "05_analysis.html").read_text()
+        assert "gain_difference" not in page.split("<table", 1)[1]  # headers in words
+        assert page.count("<h2") >= 5  # five sections
+    if notebook.stem == "06_localization":
+        text = (tmp_path / "localization.md").read_text()
+        assert "| simulated (compared with internvl2.5-8b) |" in text and "| internvl3-8b |" in text
+        assert "| internvl2.5-8b |" not in text  # simulated is not InternVL2.5-8B's output
+    if notebook.stem == "07_timing":  # a real run on the sample clips, labelled, as a figure
+        text = (tmp_path / "timing_by_steps.md").read_text()
+        assert "lmm:random-init/" in text and "| 3 | 2 |" in text  # K = 3, both clips
+        assert "no timings available" not in (tmp_path / "timing.md").read_text()
+        html = (tmp_path / "07_timing.html").read_text()
+        assert len(html_images(html)) == 1 and "timings given: timing random-init" in html
+    if notebook.stem == "01_score_segments":
+        summary = json.loads((tmp_path / "score_summary.json").read_text())
+        assert summary["label"] == "random-init" and summary["scored"] == ["cup"]
+        html = (tmp_path / "01_score_segments.html").read_text()
+        assert "random-init: a tiny random model" in html
+    if notebook.stem == "08_qualitative":  # D named in the table, its title and the figure's
+        text = (tmp_path / "qualitative.md").read_text()
+        assert "D: simulated-llm:llama" in text and "| simulated-llm:llama |" in text
+        html = (tmp_path / "08_qualitative.html").read_text()
+        assert "<caption>Qualitative videos: per-video R@1 (%); D: simulated-llm:llama" in html
     check_shareable(tmp_path, notebook.stem)

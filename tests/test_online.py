@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -110,13 +111,22 @@ def test_replay_pace(video_and_scores):
 
 
 def test_html_report_is_self_contained(video_and_scores):
+    """A replay's report: self-contained, and its latency section holds no all-zero decode and
+    score rows (nothing was decoded or scored): the filter's time only, and a line saying why."""
     video, sim = video_and_scores
     g = OnlineGrounder(None, video.goal, video.steps, oracle_dependency(video), threshold=0.3)
     ests = [g.push_scores(v, p) for v, p in zip(sim.vsg[:60], sim.progress[:60], strict=False)]
     page = render_html(ests, video.steps, title="Run <1>")
-    assert "Run &lt;1&gt;" in page and page.count("data:image/png;base64,") == 2
+    assert "Run &lt;1&gt;" in page and page.count("data:image/png;base64,") == 1  # no latency bars
     assert 'id="no-truth"' in page and page.count("<tr>") >= video.num_steps  # steps table
     assert "http://" not in page and "https://" not in page and "<script" not in page
+    latency = page.split("<h2>Latency per segment</h2>", 1)[1]
+    assert 'id="latency-note"' in latency and "no model ran" in latency
+    rows = re.findall(r"<tr><td>(\w+)</td><td>([\d.]+)</td><td>([\d.]+)</td></tr>", latency)
+    filter_ms = sorted(e.latency["filter"] * 1000 for e in ests)
+    assert [r[0] for r in rows] == ["filter"] and float(rows[0][2]) > 0
+    assert float(rows[0][1]) == pytest.approx(float(np.median(filter_ms)), abs=1e-3)
+    assert all(e.latency["decode"] == e.latency["score"] == 0.0 for e in ests)
 
 
 def _follow_cmd(cache, uid, *extra):
@@ -127,9 +137,11 @@ def test_cli_replay_writes_log_and_report(tmp_path):
     video = load_dataset("htstep")[0]
     cache = write_simulated_cache("htstep", tmp_path, videos=[video])
     log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
-    out = subprocess.run(_follow_cmd(cache, video.uid, "--jsonl", str(log), "--html", str(report),
+    run = subprocess.run(_follow_cmd(cache, video.uid, "--jsonl", str(log), "--html", str(report),
                                      "--threshold", "0.5"),
-                         check=True, capture_output=True, text=True).stdout  # fmt: skip
+                         check=True, capture_output=True, text=True)  # fmt: skip
+    out = run.stdout
+    assert run.stderr == ""  # nothing but the announcements, on stdout
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert len(lines) == video.num_rows() // 2 and lines[0]["source"].startswith("replay of")
     changes = [x for x in lines if x["announced"]]

@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.colors import to_hex
 
-from baglm_nb.analyses import plots
+from baglm_nb.analyses import palette, plots
 from baglm_nb.analyses.ablations import llm_table, segment_duration_table, sensitivity_table
 from baglm_nb.analyses.breakdowns import breakdown_tables
 from baglm_nb.analyses.tables import concat_tables, title_for
@@ -19,6 +20,15 @@ from baglm_nb.inputs.video import find_video_file, frames_at
 
 ROOT = Path(__file__).resolve().parent.parent
 SIMULATED = "(simulated observations, not a real model)"
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Each test's figures are closed after it (pyplot keeps them open otherwise)."""
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
 
 
 @pytest.fixture(scope="module")
@@ -108,20 +118,25 @@ def test_duration_lines_draw_the_table():
     [ax] = fig.axes
     assert ax.get_title() == "HT-Step" and SIMULATED in _text(fig.get_suptitle())
     assert len(ax.get_lines()) == 2
-    for method, style in (("BaGLM", "-"), ("off-the-shelf LMM", "--")):
+    for method in ("BaGLM", "off-the-shelf LMM"):
         line = _line(ax, f"{method} (simulated)")
         rows = table[table["method"] == method].sort_values("segment_duration")
-        assert list(line.get_xdata()) == [1, 2] and line.get_linestyle() == style
+        assert list(line.get_xdata()) == [1, 2] and line.get_linestyle() == "-"
+        assert line.get_color() == palette.colour(method)  # the method's hue, as in 03
         np.testing.assert_array_equal(line.get_ydata(), rows["workbench"])
-    [paper] = ax.collections
-    np.testing.assert_allclose(paper.get_offsets(), [[2, 57.4], [2, 52.0]])
+    baglm, off = ax.collections  # the paper's points: hollow, in the method's hue
+    np.testing.assert_allclose(baglm.get_offsets(), [[2, 57.4]])
+    np.testing.assert_allclose(off.get_offsets(), [[2, 52.0]])
+    assert to_hex(baglm.get_edgecolor()[0]) == palette.colour("BaGLM")
+    assert to_hex(off.get_edgecolor()[0]) == palette.colour("off-the-shelf LMM")
     assert list(ax.get_xticks()) == [1, 2]
     fig.canvas.draw()  # one narrow panel: the legend still fits in the figure
     [legend] = fig.legends
     box, page = legend.get_window_extent(), fig.bbox
     assert box.x0 >= page.x0 and box.x1 <= page.x1 and box.y0 >= page.y0
     assert [t.get_text() for t in legend.get_texts()] == [
-        "BaGLM (simulated)", "off-the-shelf LMM (simulated)", "paper (InternVL2.5-8B)"
+        "BaGLM (simulated)", "off-the-shelf LMM (simulated)",
+        "paper: BaGLM (InternVL2.5-8B, 2 s)", "paper: off-the-shelf LMM (InternVL2.5-8B, 2 s)",
     ]  # fmt: skip
     assert box.y1 < ax.get_window_extent().y0  # below the panel, not on it
 
@@ -143,7 +158,10 @@ def test_duration_lines_one_panel_per_dataset_and_one_line_per_source():
     assert [len(ax.get_lines()) for ax in fig.axes] == [4, 2]
     line = _line(fig.axes[0], "BaGLM (lmm:m)")
     np.testing.assert_array_equal(line.get_ydata(), [11.0, 21.0, 31.0])
-    assert [len(ax.collections[0].get_offsets()) for ax in fig.axes] == [0, 0]
+    assert [len(c.get_offsets()) for ax in fig.axes for c in ax.collections] == [0] * 4
+    other = _line(fig.axes[0], "BaGLM (lmm:m)")  # a second source: same hue, its own marker
+    assert other.get_color() == _line(fig.axes[0], "BaGLM (simulated)").get_color()
+    assert other.get_marker() != _line(fig.axes[0], "BaGLM (simulated)").get_marker()
 
 
 def test_sensitivity_lines_draw_the_table():
@@ -168,6 +186,19 @@ def test_sensitivity_lines_draw_the_table():
     assert _levels(bottom) == [0.0, 5.4]  # zero and the paper's gain
     for ax in (top, bottom):  # the calibrated signal, vertical
         assert [list(ln.get_xdata()) for ln in ax.get_lines()][-1] == [1.244, 1.244]
+    # a simulated curve and the paper's level of the same method share a hue, dashed
+    paper_baglm = _line(top, "paper: BaGLM (InternVL2.5-8B)")
+    assert paper_baglm.get_color() == _line(top, "BaGLM").get_color() == palette.colour("BaGLM")
+    assert paper_baglm.get_linestyle() == "--"
+    paper_off = _line(top, "paper: off-the-shelf (InternVL2.5-8B)")
+    assert paper_off.get_color() == _line(top, "off-the-shelf LMM").get_color()
+    assert _line(top, "off-the-shelf LMM").get_color() == palette.colour("off-the-shelf LMM")
+    # every reference line is in the legend
+    [legend] = fig.legends
+    entries = {t.get_text() for t in legend.get_texts()}
+    assert entries == {"BaGLM", "off-the-shelf LMM", "BaGLM gain", "paper: BaGLM gain",
+                       "paper: BaGLM (InternVL2.5-8B)", "paper: off-the-shelf (InternVL2.5-8B)",
+                       "calibrated signal (off-the-shelf = paper)"}  # fmt: skip
 
 
 def test_sensitivity_lines_one_column_per_dataset():
@@ -206,6 +237,8 @@ def test_sensitivity_lines_one_line_per_dependency_source_and_the_calibrated_mar
         np.testing.assert_array_equal(line.get_ydata(), part.sort_values("signal")["baglm"])
         gain = _line(bottom, f"BaGLM gain (D={d})")
         np.testing.assert_array_equal(gain.get_ydata(), part.sort_values("signal")["gain"])
+        assert line.get_color() == gain.get_color() == palette.colour(d)  # one hue per D
+    assert palette.colour("oracle") != palette.colour("simulated-llm:llama")
     assert len([ln for ln in top.get_lines() if ln.get_label() == "off-the-shelf LMM"]) == 1
     for ax in (top, bottom):  # the calibrated signal of the table, vertical
         assert [list(ln.get_xdata()) for ln in ax.get_lines()][-1] == [calibrated, calibrated]
@@ -242,6 +275,12 @@ def test_violation_lines_draw_each_source_and_the_papers_rows():
         paper = _line(ax, "paper: LLaMA-3.3-70B")
         np.testing.assert_array_equal(paper.get_ydata(), PAPER_VIOLATIONS[col]["LLaMA-3.3-70B"])
         assert list(paper.get_xdata())[:3] == [0.0, 0.1, 0.2]
+        simulated = _line(ax, "simulated-llm:llama")  # the simulated LLaMA and the paper's
+        assert simulated.get_color() == paper.get_color() == palette.colour("LLaMA")
+        assert (simulated.get_linestyle(), paper.get_linestyle()) == ("-", "--")
+        gpt = _line(ax, "paper: GPT-4.1-mini")
+        assert gpt.get_color() == palette.colour("simulated-llm:gpt") != paper.get_color()
+        assert _line(ax, "oracle").get_color() == palette.colour("oracle")
     assert len(plots.violation_lines(long, "v").axes[0].get_lines()) == 2  # no paper rows
 
 
@@ -342,3 +381,80 @@ def test_keyframes_from_a_video_file(obs, tmp_path):
     fig = plots.belief_figure(video, rows, rows, title="t", keyframes=frames)
     out = plots.save_figure(fig, tmp_path / "q")
     assert all(p.stat().st_size > 0 for p in out)
+
+
+def _bar_colours(ax) -> dict[str, str]:
+    """The face colour of each legend entry's bars (a bar container per method)."""
+    return {c.get_label(): to_hex(c.patches[0].get_facecolor()) for c in ax.containers}
+
+
+def test_one_hue_per_method_across_the_bar_charts():
+    from baglm_nb.analyses.results import main_results_table, oracle_table, transition_table
+
+    obs = [from_simulation("htstep", limit=3)]
+    main = plots.results_bars(main_results_table(obs), "main").axes[0]
+    transition = plots.results_bars(transition_table(obs), "transition").axes[0]
+    oracles = plots.results_bars(oracle_table(obs), "oracles").axes[0]
+    llms = {"LLaMA-3.3-70B": "simulated-llm:llama", "GPT-4.1-mini": "simulated-llm:gpt"}
+    llm = plots.results_bars(llm_table(obs, llms), "llm").axes[0]
+    main_c, tr_c, or_c, llm_c = map(_bar_colours, (main, transition, oracles, llm))
+    assert main_c == {"BaGLM": palette.COLOURS["baglm"],
+                      "off-the-shelf LMM": palette.COLOURS["off_the_shelf"]}  # fmt: skip
+    # the full model is BaGLM's hue everywhere; no variant takes the off-the-shelf hue
+    assert tr_c["both"] == or_c["LLM D, LMM progress"] == llm_c["LLaMA-3.3-70B"] == main_c["BaGLM"]
+    assert main_c["off-the-shelf LMM"] not in set(tr_c.values()) | set(or_c.values())
+    assert len(set(tr_c.values())) == 4 and len(set(or_c.values())) == 4
+    assert or_c["oracle D, LMM progress"] == palette.colour("oracle")
+    assert llm_c["GPT-4.1-mini"] == palette.colour("paper: GPT-4.1-mini")
+
+
+def test_calibrated_bars_are_hatched_and_named_in_the_legend():
+    from baglm_nb.analyses.results import main_results_table
+
+    table = main_results_table([from_simulation("htstep", limit=3)])
+    ax = plots.results_bars(table, "main").axes[0]
+    hatched = {c.get_label(): [p.get_hatch() for p in c.patches] for c in ax.containers}
+    assert hatched == {"BaGLM": [None], "off-the-shelf LMM": [palette.CALIBRATED_HATCH]}
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[-1] == plots.CALIBRATED_LABEL
+    from baglm_nb.analyses.ablations import prompt_table
+
+    prompt = prompt_table([from_simulation("htstep", limit=2), from_simulation("coin", limit=2)])
+    fig = plots.results_bars(prompt, "prompt")  # long legend entries in a narrow figure
+    fig.canvas.draw()
+    box = fig.axes[0].get_legend().get_window_extent()
+    assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1  # no entry cut off at the sides
+    real = plots.results_bars(table.assign(source="lmm:internvl"), "main").axes[0]
+    assert plots.CALIBRATED_LABEL not in [t.get_text() for t in real.get_legend().get_texts()]
+    assert all(p.get_hatch() is None for p in real.patches)  # a real model is not calibrated
+
+
+def test_localization_bars_draw_the_computed_rows_and_the_papers_ticks():
+    from baglm_nb.analyses.localization import localization_table
+    from baglm_nb.core import sources
+
+    table = localization_table(sources.observations("htstep", limit=3))
+    ax = plots.localization_bars(table, "mAP").axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["@0.3", "@0.5", "@0.7", "@[0.3-0.7]"]
+    computed = table[table["source"] == "simulated"]
+    colours = _bar_colours(ax)
+    assert set(colours) == {"off-the-shelf LMM", "+ BaGLM", "NaSVA (offline)"}  # no slot LMM
+    assert colours["+ BaGLM"] == palette.colour("BaGLM")
+    heights = [p.get_height() for c in ax.containers if c.get_label() == "+ BaGLM"
+               for p in c.patches]  # fmt: skip
+    row = computed[computed["method"] == "+ BaGLM"].iloc[0]
+    assert heights == [row[m] for m in ("@0.3", "@0.5", "@0.7", "@[0.3-0.7]")]
+    assert [t.get_text() for t in ax.texts] == [plots.PAPER_ONLY_TEXT] * 4  # NaSVA
+    ticks = np.concatenate([c.get_offsets()[:, 1] for c in ax.collections])
+    assert 13.7 in ticks and 15.9 in ticks  # NaSVA's and BaGLM's paper @0.3
+
+
+def test_palette_maps_every_label_of_a_method_to_one_hue():
+    assert palette.key_of("paper: LLaMA-3.3-70B") == palette.key_of("simulated-llm:llama")
+    assert palette.key_of("gain, D = simulated-llm:llama:held-out") == "held_out"
+    assert palette.key_of("BaGLM gain (D=oracle)") == "oracle"
+    assert palette.key_of("multiple choice (pi_VSG)") == "off_the_shelf"
+    assert palette.key_of("something new") is None
+    hues = palette.colours(["BaGLM", "x", "y", "x"])
+    assert list(hues.values()) == [palette.COLOURS["baglm"], *palette.SPARE[:2]]
+    assert len(set(palette.COLOURS.values())) == len(palette.COLOURS)  # one hue, one meaning

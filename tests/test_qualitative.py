@@ -23,17 +23,21 @@ def test_qualitative_case_with_keyframes(tmp_path):
     row = case.iloc[0]
     assert row["keyframes"] == 2 and row["source"] == "simulated" and row["task"] == video.goal
     assert "simulated observations, not a real model" in fig.title_text
+    # D is the tables' (the simulated LLaMA) and named; heatmaps even for a few steps
+    assert row["D"] == "simulated-llm:llama" and "; D: simulated-llm:llama" in fig.title_text
+    assert video.num_steps <= 5 and fig.style == "heatmap"
     assert fig.figure.axes[-2].get_images()[0].get_array().ndim == 3  # the keyframes (RGB)
     assert fig._repr_png_()[:4] == b"\x89PNG"  # display(fig) shows an image, not "<Figure ...>"
-    _, plain = qualitative_case("coin", video.uid)
-    assert plain["keyframes"].iloc[0] == 0 and plain["baglm"].iloc[0] == row["baglm"]
+    lines, plain = qualitative_case("coin", video.uid, deps="oracle", style="lines")
+    assert plain["keyframes"].iloc[0] == 0 and plain["D"].iloc[0] == "oracle"
+    assert lines.style == "lines" and "; D: oracle" in lines.title_text
     with pytest.raises(KeyError):
         qualitative_case("coin", "no-such-video")
 
 
 def test_qualitative_rows_keep_their_items():
     videos = load_dataset("coin")[:2]
-    cases = [qualitative_case("coin", v.uid)[1] for v in videos]
+    cases = [qualitative_case("coin", v.uid, deps="oracle")[1] for v in videos]
     table = concat_tables(cases)
     assert list(table["video"]) == [v.uid for v in videos] and len(table) == 2
     items = items_of(table)

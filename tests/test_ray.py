@@ -17,9 +17,11 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -88,6 +90,77 @@ def cluster():
             else:
                 os.environ[k] = v
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------
+# connecting: bounded in time, Ctrl-C works, no cluster is a named error (no cluster needed)
+
+
+def _score_on(address: str, tmp_path: Path, *extra: str) -> tuple[int, float]:
+    """``score --engine ray --address ADDRESS``: (exit status, seconds)."""
+    ann = write_annotations(tmp_path / "ann", {"cup": "HandleObject"})
+    t0 = time.monotonic()
+    rc = main(["score", "--dataset", "coin", "--video-dir", str(CLIPS), "--model", MODEL,
+               "--annotations", str(ann), "--cache-root", str(tmp_path / "cache"), "--engine",
+               "ray", "--address", address, "--no-progress", *extra])  # fmt: skip
+    return rc, time.monotonic() - t0
+
+
+@pytest.fixture
+def not_connected(monkeypatch):
+    """This process counts as not connected to Ray (another test may hold the module's
+    cluster), and no cluster is found on this machine (others' test clusters included)."""
+    from ray._private import services
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(services, "find_gcs_addresses", lambda: frozenset())
+    monkeypatch.setattr(services, "find_bootstrap_address", lambda temp_dir: None)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+
+
+def test_an_address_that_does_not_answer_fails_within_the_connect_timeout(
+    not_connected, tmp_path, capsys
+):
+    rc, seconds = _score_on("127.0.0.1:1", tmp_path, "--connect-timeout", "2")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and err == [
+        "error: cannot reach the Ray cluster at 127.0.0.1:1: Connection refused (gave up "
+        "after 2 s; --connect-timeout sets the limit)"
+    ]
+    assert 2 <= seconds < 5, seconds
+
+
+def test_a_listener_that_is_no_ray_cluster_fails_within_the_connect_timeout(not_connected):
+    from baglm_nb.models.ray_connect import RayConnectError, connect
+
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers
+        t0 = time.monotonic()
+        with pytest.raises(RayConnectError, match="does not answer as a Ray cluster"):
+            connect(f"127.0.0.1:{silent.getsockname()[1]}", timeout=1.5)
+        assert time.monotonic() - t0 < 3
+
+
+def test_ctrl_c_works_while_connecting(not_connected, tmp_path, capsys):
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    rc, seconds = _score_on("127.0.0.1:1", tmp_path, "--connect-timeout", "30")
+    assert rc == 130 and seconds < 4, seconds
+    assert capsys.readouterr().err.strip().splitlines() == ["error: interrupted"]
+
+
+def test_address_auto_without_a_cluster_is_a_named_error(not_connected, tmp_path, capsys):
+    rc, seconds = _score_on("auto", tmp_path)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and err == [
+        "error: --address auto: no running Ray cluster found on this machine (start one with "
+        "`ray start --head`, or pass --address HOST:PORT of the head node)"
+    ]
+    assert seconds < 5
+
+
+def test_a_non_positive_connect_timeout_is_bad_input(tmp_path, capsys):
+    rc, _ = _score_on("127.0.0.1:1", tmp_path, "--connect-timeout", "0")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err == ["error: --connect-timeout must be > 0 seconds, got 0.0"]
 
 
 def write_annotations(folder: Path, goals: dict[str, str]) -> Path:
@@ -222,6 +295,60 @@ def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
                           videos=[video], show_progress=False)  # fmt: skip
     np.testing.assert_array_equal(
         cache.read_video("cup").vsg, ScoreCache.open(local["cache"]).read_video("cup").vsg
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class FailingSpec(ScorerSpec):
+    """The tiny model, but scoring a video whose goal is ``fail`` raises a MemoryError."""
+
+    fail: str = ""
+
+    def __call__(self):
+        return _Failing(super().__call__(), self.fail)
+
+
+class _Failing:
+    def __init__(self, scorer, fail: str) -> None:
+        self.scorer, self.fail = scorer, fail
+        self.model_id, self.label = scorer.model_id, scorer.label
+
+    def score_segments(self, frames, goal, steps, **options):
+        if goal == self.fail:
+            raise MemoryError("cannot allocate 1.46 PiB")
+        return self.scorer.score_segments(frames, goal, steps, **options)
+
+
+def test_a_failing_video_is_recorded_on_ray_and_an_mpegts_remux_scores(
+    cluster, tmp_path, monkeypatch, capsys
+):
+    """Under Ray as in the local engine: a MemoryError on one video is recorded (no
+    traceback) and the run goes on; the MPEG-TS remux of box.mp4 (torchcodec: 4.5e-12 fps)
+    scores like the local engine scores it."""
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-i", str(CLIPS / "box.mp4"),
+                    "-c:v", "copy", "-f", "mpegts", str(videos / "box.ts")], check=True,
+                   timeout=60)  # fmt: skip
+    (videos / "cup.mp4").symlink_to(CLIPS / "cup.mp4")
+    ann = write_annotations(tmp_path / "ann", {"cup": "out of memory", "box": "HandleObject"})
+    monkeypatch.setattr("baglm_nb.apps.cli.score.scorer_spec",
+                        lambda args: FailingSpec(MODEL, fail="out of memory"))  # fmt: skip
+    rc = main(["score", "--dataset", "coin", "--video-dir", str(videos), "--model", MODEL,
+               "--annotations", str(ann), "--cache-root", str(tmp_path / "cache"),
+               "--engine", "ray", "--workers", "1", "--no-progress"])  # fmt: skip
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert rc == 1 and summary["scored"] == 1 and "Traceback" not in err, err[-2000:]
+    assert summary["failed"] == {
+        "cup": f"{(videos / 'cup.mp4').resolve()}: MemoryError: cannot allocate 1.46 PiB"
+    }
+    box = next(v for v in load_dataset("coin", ann) if v.uid == "box")
+    local = score_dataset("coin", videos, make_scorer(MODEL), root=tmp_path / "local",
+                          videos=[box], show_progress=False)  # fmt: skip
+    np.testing.assert_array_equal(
+        ScoreCache.open(summary["cache"]).read_video("box").vsg,
+        ScoreCache.open(local["cache"]).read_video("box").vsg,
     )
 
 

@@ -11,6 +11,7 @@ from reference import reference_recall
 from baglm_nb.analyses import tables
 from baglm_nb.analyses.paper import PAPER, PAPER_STATS
 from baglm_nb.analyses.results import (
+    comparison_table,
     dataset_table,
     main_results_table,
     oracle_table,
@@ -158,3 +159,96 @@ def test_dataset_table_beside_the_paper():
     assert type(stats["videos"]) is int and type(stats["tasks"]) is int  # counts, not 2354.0
     assert stats["tasks"] == len({v.task for v in load_dataset("coin")})
     assert items_of(table) is None and not math.isnan(stats["mean_steps"])
+
+
+def test_comparison_table_has_every_row_of_the_papers_tables(observations):
+    """Tab. comparison (HT-Step) and Tab. COIN in full: the paper's values, as in its LaTeX."""
+    main = main_results_table(observations)
+    table = comparison_table(main)
+    assert list(table.columns) == [
+        "dataset", "method", "setting", "workbench", "paper", "videos", "source", "D", "note"
+    ]  # fmt: skip
+    ht = table[table["dataset"] == "HT-Step"]
+    assert list(zip(ht["setting"], ht["method"], ht["paper"], strict=True)) == [
+        ("offline", "TAN*", 30.7), ("offline", "VINA", 39.1), ("offline", "NaSVA", 53.1),
+        ("online", "NaSVA (online)", 46.1), ("online", "off-the-shelf LMM", 52.0),
+        ("online", "BaGLM", 57.4),
+    ]  # fmt: skip
+    coin = table[table["dataset"] == "COIN"]
+    assert list(zip(coin["method"], coin["paper"], strict=True)) == [
+        ("NaSVA", 36.8), ("NaSVA (online)", 32.1), ("off-the-shelf LMM", 47.9), ("BaGLM", 51.0)
+    ]  # fmt: skip
+    paper_only = table[table["source"] == "paper"]
+    assert paper_only["workbench"].isna().all() and (paper_only["videos"] == 0).all()
+    assert paper_only["note"].str.startswith("paper only").all()
+    daggers = paper_only[paper_only["note"].str.contains("\u2020")]
+    assert list(daggers["method"]) == ["NaSVA", "NaSVA (online)"]  # HT-Step's; COIN's are not
+    # the computed rows are main's, unchanged, and so are the items
+    ours = pd.DataFrame(table[table["source"] != "paper"]).drop(columns=["setting", "note"])
+    key = ["dataset", "method"]
+    ours, theirs = ours.sort_values(key).reset_index(drop=True), pd.DataFrame(main)
+    pd.testing.assert_frame_equal(ours, theirs.sort_values(key).reset_index(drop=True))
+    assert items_of(table).equals(items_of(main))
+
+
+def test_comparison_layouts_group_offline_and_online_as_the_paper():
+    from baglm_nb.analyses.layouts import PAPER_ONLY, comparison_layouts
+
+    obs = [from_simulation(n, limit=2) for n in ("htstep", "crosstask", "ego4d_goalstep")]
+    parts = dict(comparison_layouts(comparison_table(main_results_table(obs, "oracle"))))
+    assert list(parts) == ["HT-Step and Ego4D", "CrossTask"]
+    both = parts["HT-Step and Ego4D"]
+    assert list(both.columns) == [
+        "setting", "method", "HT-Step", "HT-Step paper", "Ego4D", "Ego4D paper"
+    ]  # fmt: skip
+    assert list(both["method"]) == ["VSLNet", "TAN*", "VINA", "NaSVA", "NaSVA (online)",
+                                    "off-the-shelf LMM", "BaGLM"]  # fmt: skip
+    assert list(both["setting"]) == ["offline"] * 4 + ["online"] * 3
+    vslnet = both.iloc[0].to_dict()
+    assert vslnet["HT-Step"] is None and vslnet["Ego4D"] == PAPER_ONLY
+    assert vslnet["Ego4D paper"] == "24.3\u2020"  # the paper's dagger
+    cross = parts["CrossTask"]
+    assert len(cross) == 13 and cross["CrossTask paper"].tolist()[:2] == ["22.4", "33.6"]
+    assert cross["method"].tolist()[-3:] == ["MPTVA", "off-the-shelf LMM", "BaGLM"]
+    assert cross.iloc[-1]["CrossTask paper"] == "59.8" and cross.iloc[-1]["CrossTask"] != PAPER_ONLY
+
+
+def test_transition_and_oracle_layouts_have_the_papers_check_marks(observations):
+    from baglm_nb.analyses.layouts import CHECK, oracle_layout, transition_layout
+
+    transition = transition_table(observations[:1])
+    layout = transition_layout(transition)
+    assert list(layout.columns) == ["Readiness", "Validity", "method", "HT-Step", "HT-Step paper"]
+    marks = [(r["Readiness"], r["Validity"]) for r in layout.to_dict("records")]
+    assert marks == [("", ""), (CHECK, ""), ("", CHECK), (CHECK, CHECK)]
+    assert layout["HT-Step paper"].tolist() == ["55.9", "57.0", "56.4", "57.4"]
+    assert layout["HT-Step"].tolist() == [f"{v:.1f}" for v in transition["workbench"]]
+    oracles = oracle_layout(oracle_table(observations[:1]))
+    assert list(oracles.columns)[:2] == ["Progress oracle", "Dep. matrix oracle"]
+    marks = [(r["Progress oracle"], r["Dep. matrix oracle"]) for r in oracles.to_dict("records")]
+    assert marks == [("", ""), (CHECK, ""), ("", CHECK), (CHECK, CHECK)]
+    assert oracles["HT-Step paper"].tolist() == ["57.4", "44.9", "54.6", "62.6"]
+    slots = oracle_layout(oracle_table(observations[:1], "oracle"))
+    assert slots["HT-Step"].tolist()[:2] == ["slot", "slot"]  # no LLM: the LLM rows are slots
+
+
+def test_notebook_05s_wide_tables_have_narrow_views_with_every_column_kept():
+    from baglm_nb.analyses.ablations import sensitivity_table
+    from baglm_nb.analyses.layouts import gain_layouts, pattern_layouts, sensitivity_layout
+    from baglm_nb.analyses.simulation_check import simulation_check
+
+    gains, patterns = simulation_check(["htstep"], limit=3)
+    views = gain_layouts(gains)
+    assert [p for p, _, _ in views] == ["R@1 and gain", "diagnostic"]
+    kept = {c for _, v, _ in views for c in v.columns}
+    assert kept == set(gains.columns)  # every column is in one of the views
+    assert all(len(v.columns) <= 9 for _, v, _ in views)
+    assert "agrees by construction" in views[0][2] and views[1][2] is None
+    order = pattern_layouts(patterns)
+    kept = {c for _, v, _ in order for c in v.columns}
+    assert kept == set(patterns.columns) - {"source"} and all(
+        len(v.columns) <= 11 for _, v, _ in order
+    )
+    table = sensitivity_table("htstep", [1.0], limit=2)
+    view, note = sensitivity_layout(table)
+    assert "paper_gain" not in view and "HT-Step: off-the-shelf 52.0, BaGLM 57.4, gain 5.4" in note

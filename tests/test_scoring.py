@@ -181,3 +181,104 @@ def test_a_loaded_scorer_cannot_go_to_ray_workers(tmp_path, scorer):
     with pytest.raises(ValueError, match="loads the model in each worker"):
         score_dataset("coin", CLIPS, scorer, root=tmp_path, engine="ray", show_progress=False,
                       videos=load_dataset("coin")[:1])  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------
+# one bad video never stops a run; implausible container timing
+
+
+def remux_ts(folder: Path, uid: str = "box") -> Path:
+    """``ffmpeg -i box.mp4 -c:v copy -f mpegts <uid>.ts``: an ordinary remux whose first frame
+    has no timestamp, for which torchcodec reports 4.5e-12 fps over 1e14 s."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{uid}.ts"
+    subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-i", str(CLIPS / "box.mp4"),
+                    "-c:v", "copy", "-f", "mpegts", str(path)], check=True, timeout=60)  # fmt: skip
+    return path
+
+
+def test_implausible_timing_rule():
+    from baglm_nb.inputs.frame_times import implausible
+
+    assert implausible(29.97, 15.18, 15.22) is None
+    assert implausible(29.97, 15.18, None) is None
+    assert implausible(1000.0, 1.0, 1.0) is None
+    assert implausible(0.0, 15.0, 15.0) == "a frame rate of 0 fps"
+    assert implausible(-3.0, 15.0, 15.0) == "a frame rate of -3 fps"
+    assert implausible(1000.5, 1.0, 1.0) == "a frame rate of 1000.5 fps"
+    assert implausible(None, None, None) == "no frame rate"
+    assert implausible(4.46e-12, 1.02e14, 15.2) == (
+        "a duration of 1.02e+14 s where its container declares 15.2 s"
+    )
+    assert implausible(30.0, 17.3, 15.2) is not None  # more than one 2-s segment off
+    assert implausible(30.0, 17.1, 15.2) is None
+
+
+def test_an_mpegts_remux_scores_on_its_frames_timestamps_like_the_mp4(tmp_path, scorer):
+    from baglm_nb.inputs.frame_times import iter_timed_segments
+
+    ts = remux_ts(tmp_path / "videos")
+    info = probe(ts)
+    assert info.timing == "frames" and info.start_s == pytest.approx(1.4)
+    assert "torchcodec reports a duration of 1.02482e+14 s" in info.timing_note
+    assert 29 < info.fps < 31 and abs(info.duration_s - probe(CLIPS / "box.mp4").duration_s) < 0.1
+    ann = write_annotations(tmp_path / "ann", ["box"])  # the MP4's frame count and rate
+    summary = score_dataset("coin", tmp_path / "videos", scorer, root=tmp_path / "cache",
+                            annotations=ann, show_progress=False)  # fmt: skip
+    assert summary["scored"] == ["box"] and summary["failed"] == {}
+    got = ScoreCache.open(summary["cache"]).read_video("box")
+    video = load_dataset("coin", ann)[0]
+    # the MP4 decoded on the same rule (its frames' own timestamps) gives the same frames
+    [(first, frames, times)] = list(iter_timed_segments(CLIPS / "box.mp4", 0.0))
+    assert first == 0 and frames.shape[0] == num_segments(video.num_frames, video.fps) == 7
+    want = scorer.score_segments(frames, video.goal, video.steps)
+    np.testing.assert_array_equal(got.vsg, want.vsg)
+    np.testing.assert_array_equal(got.progress, want.progress)
+
+
+def test_a_file_whose_frames_timing_is_implausible_too_is_refused_with_the_reason(tmp_path, scorer):
+    folder = tmp_path / "videos"
+    folder.mkdir()
+    subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i",
+                    "testsrc=size=64x48:rate=2000", "-t", "3", "-c:v", "mpeg4",
+                    str(folder / "cup.mkv")], check=True, timeout=60)  # fmt: skip
+    ann = write_annotations(tmp_path / "ann", ["cup"])
+    summary = score_dataset("coin", folder, scorer, root=tmp_path / "cache", annotations=ann,
+                            show_progress=False)  # fmt: skip
+    assert summary["scored"] == []
+    why = summary["failed"]["cup"]
+    assert why.startswith(f"{folder / 'cup.mkv'}: implausible timing: torchcodec reports a "
+                          "frame rate of 2000 fps, and its frames' own timestamps give a frame "
+                          "rate of ")  # fmt: skip
+    assert why.endswith(" fps too") and float(why.split()[-3]) > 1000  # 1999.67: ms timestamps
+
+
+def test_any_per_video_failure_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch, capsys):
+    """A MemoryError while scoring one video (the MPEG-TS remux used to raise one) is recorded
+    in failures.json; the next video is scored, and the command says so in one line."""
+    from baglm_nb.apps.cli.main import main
+    from baglm_nb.models import scoring
+
+    videos = tmp_path / "videos"
+    remux_ts(videos)
+    (videos / "cup.mp4").symlink_to(CLIPS / "cup.mp4")
+    real = scoring.score_video
+
+    def out_of_memory_on_cup(path, *args, **kwargs):
+        if Path(path).name == "cup.mp4":
+            raise MemoryError("cannot allocate 1.46 PiB")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(scoring, "score_video", out_of_memory_on_cup)
+    ann = write_annotations(tmp_path / "ann", ["cup", "box"])
+    rc = main(["score", "--dataset", "coin", "--video-dir", str(videos), "--model",
+               "random-init:internvl", "--annotations", str(ann), "--cache-root",
+               str(tmp_path / "cache"), "--no-progress"])  # fmt: skip
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert rc == 1 and summary["scored"] == 1 and "Traceback" not in err
+    why = f"{(videos / 'cup.mp4').resolve()}: MemoryError: cannot allocate 1.46 PiB"
+    assert summary["failed"] == {"cup": why}
+    failures = json.loads((Path(summary["cache"]) / "failures.json").read_text())
+    assert failures == {"cup": why}
+    assert ScoreCache.open(summary["cache"]).uids() == ["box"]

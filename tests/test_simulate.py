@@ -200,3 +200,86 @@ def test_offline_recall_monotone_and_calibrate(htstep60: list[Video]) -> None:
     # the default target is the dataset's off-the-shelf R@1 in the paper
     first = calibrate("coin", tol=5.0, videos=load_dataset("coin")[:40])
     assert first.target == paper_value("off_the_shelf", "coin")
+
+
+# --------------------------------------------------------------------------------------------
+# noise_corr: temporally correlated noise (AR(1) across segments)
+
+#: sha256 of (vsg, progress) bytes of each dataset's first video at the calibrated defaults,
+#: computed by the code before ``noise_corr`` existed (main at 01a08a7): the default must not
+#: change a bit (the prepared caches and the CSV tables are built from these arrays).
+BEFORE_NOISE_CORR = {
+    "htstep": "0889d0db8a15b21c94e5c3916bf92f5bf2dd3bb34f5064d3f1cf88466a084248",
+    "crosstask": "128170bc956d6333d5a44eeb8f8b5da1477b998f40d4663e535b41f8375aa983",
+    "ego4d_goalstep": "07be745f10ef6f779cf344a6550bb800ac4b9c428199af5988978ac207b3df4d",
+    "coin": "eab5035e7e9c9d9ebc529247c39844b750945ee7c8838cb6bbe0c784f7a7d2b2",
+}
+
+
+@pytest.mark.parametrize("dataset", sorted(BEFORE_NOISE_CORR))
+def test_noise_corr_zero_is_the_iid_simulation_bit_for_bit(dataset) -> None:
+    import hashlib
+
+    from baglm_nb.core.simulate import cache_key, default_params
+
+    video = load_dataset(dataset)[0]
+    for params in (None, default_params(dataset, noise_corr=0.0)):
+        sim = simulate_video(video, params)
+        digest = hashlib.sha256(sim.vsg.tobytes() + sim.progress.tobytes()).hexdigest()
+        assert digest == BEFORE_NOISE_CORR[dataset]
+    assert "corr" not in cache_key(dataset).prompt_version
+    assert cache_key(dataset, default_params(dataset, noise_corr=0.8)).prompt_version.endswith(
+        "_corr0.8")  # fmt: skip
+
+
+def _long_video(seconds: int) -> Video:
+    """No annotated step: every segment is none, so the VSG logits are the noise alone."""
+    return Video(dataset="htstep", uid="long", task="t", group="g", goal="goal", llm_goal="goal",
+                 steps=("a", "b", "c"), segments=(), fps=1.0, num_frames=seconds,
+                 duration=float(seconds))  # fmt: skip
+
+
+@pytest.mark.parametrize("corr", [0.0, 0.5, 0.8, -0.4])
+def test_noise_corr_is_the_lag1_autocorrelation_and_keeps_the_variance(corr) -> None:
+    from baglm_nb.core.simulate import ar1
+
+    x = ar1(np.random.default_rng(1).standard_normal((40_000, 3)), corr)
+    r1 = np.mean([np.corrcoef(x[:-1, i], x[1:, i])[0, 1] for i in range(3)])
+    assert abs(r1 - corr) < 0.02 and abs(x.var() - 1.0) < 0.03
+    # in the simulation: with signal 0, log-probability differences are eps_a - eps_b
+    params = SimulationParams(signal=0.0, noise=1.0, noise_corr=corr)
+    sim = simulate_video(_long_video(40_000), params)
+    diff = np.log(sim.vsg[:, 0]) - np.log(sim.vsg[:, 1])
+    assert len(diff) == 20_000
+    assert abs(np.corrcoef(diff[:-1], diff[1:])[0, 1] - corr) < 0.03
+    assert abs(diff.var() - 2.0) < 0.1  # two unit-variance draws, stationary
+
+
+def test_noise_corr_literal_recursion_and_validation() -> None:
+    from baglm_nb.core.simulate import ar1
+
+    x = np.random.default_rng(2).standard_normal((50, 2))
+    y = np.empty_like(x)
+    y[0] = x[0]
+    for s in range(1, 50):
+        y[s] = 0.7 * y[s - 1] + np.sqrt(1 - 0.49) * x[s]
+    assert np.allclose(ar1(x, 0.7), y, rtol=0, atol=1e-12)
+    assert ar1(x, 0.0) is x
+    for bad in (1.0, -1.0, 1.5):
+        with pytest.raises(ValueError, match="noise_corr must be in"):
+            SimulationParams(noise_corr=bad)
+
+
+def test_noise_corr_through_the_observations_setting() -> None:
+    """Notebooks pass it as the simulated source's ``params`` (core.sources)."""
+    from baglm_nb.core import sources
+    from baglm_nb.core.simulate import ILLUSTRATIVE_NOISE_CORR
+
+    params = default_params("htstep", noise_corr=ILLUSTRATIVE_NOISE_CORR)
+    corr = sources.observations("htstep", "simulated", limit=2, params=params)
+    iid = sources.observations("htstep", "simulated", limit=2)
+    uid = corr.uids()[0]
+    assert corr.label == iid.label == "simulated" and corr.uids() == iid.uids()
+    assert corr.vsg[uid].shape == iid.vsg[uid].shape
+    assert not np.array_equal(corr.vsg[uid], iid.vsg[uid])
+    assert np.allclose(corr.vsg[uid].sum(axis=1), 1.0)

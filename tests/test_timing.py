@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from baglm_nb.analyses import timing as T
@@ -74,3 +75,38 @@ def test_timing_tables_never_invent_timings(tmp_path):
     real = T.timing_tables(cache.path)
     assert real["source"] == "lmm:m" and real["dataset"] == "coin"
     assert real["summary"]["total_s"].iloc[0] == pytest.approx(2.0)
+
+
+def test_run_table_names_each_videos_outcome():
+    summary = {"model": "random-init/m", "label": "random-init", "scored": ["a", "c"],
+               "already_cached": ["b"], "rescored_unreadable": ["c"],
+               "failed": {"d": "bad"}}  # fmt: skip
+    table = T.run_table(summary)
+    assert list(table["video"]) == ["b", "a", "c", "d"]
+    assert list(table["outcome"]) == ["already cached", "scored now",
+                                      "rescored (unreadable file)", "failed: bad"]  # fmt: skip
+    assert set(table["label"]) == {"random-init"} and set(table["model"]) == {"random-init/m"}
+
+
+def test_timing_figure_draws_the_run_beside_the_papers_numbers():
+    import matplotlib.pyplot as plt
+
+    from baglm_nb.analyses.timing_figure import timing_figure
+
+    summary = pd.DataFrame({"num_steps": [3, 5], "videos": [2, 1], "segments": [11, 4],
+                            "decode_s": [0.2, 0.3], "vsg_s": [0.5, 0.6],
+                            "progress_s": [0.7, 1.1], "total_s": [1.4, 2.0],
+                            "realtime_share": [1.0, 0.5]})  # fmt: skip
+    fig = timing_figure(summary, "lmm:random-init/m", "title", 2.0)
+    run, paper = fig.axes
+    heights = [p.get_height() for p in run.patches]
+    assert heights == pytest.approx([0.2, 0.3, 0.5, 0.6, 0.7, 1.1])  # stage by stage, by K
+    bottoms = [p.get_y() for p in run.patches]
+    assert bottoms == pytest.approx([0, 0, 0.2, 0.3, 0.7, 0.9])  # stacked
+    expected = [PAPER_TIMING[s] for s in ("decode_s", "vsg_s", "progress_s")]
+    assert [p.get_height() for p in paper.patches] == pytest.approx(expected)
+    assert all(p.get_hatch() == "//" for p in paper.patches)  # paper only: hatched
+    assert "paper only (not run here)" in paper.get_title()
+    assert "random-init" in run.get_title() and "not a real LMM" in run.get_title()
+    assert [t.get_text() for t in run.get_xticklabels()] == ["K = 3", "K = 5"]
+    plt.close(fig)

@@ -87,13 +87,18 @@ def test_filter_controls_change_the_beliefs(explorer):
 def test_binarising_a_0_1_dependency_matrix_is_disabled(explorer):
     """With the oracle D (already 0/1) neither 'binarise D' nor its threshold can change
     anything: both are disabled, with a tooltip that says why."""
+    assert not explorer.binarise.disabled  # the simulated LLaMA's D is soft
+    explorer.deps.value = "oracle"
     assert explorer.binarise.disabled and explorer.threshold.disabled
     assert "already 0/1" in explorer.binarise.tooltip and "oracle" in explorer.binarise.tooltip
     assert "already 0/1" in explorer._labels["threshold"].value
     video = explorer._by_uid[explorer.video.value]
     base = compute_video(video).beliefs
+    base = compute_video(video, deps="oracle").beliefs
     for t in np.arange(0.05, 1.01, 0.05):  # the slider's whole range
-        np.testing.assert_array_equal(compute_video(video, threshold=float(t)).beliefs, base)
+        again = compute_video(video, deps="oracle", threshold=float(t)).beliefs
+        np.testing.assert_array_equal(again, base)
+    explorer.deps.value = "simulated-llm:llama"
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +165,7 @@ def test_every_control_has_a_tooltip_and_a_label(explorer):
         assert widget.tooltip and widget.tooltip != "null", name
         assert f'title="{html.escape(widget.tooltip, quote=True)}"' in label, name
         assert "null" not in label
-    assert len(set(explorer.controls)) == 10
+    assert len(set(explorer.controls)) == 12
 
 
 def test_every_enabled_control_changes_the_plot_or_the_recall(explorer):
@@ -172,6 +177,9 @@ def test_every_enabled_control_changes_the_plot_or_the_recall(explorer):
         "view": "lines",
         "signal": 3.0,
         "segment": 3,
+        "deps": "oracle",
+        "binarise": True,
+        "find": explorer.video.options[1][1],  # narrows the menu to another video
     }
     for name, widget in explorer.controls.items():
         if widget.disabled or name in ("dataset", "video"):
@@ -182,6 +190,7 @@ def test_every_enabled_control_changes_the_plot_or_the_recall(explorer):
         assert (explorer.image.value, explorer.recall.value) != before, name
         widget.value = old
     assert explorer.view.value == "heatmap" and explorer._plot.style == "heatmap"
+    assert len(explorer.video.options) == 4  # the search box emptied: every video again
 
 
 def test_segment_duration_and_dataset_switch(explorer):
@@ -207,6 +216,8 @@ def test_cached_source_disables_the_simulation_sliders():
     assert ex.signal.disabled and ex.segment_duration.disabled
     assert "cached scores (simulated)" in ex.signal.tooltip
     assert "D = matrices" in ex.status.value
+    assert ex.deps.value == "given" and ex.deps.options[0][1] == "given"  # the deps argument
+    assert "D: matrices" in ex._plot.title_text
     before = ex.result.beliefs
     ex.signal.value = 3.0  # no effect on cached scores
     np.testing.assert_array_equal(ex.result.beliefs, before)
@@ -241,3 +252,49 @@ def test_explorer_simulates_each_dataset_with_its_calibrated_signal():
     assert ex.params.signal == CALIBRATED_SIGNAL["coin"]
     assert ex.signal.value == pytest.approx(round(CALIBRATED_SIGNAL["coin"], 2))
     assert "simulated" in ex.status.value
+
+
+def test_d_is_the_tables_by_default_and_every_setting_is_in_the_title(explorer):
+    assert explorer.deps.value == "simulated-llm:llama"
+    assert [v for _, v in explorer.deps.options] == [
+        "simulated-llm:llama", "simulated-llm:gpt", "oracle", "none"]  # fmt: skip
+    title = explorer._plot.title_text
+    assert "simulated observations, not a real model" in title
+    settings = title.split("\n")[1]
+    assert settings.startswith("D: simulated-llm:llama \u00b7 transition: both \u00b7 prior:")
+    assert "stepping: second" in settings and "2-s segments" in settings
+    assert f"signal {explorer.signal.value:.2f}" in settings
+    explorer.deps.value = "simulated-llm:gpt"
+    explorer.transition.value = "static"
+    assert "D: simulated-llm:gpt \u00b7 transition: static" in explorer._plot.title_text
+    assert "D = simulated-llm:gpt" in explorer.status.value
+    explorer.binarise.value = True
+    assert "D: simulated-llm:gpt \u2265 0.50" in explorer._plot.title_text
+    explorer.binarise.value = False
+    explorer.transition.value = "both"
+    explorer.deps.value = "simulated-llm:llama"
+
+
+def test_the_search_box_narrows_the_video_menu():
+    ex = Explorer(["coin", "htstep"], max_videos=4)
+    shown = ex.video.value
+    ex.find.value = "make"  # COIN's tasks: the menu shows the first 4 that match
+    labels = [label for label, _ in ex.video.options]
+    assert len(labels) == 4 and all("make" in label.lower() for label in labels)
+    wanted = [v for v in load_dataset("coin")[4:] if "make" not in v.uid.lower()][-1]
+    ex.find.value = f"{wanted.uid} {wanted.goal.split()[0].upper()}"  # all words, any case
+    assert [u for _, u in ex.video.options] == [wanted.uid]  # beyond the first max_videos
+    assert ex.result.uid == wanted.uid and ex.video.value != shown
+    options = ex.video.options
+    ex.find.value = "no such words anywhere"
+    assert ex.video.options == options and "no video matches" in ex.status.value
+    ex.dataset.value = "htstep"  # a dataset switch empties the search box
+    assert ex.find.value == "" and len(ex.video.options) == 4
+
+
+def test_a_dataset_switch_back_reuses_its_figure(explorer):
+    figure = explorer._plot
+    explorer.dataset.value = "coin"
+    assert explorer._plot is not figure
+    explorer.dataset.value = "htstep"
+    assert explorer._plot is figure  # kept: only its data are redrawn

@@ -10,11 +10,10 @@ Exports :func:`truth_index`, :func:`top_states`, :func:`right_wrong`, :func:`ann
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from baglm_nb.core.evaluation import video_hits
+from baglm_nb.core.online_metrics import truth_states
 from baglm_nb.inputs.datasets import Video
 from baglm_nb.inputs.grid import ground_truth
 
@@ -44,13 +43,10 @@ def runs(values: np.ndarray) -> list[tuple[int, int, int]]:
 def truth_index(video: Video, num_rows: int) -> np.ndarray:
     """The annotated step at each per-second row (T,), K where no step is annotated.
 
-    Rows are those of :func:`~baglm_nb.inputs.grid.ground_truth`; where two annotated steps
-    share a boundary row, the later-starting one is shown.
+    The rule of :func:`baglm_nb.core.online_metrics.truth_states` (the later-starting step
+    where two share a boundary row).
     """
-    out = np.full(num_rows, video.num_steps, dtype=np.int64)
-    for seg in sorted(video.segments, key=lambda s: s.start):
-        out[math.floor(seg.start) : math.ceil(seg.end) + 1] = seg.step_index
-    return out
+    return truth_states(video, num_rows)
 
 
 def top_states(values: np.ndarray) -> np.ndarray:

@@ -4,9 +4,12 @@ The views' axes carry short numbered labels (:func:`short_label`); this table ca
 step texts, when each step is annotated (mm:ss) and one outcome column per method (R@1 hit or
 miss, or for online runs whether the step was announced inside its annotation), plus a note
 on how to read the marks. Drawn as figure texts by :class:`StepLegend`; the outcome cells are
-replaced in place (:meth:`StepLegend.set_status`).
+replaced in place (:meth:`StepLegend.set_status`). The time axes of the views tick at whole
+seconds, minutes or hours (:class:`MMSSLocator`, labelled by :func:`mmss`), and
+:func:`reading_guide` is the caption that says how to read what a view draws.
 
-Exports :data:`STATUS_TEXT`, :class:`StepLegend`, :func:`mmss` and :func:`short_label`.
+Exports :data:`STATUS_TEXT`, :class:`StepLegend`, :class:`MMSSLocator`, :func:`mmss`,
+:func:`set_mmss_axis`, :func:`reading_guide` and :func:`short_label`.
 """
 
 from __future__ import annotations
@@ -15,10 +18,22 @@ import textwrap
 from collections.abc import Sequence
 
 import numpy as np
+from matplotlib.ticker import FuncFormatter, Locator
 
 from baglm_nb.inputs.datasets import Video
 
-__all__ = ["HIT", "MISS", "STATUS_TEXT", "StepLegend", "mmss", "short_label"]
+__all__ = [
+    "HIT",
+    "MISS",
+    "STATUS_TEXT",
+    "MMSSLocator",
+    "StepLegend",
+    "mmss",
+    "mmss_step",
+    "reading_guide",
+    "set_mmss_axis",
+    "short_label",
+]
 
 HIT, MISS = "#1a9850", "#d73027"
 #: The text of each outcome (``belief_data.peak_hits`` / ``announced_status``).
@@ -37,12 +52,102 @@ LINE_IN, LINE_SPACING = 0.17, 1.53
 GROUP_COLOURS = {"hit": HIT, "miss": MISS, "-": "0.5"}
 #: Above this many steps the legend lists the annotated steps only.
 MAX_LISTED_STEPS = 40
+#: Tick spacings of a time axis in seconds: whole seconds, minutes and hours that read on a clock.
+MMSS_STEPS = (1, 2, 5, 10, 15, 20, 30, 60, 120, 300, 600, 900, 1200, 1800, 3600)
 
 
 def mmss(x: float, _pos=None) -> str:
     """Seconds as ``mm:ss`` (a matplotlib tick formatter too)."""
     x = max(float(x), 0.0)
     return f"{int(x // 60):02d}:{int(x % 60):02d}"
+
+
+def mmss_step(span: float, most: int = 12) -> int:
+    """The smallest spacing of :data:`MMSS_STEPS` that puts at most ``most`` + 1 ticks on a time
+    axis ``span`` seconds long (whole hours beyond the list)."""
+    for step in MMSS_STEPS:
+        if span / step <= most:
+            return step
+    return 3600 * int(np.ceil(span / (3600 * most)))
+
+
+class MMSSLocator(Locator):
+    """Ticks of a time axis in seconds at multiples of :func:`mmss_step`: whole seconds, so that
+    no two :func:`mmss` labels are the same (a 4-s clip ticks at 00:00, 00:01, ... 00:04, never
+    00:00, 00:00, 00:01)."""
+
+    def __init__(self, most: int = 12) -> None:
+        self.most = most
+
+    def __call__(self) -> list[float]:
+        return self.tick_values(*self.axis.get_view_interval())
+
+    def tick_values(self, vmin: float, vmax: float) -> list[float]:
+        lo, hi = sorted((max(float(vmin), 0.0), max(float(vmax), 0.0)))
+        step = mmss_step(hi - lo, self.most)
+        first = step * np.ceil(lo / step - 1e-9)
+        return [float(x) for x in np.arange(first, hi + 1e-9, step)]
+
+
+def set_mmss_axis(axis, most: int = 12) -> None:
+    """Tick a matplotlib time axis (seconds) with :class:`MMSSLocator` and :func:`mmss`."""
+    axis.set_major_locator(MMSSLocator(most))
+    axis.set_major_formatter(FuncFormatter(mmss))
+
+
+def reading_guide(
+    style: str,
+    *,
+    truth: bool,
+    announced: bool,
+    annotated: bool | None = None,
+    method: str = "BaGLM",
+) -> str:
+    """How to read a one-panel belief view, describing only what it draws.
+
+    Parameters
+    ----------
+    style : {"heatmap", "lines"}
+        The panel's drawn style (:attr:`BeliefFigure.style`, after ``"auto"`` was resolved).
+    truth : bool
+        Whether the view has a ground truth (outlines or shaded spans, peak marks, the ground-
+        truth strip and right / wrong strips).
+    announced : bool
+        Whether it has the announced-step strip (online runs).
+    annotated : bool, optional
+        Whether an annotated interval falls inside the drawn time span (outlines or shaded
+        spans and peak marks are drawn); default: ``truth``.
+    method : str
+        The panel's method, as the text names it.
+    """
+    if style == "heatmap":
+        top = f"Top: {method}'s belief in each step and in none over time (darker: more probable)"
+        spans = "orange outlines: the annotated intervals"
+    elif style == "lines":
+        top = (f"Top: {method}'s belief in each step over time, one line per step in the colour "
+               "of the steps table, and in none (dashed grey)")  # fmt: skip
+        spans = "shaded spans (in the step's colour): the annotated intervals"
+    else:
+        raise ValueError(f"style must be 'heatmap' or 'lines', got {style!r}")
+    strips = ["the top state at every second"] + (
+        ["the step announced after hysteresis"] if announced else []
+    )
+    if not truth:
+        return (
+            f"{top}. Strips: {' and '.join(strips)}, in the colours of the steps table (grey: "
+            "none, or nothing announced yet). No ground truth: nothing is outlined or marked "
+            "right or wrong."
+        )
+    marks = (
+        f"; {spans}; white dot / red cross: each annotated step's highest belief inside / "
+        "outside its annotation (R@1 hit / miss)"
+        if annotated in (None, True)
+        else "; no step is annotated inside the drawn span, so nothing is outlined"
+    )
+    return (
+        f"{top}{marks}. Strips: the ground truth, {', '.join(strips)}, each with right (green) "
+        "/ wrong (red) under it; numbers are the step numbers of the table."
+    )
 
 
 def short_label(text: str, width: int) -> str:

@@ -40,6 +40,7 @@ from matplotlib.colors import ListedColormap, PowerNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.transforms import ScaledTranslation
 
 from baglm_nb.analyses.belief_data import (
     annotated_intervals,
@@ -57,6 +58,7 @@ from baglm_nb.analyses.belief_legend import (
     MISS,
     StepLegend,
     mmss,
+    set_mmss_axis,
     short_label,
 )
 from baglm_nb.inputs.datasets import Video
@@ -68,6 +70,8 @@ MAX_LINE_STEPS = 5
 #: Above this many steps the axis shows numbers only (the legend lists the annotated steps).
 MAX_LABELLED_STEPS = MAX_LISTED_STEPS
 
+#: Inches between stacked panels: room for a panel's title, 3 points above its top edge.
+PANEL_GAP = 0.36
 NONE_GREY = (0.86, 0.86, 0.86, 1.0)
 OUTLINE = "#ff7f00"
 FONT = 8
@@ -136,6 +140,8 @@ class BeliefFigure:
         ``announced``).
     legend : bool
         Draw the step legend table (leave it out where the page shows the steps itself).
+    title_lines : int
+        Lines kept free for the title (a title's own ``\n`` starts a line; long lines wrap).
 
     Attributes
     ----------
@@ -172,6 +178,7 @@ class BeliefFigure:
         blit: bool = False,
         announced: bool = False,
         legend: bool = True,
+        title_lines: int = 1,
     ) -> None:
         if style not in ("auto", "lines", "heatmap"):
             raise ValueError(f"style must be 'auto', 'lines' or 'heatmap', got {style!r}")
@@ -180,7 +187,7 @@ class BeliefFigure:
             raise ValueError(f"panels must be among {self.PANELS}, got {tuple(panels)}")
         self.panels, self.requested_style = tuple(panels), style
         self.width, self.dpi, self.blit, self.with_announced = width, dpi, blit, announced
-        self.with_legend = legend
+        self.with_legend, self.title_lines = legend, max(1, int(title_lines))
         self.figure = Figure(figsize=(width, 4.0), dpi=dpi)
         FigureCanvasAgg(self.figure)
         self._keyframes = list(keyframes or [])
@@ -225,12 +232,12 @@ class BeliefFigure:
         self._strip_texts: list = []
         self.legend = self._make_legend() if self.with_legend else None
         stack = _Stack(self.width, left=2.35, right=0.8)
-        stack.add("title", 0.42)
+        stack.add("title", 0.42 + 0.17 * (self.title_lines - 1))
         if self._keyframes:
             stack.add("keyframes", 1.25, gap=0.1)
         panel_h = 1.6 if self.style == "lines" else float(np.clip(0.15 * (k + 1), 1.2, 6.0))
         for name in self.panels:
-            stack.add(name, panel_h, gap=0.32)
+            stack.add(name, panel_h, gap=PANEL_GAP)
         strip_rows = self._strip_rows()
         stack.add("strips", 0.2 * sum(h + 0.25 for *_, h in strip_rows), gap=0.3)
         if self.legend:
@@ -317,9 +324,9 @@ class BeliefFigure:
             ax.tick_params(axis="y", labelsize=FONT)
         ax.text(
             0.0,
-            1.03,
+            1.0,
             self.TITLES[ax.get_label()],
-            transform=ax.transAxes,
+            transform=ax.transAxes + ScaledTranslation(0, 3 / 72, self.figure.dpi_scale_trans),
             ha="left",
             va="bottom",
             fontsize=8.5,
@@ -403,8 +410,7 @@ class BeliefFigure:
         ax.set_ylim(y - 0.25, 0)
         ax.set_yticks(centres, labels, fontsize=FONT)
         ax.tick_params(axis="x", labelsize=FONT)
-        ax.xaxis.set_major_locator(MaxNLocator(12))
-        ax.xaxis.set_major_formatter(FuncFormatter(mmss))
+        set_mmss_axis(ax.xaxis)
         ax.annotate(
             "time (mm:ss)",
             (0.5, 0.0),
@@ -460,7 +466,8 @@ class BeliefFigure:
 
     def _set_title(self, title: str) -> None:
         self.title_text = title
-        self._title.set_text(textwrap.fill(title, int(self.width * 11.5)) if title else "")
+        lines = [textwrap.fill(line, int(self.width * 11.5)) for line in title.split("\n")]
+        self._title.set_text("\n".join(lines) if title else "")
 
     def update(
         self,

@@ -8,17 +8,20 @@ table and figure, readable as they are:
   :data:`MAX_ROWS` and every cell without truncation, integers as integers, floats with the
   decimals they need (1 to 3), one missing-value marker :data:`MISSING` for NaN, None, NA and
   empty text, no row index (a meaningful index becomes a column), text left-aligned, the title as
-  the caption.
+  the caption, no ``-0.0`` (a value that rounds to zero prints unsigned), the workbench's column
+  names in words (:data:`HEADERS`), and an optional ``note`` under the table (what agrees with
+  the paper by construction, where the simulation departs from it).
 - :func:`show_figure` saves a figure (:func:`~baglm_nb.analyses.plots.save_figure`: PNG + PDF),
   shows the saved PNG (embedded in the notebook) and closes the figure, so that the inline
-  backend does not show it a second time.
+  backend does not show it a second time; an optional ``note`` is shown under it.
 
-Exports :data:`MISSING`, :data:`MAX_ROWS`, :class:`TableView`, :func:`format_cells`,
-:func:`show_table` and :func:`show_figure`.
+Exports :data:`MISSING`, :data:`MAX_ROWS`, :data:`HEADERS`, :class:`TableView`,
+:func:`header`, :func:`format_cells`, :func:`show_table` and :func:`show_figure`.
 """
 
 from __future__ import annotations
 
+import html
 import math
 import numbers
 import os
@@ -28,7 +31,16 @@ import pandas as pd
 
 from baglm_nb.analyses.plots import save_figure
 
-__all__ = ["MAX_ROWS", "MISSING", "TableView", "format_cells", "show_figure", "show_table"]
+__all__ = [
+    "HEADERS",
+    "MAX_ROWS",
+    "MISSING",
+    "TableView",
+    "format_cells",
+    "header",
+    "show_figure",
+    "show_table",
+]
 
 #: The one marker of a missing value (NaN, None, pd.NA, empty text) in every shown table.
 MISSING = "\u2013"
@@ -41,6 +53,55 @@ MAX_DECIMALS = 3
 
 #: Cells of a column whose longest text is at most this long never wrap in the HTML.
 WRAP_CHARS = 40
+
+
+#: Column names of the workbench's tables, in words (a name not listed is shown as it is).
+HEADERS: dict[str, str] = {
+    "off_the_shelf": "off-the-shelf",
+    "paper_off_the_shelf": "paper: off-the-shelf",
+    "baglm": "BaGLM",
+    "paper_baglm": "paper: BaGLM",
+    "gain": "gain",
+    "paper_gain": "paper: gain",
+    "gain_difference": "gain \u2212 paper gain",
+    "D_diagnostic": "D (diagnostic)",
+    "baglm_diagnostic": "BaGLM (diagnostic)",
+    "gain_diagnostic": "gain (diagnostic)",
+    "paper_static": "paper: static",
+    "paper_readiness": "paper: readiness",
+    "paper_validity": "paper: validity",
+    "paper_both": "paper: both",
+    "paper_order": "paper: order",
+    "paper_pattern": "paper: pattern",
+    "segment_duration": "segment (s)",
+    "num_steps": "steps K",
+    "queries_per_segment": "queries / segment",
+    "violated_pct": "violated (%)",
+    "tasks_violated_pct": "tasks with a violation (%)",
+    "tasks_with_violation": "tasks with a violation",
+    "exact_0_pct": "exactly 0 (%)",
+    "exact_1_pct": "exactly 1 (%)",
+    "graded_pct": "graded (%)",
+    "workbench": "workbench",
+    "lag_s": "lag (s)",
+    "frame_accuracy": "per-second accuracy",
+    "frame_accuracy_on_steps": "accuracy on step seconds",
+    "announce_precision": "announcement precision",
+    "announce_recall": "announcement recall",
+    "announce_f1": "announcement F1",
+    "delay_median_s": "delay median (s)",
+    "delay_p90_s": "delay p90 (s)",
+    "flicker_per_min": "changes / min",
+    "truth_flicker_per_min": "truth changes / min",
+    "detection_pct": "detected (%)",
+    "unedited_videos": "unedited videos",
+    "false_alerts_per_video": "false alerts / unedited video",
+}
+
+
+def header(name: object) -> str:
+    """A column name in words (:data:`HEADERS`), else the name as text."""
+    return HEADERS.get(str(name), str(name))
 
 
 def _missing(value: Any) -> bool:
@@ -71,7 +132,8 @@ def _cell(value: Any, decimals: int | None = None) -> str:
         v = float(value)
         if math.isinf(v):
             return str(v)
-        return f"{v:.{_decimals([v]) if decimals is None else decimals}f}"
+        text = f"{v:.{_decimals([v]) if decimals is None else decimals}f}"
+        return text[1:] if text.startswith("-") and not text.strip("-0.") else text
     return str(value)
 
 
@@ -101,13 +163,13 @@ def format_cells(df: pd.DataFrame | pd.Series) -> pd.DataFrame:
 
     Integer columns (also nullable ``Int64``) and Python integers print as integers; a float
     column prints every value with the fewest decimals (1 to :data:`MAX_DECIMALS`) that show all
-    of them; NaN, None, ``pd.NA`` and empty or blank text print as :data:`MISSING`. A plain
-    integer row index is dropped; any other index becomes the first column(s). Column names
-    become text.
+    of them, never as ``-0.0``; NaN, None, ``pd.NA`` and empty or blank text print as
+    :data:`MISSING`. A plain integer row index is dropped; any other index becomes the first
+    column(s). Column names become text, in words where :data:`HEADERS` has them.
     """
     frame = df.to_frame() if isinstance(df, pd.Series) else df
     frame = _without_index(frame)
-    cells = {str(name): _column(frame.iloc[:, i]) for i, name in enumerate(frame.columns)}
+    cells = {header(name): _column(frame.iloc[:, i]) for i, name in enumerate(frame.columns)}
     if len(cells) != frame.shape[1]:
         raise ValueError(f"duplicate column names: {list(frame.columns)}")
     return pd.DataFrame(cells, index=pd.RangeIndex(len(frame)), dtype=object)
@@ -117,11 +179,13 @@ class TableView:
     """A table as shown in a notebook: full HTML (with the title as caption) and full text.
 
     Built by :func:`show_table`; ``cells`` are the :func:`format_cells` text of the shown rows,
-    ``rows`` the number of rows of the table.
+    ``rows`` the number of rows of the table, ``note`` the line shown under it (or None).
     """
 
-    def __init__(self, cells: pd.DataFrame, title: str | None, rows: int) -> None:
-        self.cells, self.title, self.rows = cells, title, rows
+    def __init__(
+        self, cells: pd.DataFrame, title: str | None, rows: int, note: str | None = None
+    ) -> None:
+        self.cells, self.title, self.rows, self.note = cells, title, rows, note
 
     @property
     def caption(self) -> str | None:
@@ -150,11 +214,37 @@ class TableView:
         )  # fmt: skip
         if self.caption:
             styler = styler.set_caption(self.caption)
-        return styler.to_html(max_rows=len(self.cells) + 1, max_columns=self.cells.shape[1] + 1)
+        page = styler.to_html(max_rows=len(self.cells) + 1, max_columns=self.cells.shape[1] + 1)
+        return page + _note_html(self.note)
 
     def __repr__(self) -> str:
         body = self.cells.to_string(index=False, max_colwidth=None)
-        return f"{self.caption}\n\n{body}" if self.caption else body
+        text = f"{self.caption}\n\n{body}" if self.caption else body
+        return f"{text}\n\n{self.note}" if self.note else text
+
+
+#: The CSS class of the line under a table or figure.
+NOTE_CLASS = "baglm-note"
+
+
+def _note_html(note: str | None) -> str:
+    if not note:
+        return ""
+    style = "font-size: 0.9em; font-style: italic; max-width: 60em; margin-top: 4px;"
+    return f'<p class="{NOTE_CLASS}" style="{style}">{html.escape(note)}</p>'
+
+
+class _Note:
+    """A line shown under a figure (HTML and text)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_html_(self) -> str:
+        return _note_html(self.text)
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 def _is_number_text(text: str) -> bool:
@@ -167,7 +257,9 @@ def _is_number_text(text: str) -> bool:
     return True
 
 
-def show_table(df: pd.DataFrame | pd.Series, title: str | None = None) -> TableView:
+def show_table(
+    df: pd.DataFrame | pd.Series, title: str | None = None, note: str | None = None
+) -> TableView:
     """The table to show in a notebook (end a cell with it): in full, see :func:`format_cells`.
 
     Parameters
@@ -177,6 +269,8 @@ def show_table(df: pd.DataFrame | pd.Series, title: str | None = None) -> TableV
     title : str, optional
         Shown as the table's caption (e.g. the title given to
         :func:`~baglm_nb.analyses.tables.write_table`).
+    note : str, optional
+        One line shown under the table (e.g. from :mod:`baglm_nb.analyses.agreement`).
 
     Returns
     -------
@@ -185,15 +279,15 @@ def show_table(df: pd.DataFrame | pd.Series, title: str | None = None) -> TableV
         :data:`MAX_ROWS` show their first :data:`MAX_ROWS` rows and say so in the caption.
     """
     frame = df.to_frame() if isinstance(df, pd.Series) else df
-    return TableView(format_cells(frame.iloc[:MAX_ROWS]), title, len(frame))
+    return TableView(format_cells(frame.iloc[:MAX_ROWS]), title, len(frame), note)
 
 
-def show_figure(fig, stem: str | os.PathLike) -> None:
+def show_figure(fig, stem: str | os.PathLike, note: str | None = None) -> None:
     """Save ``fig`` as ``<stem>.png`` and ``.pdf``, show the PNG inline and close ``fig``.
 
     The PNG shown is the saved file's bytes, embedded in the notebook (so also in its HTML
     copy), at the figure's size at 100 dpi. Closing the figure keeps Jupyter's inline backend
-    from showing it a second time. Returns nothing, so a cell ending with it prints nothing more.
+    from showing it a second time. ``note`` (optional) is shown under the image. Returns nothing.
     """
     import matplotlib.pyplot as plt
     from IPython.display import Image, display
@@ -201,3 +295,5 @@ def show_figure(fig, stem: str | os.PathLike) -> None:
     png = save_figure(fig, stem)[0]
     display(Image(data=png.read_bytes(), format="png", width=round(fig.get_figwidth() * 100)))
     plt.close(fig)
+    if note:
+        display(_Note(note))

@@ -6,19 +6,24 @@ setting is InternVL2.5-8B + LLaMA-3.3-70B with 2-s segments unless a table says 
 Exports :data:`PAPER` (R@1 per table row and dataset) with :func:`paper_value`,
 :data:`PAPER_STATS`, :data:`PAPER_POSITION`, :data:`PAPER_PROMPT_QUERIES`,
 :data:`PAPER_TIMING`, :data:`PAPER_VIOLATIONS`, :data:`PAPER_LOCALIZATION` with
-:func:`paper_model`.
+:func:`paper_model`, :data:`PAPER_BASELINES` (the other methods of Tab. comparison and Tab. COIN),
+:data:`PAPER_COMPARISON_ORDER`, :data:`PAPER_LMM_NAMES` and :data:`RERUN_MARK`.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "PAPER",
+    "PAPER_BASELINES",
+    "PAPER_COMPARISON_ORDER",
+    "PAPER_LMM_NAMES",
     "PAPER_LOCALIZATION",
     "PAPER_POSITION",
     "PAPER_PROMPT_QUERIES",
     "PAPER_STATS",
     "PAPER_TIMING",
     "PAPER_VIOLATIONS",
+    "RERUN_MARK",
     "paper_model",
     "paper_value",
 ]
@@ -38,6 +43,57 @@ PAPER: dict[str, dict[str, float]] = {
     "oracle_progress": {"htstep": 44.9, "crosstask": 38.6, "ego4d_goalstep": 36.0},
     "oracle_dependency": {"htstep": 54.6, "crosstask": 58.3, "ego4d_goalstep": 45.2},
     "oracle_both": {"htstep": 62.6, "crosstask": 66.9, "ego4d_goalstep": 82.2},
+}
+
+#: The mark of a value the paper's authors obtained by running the method's released code
+#: (the paper's dagger) rather than from the method's own paper.
+RERUN_MARK = "\u2020"
+
+#: The other methods of Tab. comparison (HT-Step, Ego4D Goal-Step, CrossTask) and Tab. COIN,
+#: R@1 in percent (CrossTask: Avg. R@1), in the paper's order: dataset -> ``(setting, method,
+#: value, rerun)``, ``setting`` ``"offline"`` or ``"online"``, ``rerun`` True where the paper
+#: marks the value with a dagger (:data:`RERUN_MARK`). BaGLM's and the off-the-shelf LMM's
+#: values are in :data:`PAPER`.
+PAPER_BASELINES: dict[str, tuple[tuple[str, str, float, bool], ...]] = {
+    "htstep": (
+        ("offline", "TAN*", 30.7, False),
+        ("offline", "VINA", 39.1, False),
+        ("offline", "NaSVA", 53.1, True),
+        ("online", "NaSVA (online)", 46.1, True),
+    ),
+    "crosstask": (
+        ("offline", "Zhukov et al.", 22.4, False),
+        ("offline", "HT100M", 33.6, False),
+        ("offline", "VideoCLIP", 33.9, False),
+        ("offline", "MCN", 35.1, False),
+        ("offline", "DWSA", 35.3, False),
+        ("offline", "MIL-NCE", 40.5, False),
+        ("offline", "VT-TWINS", 40.7, False),
+        ("offline", "UniVL", 42.0, False),
+        ("offline", "VINA", 44.8, False),
+        ("offline", "NaSVA", 46.7, False),
+        ("offline", "MPTVA", 47.9, False),
+    ),
+    "ego4d_goalstep": (
+        ("offline", "VSLNet", 24.3, True),
+        ("offline", "NaSVA", 29.1, True),
+        ("online", "NaSVA (online)", 24.2, True),
+    ),
+    "coin": (
+        ("offline", "NaSVA", 36.8, False),
+        ("online", "NaSVA (online)", 32.1, False),
+    ),
+}
+
+#: The order of the rows of Tab. htstep_ego4d_goalstep (HT-Step and Ego4D share it).
+PAPER_COMPARISON_ORDER: tuple[str, ...] = ("VSLNet", "TAN*", "VINA", "NaSVA", "NaSVA (online)")
+
+#: Display names of the LMMs of the paper's localization table, in its order.
+PAPER_LMM_NAMES: dict[str, str] = {
+    "llava-onevision-7b": "LLaVA-OV-7B",
+    "qwen2.5-vl-7b": "Qwen2.5-VL-7B",
+    "internvl3-8b": "InternVL3-8B",
+    "internvl2.5-8b": "InternVL2.5-8B",
 }
 
 #: Dataset figures as the paper states them (text; "" where it gives none for this split).

@@ -30,25 +30,27 @@ def qualitative_case(
     uid: str,
     *,
     scores: Mapping[str, str | os.PathLike] | None = None,
-    deps: Any = "oracle",
+    deps: Any = sources.SIMULATED_LLM,
     video_dir: str | os.PathLike | None = None,
     keyframes: int = 4,
-    style: str = "auto",
+    style: str = "heatmap",
 ) -> tuple[Any, pd.DataFrame]:
     """One video's belief views (Fig. qualitative) and its row.
 
     Observations come from ``scores[dataset]`` when given, else the simulation; ``deps`` is a
-    deps setting (``"none"`` when it has no source for ``dataset``). Keyframes are decoded from
-    ``<video_dir>/<uid>.<ext>`` at the times
+    deps setting (default ``simulated-llm:llama``, the tables' D; ``"none"`` when it has no
+    source for ``dataset``), named in the figure's title and the row's ``D`` column. Keyframes
+    are decoded from ``<video_dir>/<uid>.<ext>`` at the times
     :func:`~baglm_nb.analyses.belief_data.keyframe_times` picks, when that file exists.
-    ``style`` is the panels' style (:class:`~baglm_nb.analyses.belief_views.BeliefFigure`).
+    ``style`` is the panels' style (:class:`~baglm_nb.analyses.belief_views.BeliefFigure`):
+    heatmaps unless ``"lines"`` (or ``"auto"``) is asked for.
 
     Returns
     -------
     (BeliefFigure, DataFrame)
         The figure (it displays as a PNG in a notebook; save it with
         :func:`~baglm_nb.analyses.plots.save_figure`) and a one-row table ``dataset, video,
-        task, K, baglm, off_the_shelf, keyframes, source`` (per-video R@1 in percent: the flat
+        task, K, baglm, off_the_shelf, keyframes, D, source`` (per-video R@1 in percent: the flat
         mean over the video's evaluable steps) with the video's pairs of both methods as items.
     """
     from baglm_nb.analyses.belief_views import belief_figure, keyframe_times
@@ -66,7 +68,8 @@ def qualitative_case(
     path = find_video_file(video_dir, uid)
     frames = frames_at(path, keyframe_times(beliefs, raw, keyframes)) if path else None
     name = DATASET_NAMES.get(dataset, dataset)
-    what = f"{name} {uid}: {video.goal}"
+    d_label = d.label if d is not None else "none"
+    what = f"{name} {uid}: {video.goal}; D: {d_label}"
     title = title_for(what, obs.label)
     fig = belief_figure(video, beliefs, raw, title=title, keyframes=frames, style=style)
     runs = {"baglm": beliefs, "off_the_shelf": raw}
@@ -82,6 +85,7 @@ def qualitative_case(
             "baglm": r1["baglm"],
             "off_the_shelf": r1["off_the_shelf"],
             "keyframes": len(frames) if frames else 0,
+            "D": d_label,
             "source": obs.label,
         }
     )

@@ -9,7 +9,8 @@ its (video, step) items (:mod:`baglm_nb.analyses.tables`); the paper's values co
 chain. A row whose inputs are missing is a slot row, never a different quantity under the
 paper's label.
 
-Exports :func:`dataset_table`, :func:`main_results_table`, :func:`transition_table` and
+Exports :func:`dataset_table`, :func:`main_results_table`, :func:`comparison_table` (the main
+results with the paper's other methods, offline and online), :func:`transition_table` and
 :func:`oracle_table`.
 """
 
@@ -20,21 +21,29 @@ from typing import Any
 
 import pandas as pd
 
-from baglm_nb.analyses.paper import PAPER_STATS, paper_value
+from baglm_nb.analyses.paper import PAPER_BASELINES, PAPER_STATS, RERUN_MARK, paper_value
 from baglm_nb.analyses.tables import (
     DATASET_NAMES,
     METHOD_NAMES,
     NOT_USED,
     TableBuilder,
+    items_of,
     require_dependencies,
     score_baglm,
     score_raw,
+    with_items,
 )
 from baglm_nb.core import sources
 from baglm_nb.core.observations import Observations
 from baglm_nb.inputs.datasets import DATASETS, dataset_stats
 
-__all__ = ["dataset_table", "main_results_table", "oracle_table", "transition_table"]
+__all__ = [
+    "comparison_table",
+    "dataset_table",
+    "main_results_table",
+    "oracle_table",
+    "transition_table",
+]
 
 #: Columns of the variant tables (transition model, oracles): the baseline beside each row.
 _VARIANT_COLUMNS = (
@@ -80,6 +89,43 @@ def main_results_table(
             method = METHOD_NAMES[key]
             table.add(obs.dataset, method, scored, paper, source=obs.label, groups={"D": label})
     return table.frame()
+
+
+#: The ``note`` of a row that only the paper reports (another paper's method).
+PAPER_ONLY_NOTE = "paper only: reported in the paper, not run here"
+
+#: Added to :data:`PAPER_ONLY_NOTE` where the paper marks the value with its dagger.
+RERUN_NOTE = f" ({RERUN_MARK}: the paper's authors ran the method's released code)"
+
+
+def comparison_table(main: pd.DataFrame) -> pd.DataFrame:
+    """Tab. comparison and Tab. COIN in full: ``main`` with the paper's other methods.
+
+    ``main``: :func:`main_results_table` rows. Per dataset (in ``main``'s order): the paper's
+    offline methods, then the online ones (the paper's online NaSVA, the off-the-shelf LMM,
+    BaGLM), as the paper orders them (:data:`~baglm_nb.analyses.paper.PAPER_BASELINES`). A
+    paper-only row has the paper's value, no workbench value, 0 videos, ``source`` ``"paper"``
+    and the ``note`` :data:`PAPER_ONLY_NOTE`; a ``setting`` column (``offline`` / ``online``)
+    follows ``method``. The items are ``main``'s.
+    """
+    keys = {v: k for k, v in DATASET_NAMES.items()}
+    rows: list[dict] = []
+    for name, part in main.groupby("dataset", sort=False):
+        baselines = PAPER_BASELINES.get(keys.get(str(name), str(name)), ())
+        for setting, method, value, rerun in baselines:
+            note = PAPER_ONLY_NOTE + (RERUN_NOTE if rerun else "")
+            rows.append({"dataset": name, "method": method, "setting": setting,
+                         "workbench": float("nan"), "paper": value, "videos": 0,
+                         "source": "paper", "D": None, "note": note})  # fmt: skip
+        order = [METHOD_NAMES["off_the_shelf"], METHOD_NAMES["baglm"]]
+        ours = part.sort_values("method", key=lambda s: s.map(order.index), kind="stable")
+        for record in ours.to_dict("records"):
+            rows.append({**record, "setting": "online", "note": ""})
+    columns = ["dataset", "method", "setting", *[c for c in main.columns if c not in
+               ("dataset", "method")], "note"]  # fmt: skip
+    table = pd.DataFrame(rows, columns=columns)
+    items = items_of(main)
+    return with_items(table, [items] if items is not None else [])
 
 
 def _variants_table(

@@ -3,9 +3,12 @@
 Timings come from a score cache that recorded them
 (:meth:`baglm_nb.stores.scores.ScoreCache.timings_frame`); without one the table says ``no
 timings available`` and never invents a number. These tables have no (video, step) items.
+:func:`sample_run` makes such a cache on any machine: it scores the sample clips that ship with
+the repository (:mod:`baglm_nb.inputs.samples`) with a tiny random model, and :func:`run_table`
+shows what a scoring run did. The figure is :func:`baglm_nb.analyses.timing_figure.timing_figure`.
 
 Exports :data:`TIMING_ORDER`, :func:`timing_summary`, :func:`timing_table`,
-:func:`timing_tables` and :func:`no_timings_table`.
+:func:`timing_tables`, :func:`no_timings_table`, :func:`sample_run` and :func:`run_table`.
 """
 
 from __future__ import annotations
@@ -19,10 +22,19 @@ import numpy as np
 import pandas as pd
 
 from baglm_nb.analyses.paper import PAPER_TIMING
+from baglm_nb.inputs import samples
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.stores.scores import ScoreCache
 
-__all__ = ["TIMING_ORDER", "no_timings_table", "timing_summary", "timing_table", "timing_tables"]
+__all__ = [
+    "TIMING_ORDER",
+    "no_timings_table",
+    "run_table",
+    "sample_run",
+    "timing_summary",
+    "timing_table",
+    "timing_tables",
+]
 
 #: Timing columns in the order the figure stacks them (others follow, alphabetically).
 TIMING_ORDER = ("decode_s", "vsg_s", "progress_s")
@@ -115,9 +127,13 @@ def timing_table(
     return pd.DataFrame(rows)
 
 
-def timing_tables(folder: str | os.PathLike | None) -> dict[str, Any]:
+def timing_tables(
+    folder: str | os.PathLike | None, annotations: str | os.PathLike | None = None
+) -> dict[str, Any]:
     """Everything notebook ``07_timing`` shows, from a score cache with per-segment timings.
 
+    ``annotations`` is the folder of the annotation file the cache's videos come from (default
+    ``data/annotations``; the sample clips': :func:`baglm_nb.inputs.samples.annotations`).
     Returns a dict with ``table`` (:func:`timing_table`, or :func:`no_timings_table` when
     ``folder`` is None or its cache recorded no timings), ``summary`` (:func:`timing_summary`,
     or None), ``source``, ``dataset``, ``segment_duration`` and ``message`` (what was found).
@@ -142,7 +158,7 @@ def timing_tables(folder: str | os.PathLike | None) -> dict[str, Any]:
             "dataset": key.dataset,
             "message": f"No timings available: {reason}; none are invented.",
         }
-    videos = load_dataset(key.dataset)
+    videos = load_dataset(key.dataset, annotations)
     d = key.segment_duration
     summary = timing_summary(frame, videos, segment_duration=d)
     return {
@@ -175,4 +191,50 @@ def no_timings_table(reason: str) -> pd.DataFrame:
             }
             for stage in ("decode_s", "vsg_s", "progress_s", "total_s")
         ]
+    )
+
+
+def sample_run(
+    model: str = samples.DEFAULT_MODEL, root: str | os.PathLike | None = None
+) -> dict[str, Any]:
+    """Score the sample clips (:mod:`baglm_nb.inputs.samples`) with ``model`` into a cache.
+
+    ``root`` defaults to :func:`baglm_nb.inputs.samples.cache_root`. A clip already in the
+    cache is not scored again (its recorded timings stay). Returns the summary of
+    :func:`baglm_nb.models.scoring.score_dataset`.
+    """
+    from baglm_nb.models.scoring import ScorerSpec, score_dataset
+
+    return score_dataset(
+        samples.DATASET,
+        samples.videos(),
+        ScorerSpec(model),
+        root=samples.cache_root() if root is None else root,
+        annotations=samples.annotations(),
+    )
+
+
+def run_table(summary: dict[str, Any]) -> pd.DataFrame:
+    """One row per video of a scoring run's summary (``score_dataset``'s, ``models.scoring``).
+
+    Columns ``video``, ``outcome`` (``scored now``, ``already cached``, ``rescored (unreadable
+    file)`` or ``failed: <error>``), ``model`` and ``label`` (``random-init`` for a tiny random
+    model).
+    """
+    outcome: dict[str, str] = {}
+    for uid in summary.get("already_cached", []):
+        outcome[uid] = "already cached"
+    for uid in summary.get("scored", []):
+        outcome[uid] = "scored now"
+    for uid in summary.get("rescored_unreadable", []):
+        outcome[uid] = "rescored (unreadable file)"
+    for uid, error in summary.get("failed", {}).items():
+        outcome[uid] = f"failed: {error}"
+    return pd.DataFrame(
+        {
+            "video": list(outcome),
+            "outcome": list(outcome.values()),
+            "model": summary.get("model", ""),
+            "label": summary.get("label", "") or "-",
+        }
     )

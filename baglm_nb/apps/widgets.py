@@ -1,8 +1,11 @@
 """An ipywidgets explorer of one video at a time (notebook ``explore.ipynb``).
 
-Pick a dataset and a video; choose the transition variant, the prior, the stepping and the view
-(heatmap or lines); binarise the dependency matrix at a threshold; move the simulated
-observation quality (signal strength) and the segment duration. Every control has a tooltip;
+Pick a dataset and a video (the menu narrowed by a search box: words of the uid or the task);
+choose the dependency matrix D (a simulated LLM's, the tables' default ``simulated-llm:llama``,
+the oracle chain or none), the transition variant, the prior, the stepping and the view (heatmap
+or lines); binarise D at a threshold; move the simulated observation quality (signal strength)
+and the segment duration. The plot's title names the source, D and every setting. Every control
+has a tooltip;
 one that cannot change anything under the current settings is disabled, its tooltip saying why.
 Every change recomputes that one video (simulate it, or read its cached scores; run the numba
 filter; per-video R@1) and redraws the belief views
@@ -12,7 +15,8 @@ rendering a PNG into an ``ipywidgets.Image``, so it needs no interactive matplot
 works headless (ipympl is not required). A recompute takes tens of milliseconds
 (``benchmarks/widget_latency.py``).
 
-The computation is :func:`compute_video` (no widgets), which the tests drive directly.
+The computation is :func:`~baglm_nb.apps.explorer_compute.compute_video` (no widgets, in
+:mod:`baglm_nb.apps.explorer_compute`, re-exported here), which the tests drive directly.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import html
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import ipywidgets as widgets
@@ -29,21 +33,39 @@ import numpy as np
 
 from baglm_nb.analyses.belief_views import BeliefFigure
 from baglm_nb.analyses.tables import DATASET_NAMES, title_for
+from baglm_nb.apps.explorer_compute import (
+    VideoResult,
+    binarise,
+    compute_video,
+    format_recall,
+    video_recall,
+)
 from baglm_nb.core import sources
-from baglm_nb.core.evaluation import video_hits
-from baglm_nb.core.filtering import TRANSITIONS, run_filter
+from baglm_nb.core.filtering import TRANSITIONS
 from baglm_nb.core.observations import Observations
-from baglm_nb.core.simulate import SimulationParams, default_params, per_second, simulate_video
+from baglm_nb.core.simulate import SimulationParams, default_params
 from baglm_nb.inputs.datasets import Video
 
 __all__ = ["Explorer", "VideoResult", "binarise", "compute_video", "video_recall"]
 
 DEFAULT_DATASETS = ("htstep", "crosstask", "ego4d_goalstep", "coin")
 
+#: The D menu: deps settings (:mod:`baglm_nb.core.sources`) and their labels.
+DEPS_CHOICES = {
+    sources.SIMULATED_LLM: "simulated-llm:llama (the tables' D)",
+    "simulated-llm:gpt": "simulated-llm:gpt",
+    "oracle": "oracle (ground-truth chain)",
+    "none": "none (D = 0)",
+}
+#: The D menu's entry for a ``deps`` argument that is none of :data:`DEPS_CHOICES`.
+GIVEN = "given"
+
 #: The label of each control.
 CONTROL_NAMES = {
     "dataset": "dataset",
     "video": "video",
+    "find": "find video",
+    "deps": "dependencies D",
     "transition": "transition",
     "prior": "prior",
     "stepping": "stepping",
@@ -57,6 +79,10 @@ CONTROL_NAMES = {
 CONTROL_TIPS = {
     "dataset": "The dataset whose annotated videos the video menu offers.",
     "video": "The video shown: uid \u00b7 task (K = its number of candidate steps).",
+    "find": "Narrow the video menu to the videos whose uid or task contains these words (all "
+    "of them, any case; press Enter); empty: every video.",
+    "deps": "The dependency matrix D: a simulated LLM's (LLaMA-3.3-70B, the tables' default; "
+    "GPT-4.1-mini), the ground-truth chain (oracle) or none (D = 0: BaGLM = the LMM's scores).",
     "transition": "BaGLM's transition: static = from the dependency matrix D only; readiness / "
     "validity also weigh each step by its prerequisites' / dependants' progress; both = the "
     "published model.",
@@ -72,113 +98,6 @@ CONTROL_TIPS = {
     "annotated step (higher = a better model).",
     "segment": "Simulated segment length in seconds (the LMM scores one segment at a time).",
 }
-
-
-def binarise(dependency: np.ndarray, threshold: float | None) -> np.ndarray:
-    """``D >= threshold`` as 0/1 floats (the convention of the violations table); ``None``: D.
-
-    The diagonal is thresholded like every other entry.
-    """
-    d = np.asarray(dependency, dtype=np.float64)
-    if threshold is None:
-        return d
-    return (d >= float(threshold)).astype(np.float64)
-
-
-def video_recall(video: Video, beliefs: np.ndarray) -> tuple[float, int, int]:
-    """Per-video R@1: ``(percent, hits, evaluable steps)``; NaN percent without steps."""
-    steps, hits = video_hits(video, beliefs)
-    n = len(steps)
-    return (float(hits.mean() * 100) if n else float("nan")), int(hits.sum()), n
-
-
-@dataclass(frozen=True)
-class VideoResult:
-    """One video's recomputation: beliefs, raw scores and per-video R@1 of both methods."""
-
-    uid: str
-    label: str
-    beliefs: np.ndarray
-    scores: np.ndarray
-    recall_baglm: tuple[float, int, int]
-    recall_off_the_shelf: tuple[float, int, int]
-    seconds: float
-
-
-def compute_video(
-    video: Video,
-    *,
-    rows: tuple[np.ndarray, np.ndarray] | None = None,
-    params: SimulationParams | None = None,
-    label: str = "simulated",
-    deps: Any = "oracle",
-    threshold: float | None = None,
-    transition: str = "both",
-    prior: str = "uniform",
-    stepping: str = "second",
-    next_step: np.ndarray | None = None,
-    precision: str = "float64",
-) -> VideoResult:
-    """Filter one video and score it, the explorer's recompute path (no widgets involved).
-
-    Parameters
-    ----------
-    video : Video
-        The annotated video.
-    rows : (vsg, progress), optional
-        Per-second observation rows (a score cache); without them the video is simulated
-        with ``params`` (label ``simulated``).
-    params : SimulationParams, optional
-        Simulation parameters (default: the calibrated CPU default); their
-        ``segment_duration`` is also the segment length for ``stepping="segment"``.
-    label : str
-        The source label of ``rows``.
-    deps : str, mapping or cache
-        A deps setting of :mod:`baglm_nb.core.sources` (no source: D = 0).
-    threshold : float, optional
-        Binarise D at this threshold (:func:`binarise`); None keeps D as it is.
-    transition, prior, stepping, next_step, precision
-        Passed to :func:`baglm_nb.core.filtering.run_filter` (``precision``: the observations'
-        own, ``float32-published`` on imported files; ``label`` should record it).
-    """
-    start = time.perf_counter()
-    params = SimulationParams() if params is None else params
-    if rows is None:
-        vsg, progress = per_second(simulate_video(video, params))
-        label = "simulated"
-    else:
-        vsg, progress = rows
-    resolved = sources.dependencies(deps, video.dataset)
-    d = binarise(
-        resolved.matrix(video) if resolved else np.zeros((video.num_steps,) * 2), threshold
-    )
-    beliefs = run_filter(
-        vsg,
-        progress,
-        d,
-        transition=transition,
-        prior=prior,
-        next_step=next_step if prior == "next_step" else None,
-        stepping=stepping,
-        segment_duration=int(params.segment_duration),
-        precision=precision,
-    )
-    return VideoResult(
-        uid=video.uid,
-        label=label,
-        beliefs=beliefs,
-        scores=vsg,
-        recall_baglm=video_recall(video, beliefs),
-        recall_off_the_shelf=video_recall(video, vsg),
-        seconds=time.perf_counter() - start,
-    )
-
-
-def _fmt_recall(name: str, recall: tuple[float, int, int]) -> str:
-    value, hits, n = recall
-    if not n:
-        return f"{name}: n/a (no evaluable step)"
-    return f"{name}: {value:.1f}% ({hits}/{n} steps)"
 
 
 class Explorer:
@@ -200,14 +119,19 @@ class Explorer:
         datasets show cached scores (the simulation sliders are then disabled), the others
         simulated ones.
     deps : str or mapping
-        ``"oracle"`` (default), ``"none"``, or dataset -> dependency-cache folder (datasets
-        missing from the mapping use D = 0, and the status line says so).
+        The D menu's first choice: ``"simulated-llm:llama"`` (default), ``"simulated-llm:gpt"``,
+        ``"oracle"``, ``"none"``, or another deps setting, e.g. dataset -> dependency-cache
+        folder (offered as ``given``; datasets missing from a mapping use D = 0, and the status
+        line says so).
     max_videos : int, optional
-        Offer only the first ``max_videos`` videos of a dataset in the video menu.
+        Offer at most ``max_videos`` videos (of those the search box lets through) in the menu.
     params : SimulationParams, optional
         Starting simulation parameters (default: the calibrated CPU default).
     width, dpi
         Width (inches) and resolution of the rendered views.
+    prewarm : bool
+        Visit each dataset once while building (:meth:`_prewarm`): a few seconds more to
+        build, and a dataset switch then redraws an existing figure.
 
     Attributes
     ----------
@@ -227,15 +151,17 @@ class Explorer:
         dataset: str | None = None,
         video: str | None = None,
         scores: Mapping[str, str | os.PathLike | Observations] | None = None,
-        deps: Any = "oracle",
+        deps: Any = sources.SIMULATED_LLM,
         max_videos: int | None = 500,
         params: SimulationParams | None = None,
         width: float = 11.0,
         dpi: float = 100,
+        prewarm: bool = True,
     ) -> None:
         self.datasets = list(datasets)
         self.scores = dict(scores or {})
-        self.deps = deps
+        self._given = None if isinstance(deps, str) and deps in DEPS_CHOICES else deps
+        self._resolved: dict[tuple[str, str], Any] = {}
         self.max_videos = max_videos
         # the simulated source: each dataset's calibrated parameters unless ``params`` is given
         self._calibrated = params is None
@@ -243,14 +169,14 @@ class Explorer:
         self.params = default_params(first) if params is None else params
         self.width, self.dpi = width, dpi
         self._observations: dict[str, Observations] = {}
+        self._plots: dict[tuple[str, str], BeliefFigure] = {}  # (dataset, view) -> figure
         self._plot: BeliefFigure | None = None
-        self._plot_key: tuple | None = None
         self._hold = False
         self.result: VideoResult | None = None
         self.recomputes = 0
 
         first = dataset or self.datasets[0]
-        self._build_controls(first)
+        self._build_controls(first, GIVEN if self._given is not None else deps)
         self.widget = widgets.VBox(
             [self._grid(), self.recall, self.image, self.status],
             layout=widgets.Layout(width="100%"),
@@ -259,19 +185,46 @@ class Explorer:
 
         self._fill_videos(first, video)
         self.dataset.observe(self._on_dataset, names="value")
+        self.find.observe(self._on_find, names="value")
         for name, w in self.controls.items():
-            if name != "dataset":
+            if name not in ("dataset", "find"):
                 w.observe(self._on_change, names="value")
         self._sync_source()
         self.recompute()
+        if prewarm:
+            self._prewarm()
 
-    def _build_controls(self, first: str) -> None:
+    def _prewarm(self) -> None:
+        """Visit every other dataset once, then come back: each dataset's D is resolved and its
+        first video's figure built and drawn, so that a first switch is as quick as a switch
+        back."""
+        first, uid = self.dataset.value, self.video.value
+        for name in self.datasets:
+            if name != first:
+                self.dataset.value = name
+        if self.dataset.value != first:
+            self.dataset.value = first
+        if self.video.value != uid:
+            self._fill_videos(first, uid)
+            self.recompute()
+
+    def _build_controls(self, first: str, deps: str) -> None:
         """The menus, sliders and output widgets (CSS classes for the browser test)."""
         full = widgets.Layout(width="auto", flex="1 1 auto")
         self.dataset = widgets.Dropdown(
             options=[(DATASET_NAMES.get(n, n), n) for n in self.datasets], value=first, layout=full
         )
         self.video = widgets.Dropdown(layout=full)
+        self.find = widgets.Text(
+            placeholder="words of the uid or task, then Enter", continuous_update=False,
+            layout=full,
+        )  # fmt: skip
+        given = [(f"{GIVEN}: the deps argument", GIVEN)] if self._given is not None else []
+        self.deps = widgets.Dropdown(
+            options=given + [(text, key) for key, text in DEPS_CHOICES.items()],
+            value=deps,
+            layout=full,
+        )
         self.transition = widgets.Dropdown(options=list(TRANSITIONS), value="both", layout=full)
         self.prior = widgets.Dropdown(
             options=["uniform", "propagated"], value="uniform", layout=full
@@ -301,6 +254,8 @@ class Explorer:
         self.controls = {
             "dataset": self.dataset,
             "video": self.video,
+            "find": self.find,
+            "deps": self.deps,
             "transition": self.transition,
             "prior": self.prior,
             "stepping": self.stepping,
@@ -368,23 +323,34 @@ class Explorer:
 
     def _videos(self, name: str) -> list[Video]:
         obs = self._obs(name)
-        return sources.select_videos(
-            name, self.max_videos or None, among=None if obs is None else obs.vsg
-        )
+        return sources.select_videos(name, None, among=None if obs is None else obs.vsg)
 
     def _fill_videos(self, name: str, uid: str | None = None) -> None:
-        self._by_uid = {v.uid: v for v in self._videos(name)}
-        options = [
-            (f"{v.uid} \u00b7 {v.goal} (K={v.num_steps})", v.uid) for v in self._by_uid.values()
-        ]
-        if not options:
+        """The video menu of dataset ``name``: the videos the search box lets through."""
+        if getattr(self, "_videos_of", None) != name:
+            self._by_uid = {v.uid: v for v in self._videos(name)}
+            self._labels_of = {
+                u: f"{u} \u00b7 {v.goal} (K={v.num_steps})" for u, v in self._by_uid.items()
+            }
+            self._videos_of = name
+        words = self.find.value.lower().split()
+        shown = [u for u, text in self._labels_of.items()
+                 if all(w in text.lower() for w in words)][: self.max_videos or None]  # fmt: skip
+        if not shown and not words:
             raise ValueError(f"no videos to explore in {name}")
         if uid is not None and uid not in self._by_uid:
             raise ValueError(f"video {uid!r} is not among the offered videos of {name}")
+        if uid is not None and uid not in shown:  # asked for by name: offered first
+            shown = [uid, *shown][: len(shown)]
+        self.found = len(shown)
+        if not shown:  # nothing matches: the menu stays as it was
+            return
+        if uid is None or uid not in shown:
+            uid = self.video.value if self.video.value in shown else shown[0]
         self._hold = True
         try:
-            self.video.options = options
-            self.video.value = uid if uid is not None else options[0][1]
+            self.video.options = [(self._labels_of[u], u) for u in shown]
+            self.video.value = uid
         finally:
             self._hold = False
 
@@ -405,11 +371,34 @@ class Explorer:
         finally:
             self._hold = False
 
+    @property
+    def deps_setting(self) -> Any:
+        """The deps setting the D menu selects (:mod:`baglm_nb.core.sources`)."""
+        return self._given if self.deps.value == GIVEN else self.deps.value
+
     def _deps_for(self, name: str) -> tuple[Any, str]:
-        d = sources.dependencies(self.deps, name)
-        if d is None:
-            return "none", "no dependency cache for this dataset: D = 0"
-        return d, f"D = {d.label}"
+        """``(resolved D or "none", status text)`` of dataset ``name``, resolved once."""
+        key = (str(self.deps.value), name)
+        if key not in self._resolved:
+            d = sources.dependencies(self.deps_setting, name)
+            self._resolved[key] = (
+                ("none", "no dependency cache for this dataset: D = 0")
+                if d is None
+                else (d, f"D = {d.label}")
+            )
+        return self._resolved[key]
+
+    def settings_text(self, deps: Any) -> str:
+        """The settings line of the plot's title: D and every filter and simulation setting."""
+        label = deps.label if isinstance(deps, sources.Dependencies) else str(deps)
+        if self.binarise.value:
+            label += f" \u2265 {float(self.threshold.value):.2f}"
+        parts = [f"D: {label}", f"transition: {self.transition.value}",
+                 f"prior: {self.prior.value}", f"stepping: {self.stepping.value}"]  # fmt: skip
+        if self._obs(self.dataset.value) is None:
+            parts.append(f"signal {float(self.signal.value):.2f}")
+        parts.append(f"{int(self.segment_duration.value)}-s segments")
+        return " \u00b7 ".join(parts)
 
     def control_state(self, video: Video, deps: Any) -> dict[str, str]:
         """Why each currently ineffective control has no effect: ``{name: reason}``.
@@ -451,9 +440,23 @@ class Explorer:
             self._hold, held = True, self._hold
             self.signal.value = round(self.params.signal, 2)
             self._hold = held
+        self._hold, held = True, self._hold
+        self.find.value = ""  # the search box was for the other dataset's videos
+        self._hold = held
         self._fill_videos(change["new"])
         self._sync_source()
         self.recompute()
+
+    def _on_find(self, _change) -> None:
+        """Narrow the video menu; recompute when the video shown had to change."""
+        if self._hold:
+            return
+        before = self.video.value
+        self._fill_videos(self.dataset.value)
+        if self.video.value != before:
+            self.recompute()
+        elif not self.found:
+            self.status.value = html.escape(f"no video matches {self.find.value!r}")
 
     def _on_change(self, _change) -> None:
         if not self._hold:
@@ -498,7 +501,7 @@ class Explorer:
         off = self.control_state(video, deps)
         for control in self.controls:
             self._set_enabled(control, control not in off, off.get(control, ""))
-        self._draw(name, video, result)
+        self._draw(name, video, result, self.settings_text(deps))
         self.seconds = time.perf_counter() - start
         self.status.value = html.escape(
             f"observations: {label}; {deps_text}; {result.beliefs.shape[0]} rows, "
@@ -508,23 +511,25 @@ class Explorer:
         self.recomputes += 1
         return result
 
-    def _draw(self, name: str, video: Video, result: VideoResult) -> None:
-        """Put the result into the belief views and the R@1 line."""
+    def _draw(self, name: str, video: Video, result: VideoResult, settings: str) -> None:
+        """Put the result into the belief views (one figure per dataset and view, kept: a
+        dataset switch back redraws only the data) and the R@1 line."""
         t_rows = result.beliefs.shape[0]
-        key = (name, video.uid, t_rows, self.view.value)
-        if self._plot is None or self._plot.requested_style != self.view.value:
-            self._plot = BeliefFigure(
-                video, t_rows, style=self.view.value, width=self.width, dpi=self.dpi, blit=True
-            )
-        elif self._plot_key != key:
-            self._plot.set_video(video, t_rows)
-        self._plot_key = key
+        plot = self._plots.get((name, self.view.value))
+        if plot is None:
+            plot = BeliefFigure(video, t_rows, style=self.view.value, width=self.width,
+                                dpi=self.dpi, blit=True, title_lines=2)  # fmt: skip
+            self._plots[(name, self.view.value)] = plot
+        elif (getattr(plot.video, "uid", None), plot.num_rows) != (video.uid, t_rows):
+            plot.set_video(video, t_rows)
+        self._plot = plot
         what = f"{DATASET_NAMES.get(name, name)} {video.uid}: {video.goal}"
-        self._plot.update(result.beliefs, result.scores, title_for(what, result.label))
+        title = title_for(what, result.label) + "\n" + settings
+        self._plot.update(result.beliefs, result.scores, title)
         self.image.value = self._plot.png()
         self.recall.value = (
             "<b>R@1 on this video</b> \u2014 "
-            + html.escape(_fmt_recall("BaGLM", result.recall_baglm))
+            + html.escape(format_recall("BaGLM", result.recall_baglm))
             + " \u00b7 "
-            + html.escape(_fmt_recall("off-the-shelf LMM", result.recall_off_the_shelf))
+            + html.escape(format_recall("off-the-shelf LMM", result.recall_off_the_shelf))
         )

@@ -28,6 +28,7 @@ __all__ = [
     "CROSSTASK_SUBSET_SIZE",
     "CROSSTASK_SUBSETS",
     "best_rows",
+    "crosstask_subsets",
     "evaluate",
     "pair_hits",
     "recall_from_hits",
@@ -99,6 +100,16 @@ def pair_hits(
     return pd.DataFrame(cols)
 
 
+def crosstask_subsets(video_order: Sequence[str]) -> list[list[str]]:
+    """CrossTask's 20 random subsets of 1850 uids (``random.seed(0..19)``; all when fewer)."""
+    uids = list(video_order)
+    out = []
+    for seed in range(CROSSTASK_SUBSETS):
+        random.seed(seed)
+        out.append(random.sample(uids, min(CROSSTASK_SUBSET_SIZE, len(uids))))
+    return out
+
+
 def recall_from_hits(dataset: str, hits: pd.DataFrame, video_order: Sequence[str]) -> float:
     """The dataset's R@1 in percent from :func:`pair_hits` rows.
 
@@ -113,11 +124,8 @@ def recall_from_hits(dataset: str, hits: pd.DataFrame, video_order: Sequence[str
     per_video = hits.groupby("video_uid", sort=False).agg(
         hits=("hit", "sum"), pairs=("hit", "size"), task=("task", "first")
     )
-    uids = list(video_order)  # videos without evaluable pairs still take part in the draw
-    values = []
-    for seed in range(CROSSTASK_SUBSETS):
-        random.seed(seed)
-        chosen = random.sample(uids, min(CROSSTASK_SUBSET_SIZE, len(uids)))
+    values = []  # videos without evaluable pairs still take part in the draw
+    for chosen in crosstask_subsets(video_order):
         picked = per_video.reindex(chosen).dropna(subset=["task"])
         per_task = picked.groupby("task")[["hits", "pairs"]].sum()
         values.append((per_task["hits"] / per_task["pairs"]).mean())

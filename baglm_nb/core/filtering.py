@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 from baglm_nb.core.published_numerics import forward32
+from baglm_nb.core.smoothing import likelihoods, smooth
 from baglm_nb.inputs import grid
 
 __all__ = [
@@ -172,8 +173,10 @@ class FilterState:
     def reset(self) -> None:
         """Back to the initial state: uniform belief, no progress seen."""
         n = self.num_steps + 1
-        self._state = np.zeros((3, n))  # belief, state prior, running-max progress (+1 pad)
+        # belief, state prior, running-max progress (+1 pad), the last step's column weights
+        self._state = np.zeros((4, n))
         self._state[:2] = 1.0 / n
+        self._state[3] = 1.0
         self.top = 0
         self.rows = 0
 
@@ -186,6 +189,11 @@ class FilterState:
     def done(self) -> np.ndarray:
         """Running maximum of each step's expected progress (K,) (a view)."""
         return self._state[2, :-1]
+
+    @property
+    def weights(self) -> np.ndarray:
+        """The destination-column weights (K+1,) of the last :meth:`step` (a view)."""
+        return self._state[3]
 
     def step(
         self,
@@ -234,8 +242,9 @@ def _online_rows(static, depx, flags, repeats, obs, prog, div, state):  # pragma
     """Running-max progress, readiness/validity weights and ``repeats`` filter steps.
 
     ``depx`` packs D (K, K) with its row sums in column K and column sums in row K; ``state``
-    rows are belief, state prior and running-max progress; ``flags`` = 4 * mode + 2 * use_div
-    + propagate. Returns the most probable state, or -1 for invalid input.
+    rows are belief, state prior, running-max progress and the weights used (written here);
+    ``flags`` = 4 * mode + 2 * use_div + propagate. Returns the most probable state, or -1 for
+    invalid input.
     """
     k = state.shape[1] - 1
     mode, use_div, propagate = flags // 4, (flags // 2) % 2 == 1, flags % 2 == 1
@@ -254,7 +263,8 @@ def _online_rows(static, depx, flags, repeats, obs, prog, div, state):  # pragma
             e += x * (j / 9.0)
         if e > done[i]:
             done[i] = e
-    weights = np.ones(k + 1)
+    weights = state[3]
+    weights[:] = 1.0
     if mode == 1 or mode == 3:
         for i in range(k):
             if depx[i, k] != 0.0:
@@ -371,6 +381,36 @@ def _validate(vsg, progress, dependency, next_step):
     return v, p, d, n
 
 
+def _check_options(transition, prior, stepping, precision, next_step, smoothing_lag) -> None:
+    """Refuse unknown variants and combinations :func:`run_filter` does not run."""
+    if prior not in PRIORS:
+        raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
+    if stepping not in STEPPINGS:
+        raise ValueError(f"stepping must be one of {STEPPINGS}, got {stepping!r}")
+    if transition not in TRANSITIONS:
+        raise ValueError(f"transition must be one of {TRANSITIONS}, got {transition!r}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if (prior == "next_step") != (next_step is not None):
+        raise ValueError("next_step scores are required with prior='next_step', and only then")
+    if smoothing_lag is not None and (
+        isinstance(smoothing_lag, bool) or int(smoothing_lag) != smoothing_lag or smoothing_lag < 0
+    ):
+        raise ValueError(f"smoothing_lag must be a whole number of seconds >= 0 or None (inf), "
+                         f"got {smoothing_lag!r}")  # fmt: skip
+    if smoothing_lag != 0 and precision == PUBLISHED_PRECISION:
+        raise ValueError(f"smoothing (smoothing_lag={smoothing_lag!r}) runs in float64 only, not "
+                         f"in precision {PUBLISHED_PRECISION!r}")  # fmt: skip
+
+
+def _segments_of(lag: int | None, segment_duration: int) -> int | None:
+    """A smoothing lag in seconds as whole segments (``stepping="segment"``)."""
+    if lag is not None and lag % segment_duration:
+        raise ValueError(f"with stepping='segment', smoothing_lag ({lag}) must be a multiple of "
+                         f"segment_duration ({segment_duration})")  # fmt: skip
+    return None if lag is None else lag // segment_duration
+
+
 def run_filter(
     vsg: np.ndarray,
     progress: np.ndarray,
@@ -382,8 +422,9 @@ def run_filter(
     stepping: Stepping = "second",
     segment_duration: int = 2,
     precision: Precision = "float64",
+    smoothing_lag: int | None = 0,
 ) -> np.ndarray:
-    """Run BaGLM's Bayesian filter over one video and return beliefs (T, K+1).
+    """Run BaGLM's Bayesian filter (or its fixed-lag smoother) over one video: beliefs (T, K+1).
 
     Parameters
     ----------
@@ -411,30 +452,27 @@ def run_filter(
         operations, whose saturated beliefs (exactly 1.0) tie on several rows so that the
         argmax takes the first of them, as in the published code; inputs are rounded to
         float32 (:mod:`baglm_nb.core.published_numerics`).
+    smoothing_lag : int or None, default 0
+        Seconds of look-ahead ``L``: the belief of second ``t`` given the observations up to
+        second ``t + L`` (:mod:`baglm_nb.core.smoothing`: forward-backward with the filter's
+        own transitions). 0 is the filter, None the offline smoother (``L = inf``). With
+        ``stepping="segment"`` it must be a multiple of ``segment_duration``. float64 only.
 
     Returns
     -------
     (T, K+1) array of posterior beliefs, float64 (float32 with ``"float32-published"``); each
     row sums to 1 (or is zero if every state had zero likelihood).
     """
-    if prior not in PRIORS:
-        raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
-    if stepping not in STEPPINGS:
-        raise ValueError(f"stepping must be one of {STEPPINGS}, got {stepping!r}")
-    if transition not in TRANSITIONS:
-        raise ValueError(f"transition must be one of {TRANSITIONS}, got {transition!r}")
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    if (prior == "next_step") != (next_step is not None):
-        raise ValueError("next_step scores are required with prior='next_step', and only then")
+    _check_options(transition, prior, stepping, precision, next_step, smoothing_lag)
     v, p, d, n = _validate(vsg, progress, dependency, next_step)
-    t_len = v.shape[0]
+    t_len, lag = v.shape[0], smoothing_lag
     if stepping == "segment":
         if segment_duration < 1 or t_len % segment_duration:
             raise ValueError(
                 f"stepping='segment' needs T ({t_len}) to be a multiple of segment_duration "
                 f"({segment_duration})"
             )
+        lag = _segments_of(lag, segment_duration)
         rows = slice(0, t_len, segment_duration)
         v, p = v[rows], p[rows]
         n = None if n is None else n[rows]
@@ -443,8 +481,12 @@ def run_filter(
         out = forward32(v, p, d, transition=transition, next_step=n, propagate=propagate)
     else:
         weights = column_weights(d, p, transition)
+        static = static_transition(d)
         divisor = n if n is not None else np.empty((0, v.shape[1]))
-        out = _forward(static_transition(d), weights, v, divisor, prior == "propagated")
+        out = _forward(static, weights, v, divisor, prior == "propagated")
+        if lag != 0:
+            lik = likelihoods(static, weights, v, n, propagate=prior == "propagated")
+            out = smooth(out, static, weights, lik, lag)
     if stepping == "segment":
         out = grid.per_second(out, segment_duration)
     return out

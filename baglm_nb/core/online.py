@@ -12,12 +12,20 @@ the belief spreads as the model expects over the missed time, the progress memor
 the hysteresis is not fed, so the announced step stays until new evidence. ``gaps="pause"``
 freezes the belief instead.
 
+Fixed-lag smoothing (``smoothing_lag=N`` segments, :class:`FixedLagSmoother`): each segment's
+belief is recomputed from the observations of the ``N`` segments after it, with the filter's own
+transitions (:mod:`baglm_nb.core.smoothing`), and emitted ``N`` segments late (``lag_s`` in its
+estimate); the announcements are then made on the smoothed beliefs. It equals the batch
+fixed-lag smoother of :func:`~baglm_nb.core.filtering.run_filter` with ``smoothing_lag = N *
+segment_duration`` seconds on each segment's last row.
+
 The sources that feed it (files, live streams, replays) are in :mod:`baglm_nb.apps.online`.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,12 +33,27 @@ from typing import Any
 import numpy as np
 
 from baglm_nb.core.filtering import FilterState
+from baglm_nb.core.smoothing import backward_span
 
-__all__ = ["GAP_MODES", "NONE_LABEL", "Estimate", "Hysteresis", "OnlineGrounder"]
+__all__ = [
+    "GAP_MODES",
+    "NONE_LABEL",
+    "Estimate",
+    "FixedLagSmoother",
+    "Hysteresis",
+    "OnlineGrounder",
+    "step_number",
+]
 
 NONE_LABEL = "none"
 #: How :meth:`OnlineGrounder.skip` steps over segments without observations (module docstring).
 GAP_MODES = ("predict", "pause")
+
+
+def step_number(state: int, num_steps: int) -> int | None:
+    """How the event log and the report number a state: steps 1..K in the task's order, None
+    for none (``state`` is the 0-based index, K for none)."""
+    return None if state >= num_steps else state + 1
 
 
 @dataclass(slots=True)
@@ -45,7 +68,8 @@ class Estimate:
     segment's last frame to this estimate; ``marks`` (live sources) ``time.perf_counter()``
     stamps of that frame's arrival and decoding and of the segment's start of scoring, and the
     frame's stream time (``frame_time``) and container timestamp (``frame_pts``), for latency
-    measurements.
+    measurements; ``lag_s`` how many seconds of later video the belief used (fixed-lag
+    smoothing: ``N * segment_duration``; 0 for the filter).
     """
 
     segment: int
@@ -62,15 +86,18 @@ class Estimate:
     source: str = ""
     lag: float = 0.0
     marks: dict[str, float] = field(default_factory=dict)
+    lag_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (one line of the event log)."""
+        """A JSON-ready dict (one line of the event log); ``step`` is the 0-based index (K for
+        none), ``step_number`` the report's number (:func:`step_number`)."""
         return {
             "event": "segment",
             "segment": self.segment,
             "t_start": self.t_start,
             "t_end": self.t_end,
             "step": self.step,
+            "step_number": step_number(self.step, len(self.belief) - 1),
             "step_name": self.step_name,
             "confidence": round(float(self.confidence), 6),
             "announced": self.announced,
@@ -79,6 +106,7 @@ class Estimate:
             "progress": [round(float(x), 6) for x in self.progress],
             "latency": {k: round(float(v), 6) for k, v in self.latency.items()},
             "lag": round(float(self.lag), 6),
+            "lag_s": float(self.lag_s),
             "source": self.source,
         }
 
@@ -119,6 +147,68 @@ class Hysteresis:
         return None
 
 
+class FixedLagSmoother:
+    """Fixed-lag smoothing online: each segment's belief given the next ``lag`` segments.
+
+    :meth:`push` takes a segment's filter belief (after its last row), the column weights and
+    the likelihood its rows used (the same for all its ``repeats`` rows) and an item to carry;
+    once ``lag`` segments have followed a segment, its smoothed belief comes out
+    (:func:`baglm_nb.core.smoothing.backward_span`). :meth:`finish` empties the queue at the end
+    of the video with the observations there are, as the batch smoother does on its last rows.
+    O(lag * repeats * K^2) per segment; ``lag=0`` gives the filter belief back unchanged.
+    """
+
+    def __init__(self, static: np.ndarray, lag: int, repeats: int) -> None:
+        if isinstance(lag, bool) or int(lag) != lag or lag < 0:
+            raise ValueError(f"lag must be a whole number of segments >= 0, got {lag!r}")
+        self.static, self.lag, self.repeats = static, int(lag), int(repeats)
+        self._held: deque = deque()
+
+    def push(
+        self,
+        alpha: np.ndarray,
+        weights: np.ndarray,
+        lik: np.ndarray,
+        item: Any,
+        *,
+        repeats: int | None = None,
+        emit: bool = True,
+    ) -> list[tuple[Any, np.ndarray]]:
+        """Add one segment; returns the ``(item, smoothed belief)`` now due (zero or one).
+
+        ``emit=False`` holds a segment that only contributes its rows (a gap stepped over by
+        prediction) and is never returned.
+        """
+        reps = self.repeats if repeats is None else int(repeats)
+        self._held.append((item, alpha.copy(), weights.copy(), lik.copy(), reps, emit))
+        if self.lag == 0:
+            item, alpha, *_, emit = self._held.popleft()
+            return [(item, alpha)] if emit else []
+        if len(self._held) <= self.lag:
+            return []
+        return self._emit_oldest()
+
+    def finish(self) -> list[tuple[Any, np.ndarray]]:
+        """Every held segment, smoothed with the segments there are after it."""
+        out = []
+        while self._held:
+            out += self._emit_oldest()
+        return out
+
+    def _emit_oldest(self) -> list[tuple[Any, np.ndarray]]:
+        item, alpha, _, _, _, emit = self._held.popleft()
+        if not emit:
+            return []
+        if not self._held:
+            return [(item, backward_span(alpha, self.static, np.zeros((0, len(alpha))),
+                                         np.zeros((0, len(alpha))), np.zeros(0)))]  # fmt: skip
+        later = list(self._held)
+        weights = np.stack([h[2] for h in later])
+        lik = np.stack([h[3] for h in later])
+        reps = np.array([h[4] for h in later], dtype=np.int64)
+        return [(item, backward_span(alpha, self.static, weights, lik, reps))]
+
+
 class OnlineGrounder:
     """Step grounding one segment at a time.
 
@@ -146,6 +236,11 @@ class OnlineGrounder:
         default: ``source``.
     gaps : {"predict", "pause"}
         How :meth:`skip` steps over segments without observations (module docstring).
+    smoothing_lag : int, default 0
+        Segments of fixed-lag smoothing (module docstring; needs ``prior="uniform"``). With
+        ``N > 0``, :meth:`push_scores` returns the filter's estimate and does not feed the
+        hysteresis; the smoothed estimates, ``N`` segments late and announced on, come from
+        :meth:`take_smoothed` and, at the end, :meth:`finish`.
     """
 
     def __init__(
@@ -164,6 +259,7 @@ class OnlineGrounder:
         source: str = "",
         label: str = "",
         gaps: str = "predict",
+        smoothing_lag: int = 0,
     ) -> None:
         if gaps not in GAP_MODES:
             raise ValueError(f"gaps must be one of {GAP_MODES}, got {gaps!r}")
@@ -188,6 +284,12 @@ class OnlineGrounder:
         self.source, self.label = source, label or source
         self.gaps = gaps
         self.segment = 0
+        self.smoother = None
+        if smoothing_lag:
+            if prior != "uniform":
+                raise ValueError(f"smoothing_lag needs prior='uniform', got {prior!r}")
+            self.smoother = FixedLagSmoother(self.state.static, smoothing_lag, self._repeats)
+        self._ready: list[Estimate] = []
         k = len(self.steps)  # warm the compiled kernel now, not on the first live segment
         self.state.step(np.full(k + 1, 1.0), np.full((k, 10), 0.1))
         self.state.reset()
@@ -197,6 +299,9 @@ class OnlineGrounder:
         self.state.reset()
         self.hysteresis.reset()
         self.segment = 0
+        self._ready = []
+        if self.smoother is not None:
+            self.smoother = FixedLagSmoother(self.state.static, self.smoother.lag, self._repeats)
 
     def skip(self, count: int) -> np.ndarray:
         """Step over ``count`` segments without observations; returns the belief (K+1,).
@@ -213,6 +318,12 @@ class OnlineGrounder:
                                  "use gaps='pause'")  # fmt: skip
             k = len(self.steps)
             self.state.step(np.ones(k + 1), np.zeros((k, 10)), repeats=int(count) * self._repeats)
+            if self.smoother is not None:  # the rows count, nothing is emitted for them
+                state = self.state
+                for _ in range(int(count)):
+                    due = self.smoother.push(state.belief, state.weights, np.ones(k + 1), None,
+                                             emit=False)  # fmt: skip
+                    self._smoothed(due)
         self.segment += int(count)
         return self.state.belief.copy()
 
@@ -243,14 +354,43 @@ class OnlineGrounder:
         state = self.state
         belief = state.step(vsg, progress, repeats=self._repeats)
         filter_s = time.perf_counter() - start
-        top = state.top
+        s = self.segment
+        self.segment = s + 1
+        latency = {"decode": decode_s, "score": score_s, "filter": filter_s}
+        if self.smoother is None:
+            return self._estimate(s, belief, state.done.copy(), latency, announce=True)
+        item = (s, state.done.copy(), latency)
+        start = time.perf_counter()
+        due = self.smoother.push(belief, state.weights, np.asarray(vsg, np.float64), item)
+        latency["smooth"] = time.perf_counter() - start
+        self._smoothed(due)
+        return self._estimate(s, belief, item[1], dict(latency), announce=False)
+
+    def take_smoothed(self) -> list[Estimate]:
+        """The smoothed estimates that became due since the last call (``smoothing_lag``)."""
+        ready, self._ready = self._ready, []
+        return ready
+
+    def finish(self) -> list[Estimate]:
+        """At the end of the video: every smoothed estimate still held, then nothing."""
+        if self.smoother is not None:
+            self._smoothed(self.smoother.finish())
+        return self.take_smoothed()
+
+    def _smoothed(self, due: list) -> None:
+        lag_s = float(self.smoother.lag * self.segment_duration)
+        for (s, progress, latency), belief in due:
+            self._ready.append(self._estimate(s, belief, progress, latency, announce=True,
+                                              lag_s=lag_s))  # fmt: skip
+
+    def _estimate(self, s, belief, progress, latency, *, announce: bool, lag_s: float = 0.0):
+        """The estimate of segment ``s``; ``announce`` feeds its top state to the hysteresis."""
+        top = int(np.argmax(belief))
         confidence = float(belief[top])
-        new = self.hysteresis.update(top, confidence)
+        new = self.hysteresis.update(top, confidence) if announce else None
         current = self.hysteresis.current
         names = self._names
         d = self.segment_duration
-        s = self.segment
-        self.segment = s + 1
         return Estimate(
             segment=s,
             t_start=float(s * d),
@@ -259,9 +399,10 @@ class OnlineGrounder:
             step=top,
             step_name=names[top],
             confidence=confidence,
-            progress=state.done.copy(),
+            progress=progress,
             announced=None if new is None else names[new],
             current=None if current is None else names[current],
-            latency={"decode": decode_s, "score": score_s, "filter": filter_s},
+            latency=latency,
             source=self.source,
+            lag_s=lag_s,
         )

@@ -21,10 +21,11 @@ from baglm_nb.core import sources
 from baglm_nb.core.evaluation import best_rows, evaluate
 from baglm_nb.core.filtering import PRECISIONS, run_filter
 from baglm_nb.core.observations import Observations
+from baglm_nb.core.online_metrics import measure
 from baglm_nb.core.oracles import oracle_progress
 from baglm_nb.inputs.datasets import Video
 
-__all__ = ["compare", "precision_agreement", "run_baglm"]
+__all__ = ["compare", "online_quality", "precision_agreement", "run_baglm"]
 
 
 def run_baglm(
@@ -37,12 +38,14 @@ def run_baglm(
     progress: str = "scores",
     videos: list[Video] | None = None,
     progress_bar: bool = False,
+    smoothing_lag: int | None = 0,
 ) -> dict[str, np.ndarray]:
     """Beliefs (T, K+1) for every video of ``obs`` (or of ``videos``, a subset of it).
 
     ``deps`` is any deps setting of :mod:`baglm_nb.core.sources`. ``progress="oracle"``
     replaces the observed progress with the ground-truth fraction of completion (Tab. oracle).
-    ``prior="next_step"`` needs ``obs.next_step``. The filter runs in ``obs.precision``.
+    ``prior="next_step"`` needs ``obs.next_step``. The filter runs in ``obs.precision``;
+    ``smoothing_lag`` (seconds, None for inf) smooths it (float64 only, see ``run_filter``).
     """
     if progress not in ("scores", "oracle"):
         raise ValueError(f"progress must be 'scores' or 'oracle', got {progress!r}")
@@ -67,28 +70,67 @@ def run_baglm(
                 stepping=stepping,
                 segment_duration=obs.segment_duration,
                 precision=obs.precision,
+                smoothing_lag=smoothing_lag,
             )
         except ValueError as exc:  # bad inputs: name the video and the source
             raise ValueError(f"{obs.dataset} video {video.uid!r} ({obs.label}): {exc}") from None
     return beliefs
 
 
-def compare(obs: Observations, deps: Any = "oracle", **kwargs) -> dict[str, Any]:
+def compare(
+    obs: Observations,
+    deps: Any = "oracle",
+    *,
+    online: dict | None = None,
+    **kwargs,
+) -> dict[str, Any]:
     """BaGLM and the off-the-shelf baseline on the same videos, in percent.
 
     Returns ``{"dataset", "source", "precision", "videos", "baglm", "off_the_shelf"}``
-    (``source`` is the observations' label, which records the precision on imported files);
-    keyword arguments go to :func:`run_baglm`.
+    (``source`` is the observations' label, which records the precision on imported files),
+    plus ``"online"`` (:func:`online_quality`) when ``online`` gives its ``threshold`` and
+    ``patience``; other keyword arguments go to :func:`run_baglm`.
     """
     videos = kwargs.pop("videos", None) or obs.videos
     beliefs = run_baglm(obs, deps, videos=videos, **kwargs)
-    return {
+    result = {
         "dataset": obs.dataset,
         "source": obs.label,
         "precision": obs.precision,
         "videos": len(beliefs),
         "baglm": evaluate(obs.dataset, beliefs, videos),
         "off_the_shelf": evaluate(obs.dataset, {u: obs.vsg[u] for u in beliefs}, videos),
+    }
+    if online is not None:
+        lag = kwargs.get("smoothing_lag", 0)
+        result["online"] = online_quality(obs, beliefs, videos, smoothing_lag=lag, **online)
+    return result
+
+
+def online_quality(
+    obs: Observations,
+    beliefs: dict[str, np.ndarray],
+    videos: list[Video],
+    *,
+    threshold: float = 0.5,
+    patience: int = 2,
+    smoothing_lag: int | None = 0,
+) -> dict[str, Any]:
+    """The online metrics (:mod:`baglm_nb.core.online_metrics`) of BaGLM's ``beliefs`` (made
+    with ``smoothing_lag`` seconds, None for inf) and of the off-the-shelf model's scores.
+
+    Returns ``{"threshold", "patience", "smoothing_lag_s", "baglm": {...}, "off_the_shelf":
+    {...}}``.
+    """
+    opts = {"segment_duration": obs.segment_duration, "threshold": threshold,
+            "patience": patience}  # fmt: skip
+    raw = {u: obs.vsg[u] for u in beliefs}
+    return {
+        "threshold": threshold,
+        "patience": patience,
+        "smoothing_lag_s": smoothing_lag,
+        "baglm": measure(obs.dataset, videos, beliefs, lag_s=smoothing_lag, **opts),
+        "off_the_shelf": measure(obs.dataset, videos, raw, scores=True, **opts),
     }
 
 

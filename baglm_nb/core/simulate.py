@@ -37,6 +37,16 @@ Generative model (per video, ``S`` segments of ``d = segment_duration`` seconds,
 Randomness: ``np.random.default_rng([seed, zlib.crc32(uid)])`` per video, drawing ``eps``
 (S, K+1), then ``u`` (S,), then ``v`` (S, K), so a video's arrays do not depend on which other
 videos are simulated, and the VSG rows do not depend on the progress model.
+
+**Temporally correlated noise** (``noise_corr = r``, default 0): each of ``eps``, ``u`` and
+``v`` is passed, along the segments, through the stationary AR(1) recursion
+``x'[0] = x[0]``, ``x'[s] = r x'[s-1] + sqrt(1 - r^2) x[s]`` (:func:`ar1`), so every draw keeps
+its N(0, 1) marginal (the calibration of ``signal`` is unchanged in distribution) while the
+lag-1 autocorrelation across segments becomes ``r``. ``r = 0`` skips the recursion: the arrays
+are bit for bit those of the i.i.d. model. No paper number pins ``r``: a real LMM's errors on
+neighbouring 2-s segments are likely correlated (the same confusing view lasts several
+seconds), and ``0.8`` (a correlation time of about ``1 / (1 - r) = 5`` segments) is the
+documented illustrative value (:data:`ILLUSTRATIVE_NOISE_CORR`, ``docs/alerts.md``).
 With ``confusion = 0`` and a fixed seed, each (video, step) hit of the off-the-shelf R@1 is a
 non-decreasing function of ``signal`` (the true rows' probability rises, every other row's falls),
 so :func:`offline_recall` is monotone in ``signal`` and :func:`calibrate` can bisect, as long as
@@ -79,10 +89,12 @@ from baglm_nb.inputs.grid import ground_truth
 
 __all__ = [
     "CALIBRATED_SIGNAL",
+    "ILLUSTRATIVE_NOISE_CORR",
     "LABEL",
     "Calibration",
     "SimulatedScores",
     "SimulationParams",
+    "ar1",
     "calibrate",
     "default_params",
     "offline_recall",
@@ -104,6 +116,9 @@ CALIBRATED_SIGNAL: dict[str, float] = {
     "ego4d_goalstep": 1.3086,
     "coin": 0.8032,
 }
+
+#: A documented non-zero ``noise_corr`` (module docstring); no paper number pins it.
+ILLUSTRATIVE_NOISE_CORR = 0.8
 
 #: The off-step progress models (module docstring, step 4).
 OFF_STEP_PROGRESS = ("noisy", "zero")
@@ -140,6 +155,9 @@ class SimulationParams:
         Seconds per scored segment (rows per segment in the per-second layout).
     sampling_fps : float
         Frame sampling rate that fixes the number of segments.
+    noise_corr : float
+        Lag-1 autocorrelation in (-1, 1) of every noise draw across segments (stationary AR(1),
+        module docstring); 0 (default) is the i.i.d. model, bit for bit.
     """
 
     signal: float = CALIBRATED_SIGNAL["htstep"]
@@ -152,8 +170,11 @@ class SimulationParams:
     seed: int = 0
     segment_duration: int = 2
     sampling_fps: float = 2.0
+    noise_corr: float = 0.0
 
     def __post_init__(self) -> None:
+        if not -1.0 < self.noise_corr < 1.0:
+            raise ValueError(f"noise_corr must be in (-1, 1), got {self.noise_corr}")
         for name in ("noise", "progress_noise", "progress_width"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -292,6 +313,21 @@ def _digits(centre: np.ndarray, width: float) -> np.ndarray:
     return np.where(finite[..., None], dist, point)
 
 
+def ar1(x: np.ndarray, corr: float) -> np.ndarray:
+    """``x`` (S, ...) of i.i.d. N(0, 1) draws made a stationary AR(1) along axis 0.
+
+    ``y[0] = x[0]``, ``y[s] = corr * y[s-1] + sqrt(1 - corr^2) * x[s]``: each ``y[s]`` is
+    N(0, 1) and the lag-1 autocorrelation is ``corr``. ``corr = 0`` returns ``x`` itself.
+    """
+    if corr == 0 or len(x) == 0:
+        return x
+    from scipy.signal import lfilter
+
+    gain = np.sqrt(1.0 - corr * corr)
+    y, _ = lfilter([gain], [1.0, -corr], x, axis=0, zi=((1.0 - gain) * x[:1]))
+    return y
+
+
 def _simulate(
     video: Video, params: SimulationParams, with_progress: bool = True
 ) -> SimulatedScores:
@@ -300,7 +336,8 @@ def _simulate(
     truth, fraction = segment_truth(video, d, params.sampling_fps)
     s_len = truth.shape[0]
     rng = _rng(params, video.uid)
-    logits = params.noise * rng.standard_normal((s_len, k + 1))
+    corr = params.noise_corr
+    logits = params.noise * ar1(rng.standard_normal((s_len, k + 1)), corr)
     rows = np.arange(s_len)
     is_step = truth < k
     bonus = np.where(is_step, params.signal, params.effective_none_signal)
@@ -309,10 +346,10 @@ def _simulate(
         adjacent = _neighbours(video)[truth[is_step]]
         logits[is_step, :k] += params.confusion * params.signal * adjacent
     vsg = _softmax(logits)
-    jitter = rng.standard_normal(s_len)
+    jitter = ar1(rng.standard_normal(s_len), corr)
     progress = np.zeros((s_len, k, 10))
     if with_progress:
-        off_jitter = rng.standard_normal((s_len, k))
+        off_jitter = ar1(rng.standard_normal((s_len, k)), corr)
         if params.off_step_progress == "noisy":
             centre = params.progress_noise * off_jitter
         else:  # "zero": a point mass on digit 0
@@ -514,6 +551,8 @@ def cache_key(dataset: str, params: SimulationParams | None = None):
         f"sim_signal{p.signal:g}_noise{p.noise:g}_conf{p.confusion:g}_none{p.effective_none_signal:g}"
         f"_pn{p.progress_noise:g}_pw{p.progress_width:g}_off{p.off_step_progress}_seed{p.seed}"
     )
+    if p.noise_corr:  # absent at 0, so the i.i.d. caches keep their folders
+        digest += f"_corr{p.noise_corr:g}"
     return ScoreKey(dataset, LABEL, digest, p.segment_duration, p.sampling_fps, source=LABEL)
 
 

@@ -23,17 +23,19 @@ what happens when the consumer is slower than real time:
 * ``"queue"``: every segment is kept (files apply back-pressure: the reader waits).
 
 A stall (no frame for ``timeout`` seconds), a dropped connection or the end of the stream ends
-the reader with an :class:`End`; with ``reconnect=N`` it first reopens the source up to N times
-(per drop), and the lost span becomes a :class:`Gap` (reason ``"reconnect"``).
+the reader with an :class:`End`: an error when the source vanished without sending its end
+(:class:`~baglm_nb.inputs.stream_end.EndWatch`: "the source broke"), not when it sent it. With
+``reconnect=N`` (or ``reconnect_window``) a lost source is first reopened up to N times per loss
+(or until that many seconds after it), after the backoff of
+:func:`~baglm_nb.inputs.stream_end.reconnect_delay`, and the lost span becomes a :class:`Gap`
+(reason ``"reconnect"``). What the reader hands over lives in :mod:`baglm_nb.inputs.live_items`.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,8 @@ import numpy as np
 import torch
 
 from baglm_nb.inputs.grid import StreamGrid
+from baglm_nb.inputs.live_items import LAG_POLICIES, End, Gap, LiveSegment, SegmentBuffer
+from baglm_nb.inputs.stream_end import EndWatch, reconnect_delay
 
 __all__ = [
     "LAG_POLICIES",
@@ -60,10 +64,10 @@ __all__ = [
 
 #: URL schemes that are always live streams.
 LIVE_SCHEMES = frozenset({"rtsp", "rtsps", "rtmp", "rtmps", "udp", "rtp", "srt", "tcp"})
-#: What happens when segments arrive faster than they are consumed (module docstring).
-LAG_POLICIES = ("drop", "queue")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _CAMERA = re.compile(r"^/dev/video\d+$")
+#: What :meth:`LiveReader._read` returns when the source sent its end (no reconnection).
+_SENT_END = "sent its end"
 
 
 class SourceError(RuntimeError):
@@ -216,141 +220,6 @@ def open_live(source: LiveSource, timeout: float = 10.0) -> Any | None:
 
 
 # --------------------------------------------------------------------------------------------
-# What the reader hands over
-
-
-@dataclass(frozen=True)
-class LiveSegment:
-    """One whole segment read from a live source.
-
-    Attributes
-    ----------
-    index : int
-        Segment number on the stream's clock (segment ``s`` spans ``[s * d, (s + 1) * d)``).
-    frames : torch.Tensor
-        uint8 ``(F, 3, H, W)``.
-    times : numpy.ndarray
-        ``(F,)`` each sampled frame's time on the stream's clock (s, 0 = the first frame).
-    t_start, t_end : float
-        The segment's nominal span in seconds.
-    arrived, decoded : float
-        ``time.perf_counter()`` when the packet of the segment's last frame was received, and
-        when that frame was decoded and converted (the segment was then complete).
-    pts : float
-        The container's own timestamp (s) of that frame (for matching it with a sender's log).
-    """
-
-    index: int
-    frames: torch.Tensor
-    times: np.ndarray
-    t_start: float
-    t_end: float
-    arrived: float
-    decoded: float
-    pts: float = math.nan
-
-
-@dataclass(frozen=True)
-class Gap:
-    """Segments ``first .. first + count - 1`` that were not scored, and why.
-
-    ``reason``: ``"lag"`` (skipped to catch up with live, ``lag="drop"``), ``"reconnect"``
-    (the connection was lost), ``"no frames"`` (a hole in the stream's timestamps) or
-    ``"frame size"`` (the frame size changed inside the segment).
-    """
-
-    first: int
-    count: int
-    t_start: float
-    t_end: float
-    reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (one line of the event log)."""
-        return {"event": "gap", "first_segment": self.first, "segments": self.count,
-                "t_start": self.t_start, "t_end": self.t_end, "reason": self.reason}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class End:
-    """The reader stopped: ``error`` False when the source ended, True when it failed."""
-
-    reason: str
-    error: bool
-
-
-class SegmentBuffer:
-    """Segments, gaps and the end, handed from the reader thread to the consumer.
-
-    ``lag="queue"`` hands items over one at a time, oldest first; with ``maxsize`` the reader
-    waits while that many segments are pending (back-pressure, for files). ``lag="drop"``
-    hands over everything pending, with every segment but the newest turned into a ``"lag"``
-    :class:`Gap`.
-    """
-
-    def __init__(self, lag: str = "drop", maxsize: int | None = None) -> None:
-        if lag not in LAG_POLICIES:
-            raise ValueError(f"lag must be one of {LAG_POLICIES}, got {lag!r}")
-        self.lag, self.maxsize = lag, maxsize
-        self._items: deque = deque()
-        self._cond = threading.Condition()
-        self.closed = False
-
-    def pending(self) -> int:
-        """Segments waiting to be taken."""
-        with self._cond:
-            return sum(isinstance(i, LiveSegment) for i in self._items)
-
-    def put(self, item: LiveSegment | Gap | End) -> None:
-        """Add an item (waits while ``maxsize`` segments are pending, until :meth:`close`)."""
-        with self._cond:
-            while self.maxsize and isinstance(item, LiveSegment) and not self.closed:
-                if sum(isinstance(i, LiveSegment) for i in self._items) < self.maxsize:
-                    break
-                self._cond.wait(0.1)
-            self._items.append(item)
-            self._cond.notify_all()
-
-    def take(self, timeout: float | None = None) -> list[LiveSegment | Gap | End]:
-        """The next items in order (empty after ``timeout`` seconds without one)."""
-        with self._cond:
-            if not self._items:
-                self._cond.wait(timeout)
-            if not self._items:
-                return []
-            if self.lag == "queue":
-                item = self._items.popleft()
-                self._cond.notify_all()
-                return [item]
-            items = list(self._items)
-            self._items.clear()
-            self._cond.notify_all()
-        return _drop_all_but_newest(items)
-
-    def close(self) -> None:
-        """Release a reader waiting in :meth:`put`."""
-        with self._cond:
-            self.closed = True
-            self._cond.notify_all()
-
-
-def _drop_all_but_newest(items: list) -> list:
-    """Every segment but the last one becomes a ``"lag"`` gap (adjacent ones merged)."""
-    last = max((i for i, x in enumerate(items) if isinstance(x, LiveSegment)), default=-1)
-    out: list = []
-    for i, item in enumerate(items):
-        if not isinstance(item, LiveSegment) or i == last:
-            out.append(item)
-            continue
-        prev = out[-1] if out else None
-        if isinstance(prev, Gap) and prev.reason == "lag" and prev.first + prev.count == item.index:
-            out[-1] = Gap(prev.first, prev.count + 1, prev.t_start, item.t_end, "lag")
-        else:
-            out.append(Gap(item.index, 1, item.t_start, item.t_end, "lag"))
-    return out
-
-
-# --------------------------------------------------------------------------------------------
 # The reader
 
 
@@ -372,7 +241,10 @@ class LiveReader:
     timeout : float
         Seconds without a frame before the source counts as stalled (and opening's limit).
     reconnect : int
-        Reopen a lost source up to this many times per loss (not a file).
+        Reopen a lost source up to this many times per loss (not a file), waiting
+        :func:`~baglm_nb.inputs.stream_end.reconnect_delay` before each attempt.
+    reconnect_window : float
+        Also keep reopening until this many seconds after the loss (0: ``reconnect`` alone).
     pace : {"fast", "realtime"}
         A file's frames as fast as they decode, or at their own rate (as a camera would).
 
@@ -399,12 +271,16 @@ class LiveReader:
         timeout: float = 10.0,
         reconnect: int = 0,
         pace: str = "fast",
+        reconnect_window: float = 0.0,
     ) -> None:
         if pace not in ("fast", "realtime"):
             raise ValueError(f"pace must be 'fast' or 'realtime', got {pace!r}")
         if not timeout > 0 or int(reconnect) != reconnect or reconnect < 0:
             raise ValueError(f"need timeout > 0 and reconnect >= 0, got {timeout}, {reconnect}")
+        if not reconnect_window >= 0:
+            raise ValueError(f"--reconnect-window must be >= 0 seconds, got {reconnect_window}")
         self.source, self.timeout, self.reconnect, self.pace = source, timeout, reconnect, pace
+        self.reconnect_window = float(reconnect_window)
         self.grid = StreamGrid(segment_duration, sampling_fps)
         self.segment_duration = float(segment_duration)
         paced = source.kind == "file" and pace == "fast"
@@ -444,7 +320,7 @@ class LiveReader:
     # ---------------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        attempts, end = 0, None
+        attempts, end, lost = 0, None, 0.0
         try:
             while not self._stop.is_set():
                 container, self._container = self._container, None
@@ -460,19 +336,26 @@ class LiveReader:
                 finally:
                     if container is not None:
                         container.close()
-                if self.frames_read > before:
-                    attempts = 0  # frames came: the next loss gets N new attempts
+                if self.frames_read > before or attempts == 0:
+                    attempts, lost = 0, time.perf_counter()  # a new loss: N new attempts
                 if self._stop.is_set():
                     return
-                if not self.source.reconnectable or attempts >= self.reconnect:
-                    end = self._end(error, attempts)
+                if error is _SENT_END or not self._retry(attempts, lost):
+                    end = self._end(None if error is _SENT_END else error, attempts)
                     return
                 attempts += 1
-                time.sleep(min(0.5 * attempts, 5.0))
+                self._stop.wait(reconnect_delay(attempts))
         except Exception as exc:  # noqa: BLE001 - the consumer must always get an End
             end = End(f"{self.source.label}: the reader failed ({type(exc).__name__}: {exc})", True)
         finally:
             self.buffer.put(end or End(f"{self.source.label}: stopped", False))
+
+    def _retry(self, attempts: int, lost: float) -> bool:
+        """Whether to reopen the source after ``attempts`` tries since the loss at ``lost``."""
+        if not self.source.reconnectable:
+            return False
+        window = time.perf_counter() - lost < self.reconnect_window
+        return attempts < self.reconnect or window
 
     def _end(self, error: str | None, attempts: int) -> End:
         label = self.source.label
@@ -483,30 +366,41 @@ class LiveReader:
         return End(f"{label}: {error}{tried}", True)
 
     def _read(self, container, *, reconnecting: bool) -> str | None:
-        """Demux and decode until the end (None) or an error (its description)."""
-        import av
-
+        """Demux and decode until the end (:data:`_SENT_END`, or None when the source cannot
+        say) or an error (its description)."""
         stream = container.streams.video[0]
         if stream.average_rate:
             self._period = 1 / float(stream.average_rate)
         base, start = stream.time_base, time.perf_counter()
         self._origin = None
+        with EndWatch(self.source.url, self.source.options.get("rtsp_transport", "tcp")) as watch:
+            error = self._demux(container, stream, base, start, reconnecting, watch)
+            if error is None:  # an end of file: did the source send its end?
+                return watch.broke() or _SENT_END
+        return error
+
+    def _demux(self, container, stream, base, start, reconnecting: bool, watch) -> str | None:
+        """:meth:`_read`'s loop: None at an end of file, else the error's description."""
+        import av
+
         try:
             for packet in container.demux(stream):
                 arrived = time.perf_counter()
+                watch.prune()
                 if self._stop.is_set():
                     return None
-                try:
-                    frames = packet.decode()
-                except av.FFmpegError as exc:  # a damaged packet: a hole in the stream
-                    self.decode_errors += 1
-                    self.last_decode_error = _describe(exc)
-                    continue
-                for frame in frames:
-                    raw = None if frame.pts is None else float(frame.pts * base)
-                    self._frame(frame, self._stream_time(raw, arrived), arrived, start,
-                                reconnecting)  # fmt: skip
-                    reconnecting = False
+                with watch.paused():  # decoding and converting: FFmpeg's usual log level
+                    try:
+                        frames = packet.decode()
+                    except av.FFmpegError as exc:  # a damaged packet: a hole in the stream
+                        self.decode_errors += 1
+                        self.last_decode_error = _describe(exc)
+                        continue
+                    for frame in frames:
+                        raw = None if frame.pts is None else float(frame.pts * base)
+                        self._frame(frame, self._stream_time(raw, arrived), arrived, start,
+                                    reconnecting)  # fmt: skip
+                        reconnecting = False
         except (av.FFmpegError, OSError) as exc:
             if self._stop.is_set():
                 return None
@@ -515,7 +409,7 @@ class LiveReader:
                 return f"no frames for {idle:.1f} s: the stream stalled ({_describe(exc)})"
             if self.source.kind == "file":
                 return f"reading failed ({_describe(exc)})"
-            return f"the connection broke ({_describe(exc)})"
+            return f"the source broke ({_describe(exc)})"
         return None
 
     def _stream_time(self, raw: float | None, wall: float) -> float:
@@ -589,6 +483,7 @@ def live_reader_for(
     pace: str = "fast",
     camera: int | None = None,
     sampling_fps: float = 2.0,
+    reconnect_window: float = 0.0,
 ) -> LiveReader | None:
     """A (not yet started) :class:`LiveReader` of ``source``, or None when it is a file.
 
@@ -610,4 +505,5 @@ def live_reader_for(
         return None
     policy = lag or ("queue" if src.kind == "file" else "drop")
     return LiveReader(src, container, segment_duration=segment_duration, sampling_fps=sampling_fps,
-                      lag=policy, timeout=timeout, reconnect=reconnect, pace=pace)  # fmt: skip
+                      lag=policy, timeout=timeout, reconnect=reconnect, pace=pace,
+                      reconnect_window=reconnect_window)  # fmt: skip

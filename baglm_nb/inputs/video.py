@@ -9,6 +9,10 @@ length of the video.
 * :func:`probe` reads a file's metadata (frame count, fps, size, codec) with torchcodec's exact
   (content-scan) mode, the mode the published JSONs' ``video_num_frames``/``video_fps`` come from.
 * The frame grid itself (which frames, which segments) is :mod:`baglm_nb.inputs.grid`.
+* A file whose reported frame rate or duration is implausible (an MPEG-TS remux with a frame
+  without a timestamp: 4.5e-12 fps) is measured and decoded on its frames' own timestamps
+  instead (:mod:`baglm_nb.inputs.frame_times`; :attr:`VideoInfo.timing` says so), or refused
+  with the reason.
 * :func:`iter_segments` yields :class:`SegmentBatch` es of decoded uint8 frames.
 
 Differences from the published code, on purpose: a frame that fails to decode raises
@@ -37,6 +41,7 @@ import numpy as np
 import torch
 from torchcodec.decoders import VideoDecoder
 
+from baglm_nb.inputs.frame_times import frame_timed_info, implausible, timed_batches
 from baglm_nb.inputs.grid import num_segments, segment_frame_indices
 
 __all__ = [
@@ -102,6 +107,15 @@ class VideoInfo:
         Frame size in pixels.
     codec : str
         The stream's codec name as FFmpeg spells it (``h264``, ``av1``, ...).
+    timing : str
+        ``"container"``: the values above are torchcodec's and the published grid applies;
+        ``"frames"``: torchcodec's were implausible (``timing_note`` says why), so they were
+        measured from the packets' own timestamps and the file is decoded on them
+        (:mod:`baglm_nb.inputs.frame_times`).
+    start_s : float
+        The stream time (s) of the file's clock origin (``"frames"`` timing only).
+    timing_note : str
+        Why the container's timing was not used (empty for ``"container"``).
     """
 
     path: Path
@@ -111,6 +125,9 @@ class VideoInfo:
     width: int
     height: int
     codec: str
+    timing: str = "container"
+    start_s: float = 0.0
+    timing_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -198,19 +215,23 @@ def _open(path: Path | str, device: str = "cpu", num_threads: int = 1) -> VideoD
 def _info(decoder: VideoDecoder, path: Path, allow_truncated: bool) -> VideoInfo:
     m = decoder.metadata
     num_frames, fps = m.num_frames, m.average_fps
-    if not num_frames or fps is None or not fps > 0:
+    if not num_frames:
         raise VideoError(path, f"no decodable video frames (num_frames={num_frames}, fps={fps})")
     header = m.num_frames_from_header
     content = m.num_frames_from_content
-    if not allow_truncated and header and content is not None:
-        # A small excess in the header is common (box.mp4: 456 declared, 455 present); a large
-        # one means the stream's data ends early (a truncated download).
-        if header - content > max(2, 0.01 * header):
-            raise VideoError(
-                path,
-                f"truncated or corrupt: the container declares {header} frames but only "
-                f"{content} are present (pass allow_truncated=True to use the readable part)",
-            )
+    # A small excess in the header is common (box.mp4: 456 declared, 455 present); a large one
+    # means the stream's data ends early (a truncated download).
+    truncated = bool(header and content is not None and header - content > max(2, 0.01 * header))
+    if truncated and not allow_truncated:
+        raise VideoError(
+            path,
+            f"truncated or corrupt: the container declares {header} frames but only "
+            f"{content} are present (pass allow_truncated=True to use the readable part)",
+        )
+    declared = None if truncated else m.duration_seconds_from_header  # shorter, as expected
+    why = implausible(fps, m.duration_seconds, declared)
+    if why:
+        return frame_timed_info(m, path, why)
     duration = m.duration_seconds if m.duration_seconds is not None else num_frames / fps
     return VideoInfo(
         path=path,
@@ -395,6 +416,7 @@ def iter_segments(
     start_segment: int = 0,
     num_threads: int = 1,
     allow_truncated: bool = False,
+    growing: bool = False,
 ) -> Iterator[SegmentBatch]:
     """Decode a video's segments, a batch of segments at a time.
 
@@ -424,6 +446,10 @@ def iter_segments(
         FFmpeg decoding threads (0: FFmpeg's choice).
     allow_truncated : bool, default False
         See :func:`probe`.
+    growing : bool, default False
+        The file is still being written: a file read on its frames' own timestamps
+        (:attr:`VideoInfo.timing` ``"frames"``) then uses only frames that later data cannot
+        precede.
 
     Returns
     -------
@@ -451,6 +477,9 @@ def iter_segments(
     # Errors about the file surface here, at the call, not at the first next().
     cpu_decoder = _open(path, "cpu", num_threads)
     info = _info(cpu_decoder, path, allow_truncated)
+    if info.timing == "frames":
+        return timed_batches(info, segment_duration, sampling_fps, int(batch_segments),
+                             start_segment, growing)  # fmt: skip
     segments = segment_frame_indices(info.num_frames, info.fps, segment_duration, sampling_fps)
     reader = _reader_for(path, dev, num_threads, info, cpu_decoder)
     return _generate(reader, segments, int(start_segment), int(batch_segments), segment_duration)

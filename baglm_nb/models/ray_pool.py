@@ -31,13 +31,14 @@ Exports :class:`RayOptions`, :class:`RayPool`, :class:`Outcome`, :class:`RayEngi
 
 from __future__ import annotations
 
-import logging
 import os
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from baglm_nb.models.ray_connect import CONNECT_TIMEOUT_S, connect
 
 __all__ = ["Outcome", "RayEngine", "RayOptions", "RayPool", "WorkerStartError"]
 
@@ -65,6 +66,9 @@ class RayOptions:
     wait_for_workers
         Start handing out work only once every worker has loaded its model (for timing
         comparisons; by default work starts as soon as the first worker is ready).
+    connect_timeout
+        Seconds to reach and join the cluster at ``address``
+        (:func:`~baglm_nb.models.ray_connect.connect`).
     """
 
     address: str | None = None
@@ -73,8 +77,11 @@ class RayOptions:
     num_cpus_per_worker: float = 1.0
     max_attempts: int = 3
     wait_for_workers: bool = False
+    connect_timeout: float = CONNECT_TIMEOUT_S
 
     def __post_init__(self) -> None:
+        if not self.connect_timeout > 0:
+            raise ValueError(f"--connect-timeout must be > 0 seconds, got {self.connect_timeout}")
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
         if self.workers is not None and self.workers < 1:
@@ -178,9 +185,7 @@ class RayPool:
     # -- life cycle -------------------------------------------------------------------------
     def __enter__(self) -> RayPool:
         ray = _ray()
-        if not ray.is_initialized():
-            ray.init(address=self.options.address, logging_level=logging.WARNING)
-            self._own_ray = True
+        self._own_ray = connect(self.options.address, self.options.connect_timeout)
         try:
             self.workers, self._resources = self._plan(ray.cluster_resources())
             self._cls = ray.remote(_Worker)

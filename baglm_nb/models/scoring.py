@@ -231,10 +231,15 @@ def check_inputs(
 
 
 def score_task(scorer: Any, task: VideoTask, show_progress: bool = False) -> VideoResult:
-    """Score one :class:`VideoTask`: its arrays, or the :class:`VideoError` that is recorded.
+    """Score one :class:`VideoTask`: its arrays, or the error that is recorded.
 
-    Every engine scores through this function; other exceptions propagate.
+    Every engine scores through this function. Any failure of this one video (a decoder's, the
+    model's, ``MemoryError`` included) becomes the result's ``error``, so one bad video never
+    stops a run; only a :class:`~baglm_nb.models.openai_client.ServerError` (the server, not the
+    video, failed) and ``KeyboardInterrupt`` propagate.
     """
+    from baglm_nb.models.openai_client import ServerError
+
     try:
         if not task.found:
             raise VideoError(task.path, "no file for this video uid")
@@ -245,7 +250,19 @@ def score_task(scorer: Any, task: VideoTask, show_progress: bool = False) -> Vid
         )  # fmt: skip
     except (VideoError, ScoringError) as exc:
         return VideoResult(task.uid, error=str(exc))
+    except ServerError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - recorded for this video; the run goes on
+        return VideoResult(task.uid, error=_failure(task, exc))
     return VideoResult(task.uid, vsg, prog, timings)
+
+
+def _failure(task: VideoTask, exc: BaseException) -> str:
+    """The failure record of an unexpected error while scoring ``task``: the file, the type and
+    the first line of the message."""
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0].strip()}" if lines else type(exc).__name__
+    return f"{task.path}: {text[:500]}"
 
 
 # --------------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from baglm_nb.analyses.localization.response import (
 from baglm_nb.analyses.localization.tables import (
     METRIC_NAMES,
     localization_table,
+    model_label,
     windowed_recall_table,
 )
 
@@ -60,6 +61,7 @@ __all__ = [
     "localize",
     "log_response",
     "log_scales",
+    "model_label",
     "windowed_recall",
     "windowed_recall_table",
 ]

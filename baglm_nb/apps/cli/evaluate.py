@@ -10,6 +10,7 @@ from baglm_nb.apps.cli.options import (
     deps_from_args,
     filter_options,
     observations_from_args,
+    smoothing_lag,
 )
 
 
@@ -24,8 +25,20 @@ def register(verbs) -> None:
         "--json",
         action="store_true",
         help="also print the result as JSON, with the number of (video, step) pairs whose best "
-        "row differs between float64 and float32-published",
+        "row differs between float64 and float32-published, and the online metrics",
     )
+    p.add_argument("--smoothing-lag", metavar="L|inf",
+                   help="fixed-lag smoothing: each second's belief from the observations up to "
+                   "L seconds later (0: the filter, the default; inf: the offline smoother); "
+                   "float64 only")  # fmt: skip
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=0.5,
+        help="announcement confidence of the online metrics (as follow's)",
+    )
+    p.add_argument("--patience", type=int, default=2,
+                   help="announcement patience in segments (as follow's)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -62,16 +75,46 @@ def format_table(
     return "\n".join(lines)
 
 
+def format_online(online: dict) -> str:
+    """The online metrics of BaGLM and the off-the-shelf model as a small text table."""
+    from baglm_nb.core.online_metrics import METRIC_KEYS
+
+    lag = online["smoothing_lag_s"]
+    lines = [f"online quality (announcements: threshold {online['threshold']:g}, patience "
+             f"{online['patience']} segments; BaGLM smoothing lag "
+             f"{'inf' if lag is None else f'{lag} s'}):",
+             f"{'metric':<24}  {'BaGLM':>8}  {'off-the-shelf':>13}"]  # fmt: skip
+    for key in METRIC_KEYS:
+        a, b = online["baglm"][key], online["off_the_shelf"][key]
+        lines.append(f"{key:<24}  {a:>8.3f}  {b:>13.3f}")
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the ``evaluate`` verb."""
+    from baglm_nb.core.filtering import PUBLISHED_PRECISION
     from baglm_nb.core.pipeline import compare, precision_agreement
 
+    lag = smoothing_lag(args.smoothing_lag, "--smoothing-lag", allow_inf=True)
+    if args.patience < 1 or not 0.0 <= args.threshold <= 1.0:
+        raise ValueError(f"--patience {args.patience} must be >= 1 and --threshold "
+                         f"{args.threshold:g} in [0, 1]")  # fmt: skip
     obs = observations_from_args(args)
+    if lag != 0 and obs.precision == PUBLISHED_PRECISION:
+        raise ValueError(f"--smoothing-lag {args.smoothing_lag}: smoothing runs in float64 only; "
+                         f"these observations run in {PUBLISHED_PRECISION} (add --precision "
+                         "float64)")  # fmt: skip
+    d = obs.segment_duration
+    if lag and args.stepping == "segment" and lag % d:
+        raise ValueError(f"--smoothing-lag {args.smoothing_lag}: with --stepping segment the lag "
+                         f"must be a multiple of the segment duration ({d} s)")  # fmt: skip
     deps = deps_from_args(args)
-    result = compare(obs, deps, **filter_options(args))
+    online = {"threshold": args.threshold, "patience": args.patience}
+    result = compare(obs, deps, online=online, smoothing_lag=lag, **filter_options(args))
     result["D"] = deps.label
     result["annotated"] = _annotated(args)
     print(format_table(result, args.transition, args.prior, args.stepping, deps.label))
+    print(format_online(result["online"]))
     if args.json:
         result["precision_agreement"] = precision_agreement(obs, deps, **filter_options(args))
         print(json.dumps(result))

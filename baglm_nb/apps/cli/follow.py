@@ -66,6 +66,11 @@ def register(verbs) -> None:
                    choices=["static", "readiness", "validity", "both"])  # fmt: skip
     p.add_argument("--threshold", type=float, default=0.5, help="hysteresis confidence")
     p.add_argument("--patience", type=int, default=2, help="hysteresis segments")
+    p.add_argument("--smoothing-lag", metavar="N",
+                   help="fixed-lag smoothing: each segment's belief from the N segments after "
+                   "it, emitted N segments late (lag_s in the event log); the announcements "
+                   "are made on the smoothed beliefs (default 0: the filter)")  # fmt: skip
+    _add_alert_options(p)
     p.add_argument("--jsonl", help="write the event log here (JSON lines)")
     p.add_argument("--html", help="write a self-contained HTML report here")
     p.add_argument("--trust-remote-code", action="store_true")
@@ -86,10 +91,29 @@ def _add_live_options(p: argparse.ArgumentParser) -> None:
                       "segment and logs the skipped span as a gap (default for live sources); "
                       "'queue' keeps every segment (default for files)")  # fmt: skip
     live.add_argument("--reconnect", type=int, default=0, metavar="N",
-                      help="reopen a lost or stalled live source up to N times (per loss); "
-                      "the lost span is logged as a gap")  # fmt: skip
+                      help="reopen a lost or stalled live source up to N times (per loss), "
+                      "waiting 0.5, 1, 2, 4, then 5 s before each attempt; the lost span is "
+                      "logged as a gap")  # fmt: skip
+    live.add_argument("--reconnect-window", type=float, default=0.0, metavar="SECONDS",
+                      help="keep reopening a lost live source until SECONDS after the loss "
+                      "(e.g. 30 to ride out a server or camera restart)")  # fmt: skip
     live.add_argument("--transport", choices=["tcp", "udp"], default="tcp",
                       help="RTSP transport (default: tcp)")  # fmt: skip
+
+
+def _add_alert_options(p: argparse.ArgumentParser) -> None:
+    """The alert options (:mod:`baglm_nb.core.alerts`)."""
+    from baglm_nb.core.alerts import DEFAULT_THRESHOLD
+
+    alerts = p.add_argument_group("alerts (read from the prerequisites D)")
+    alerts.add_argument("--alerts", action=argparse.BooleanOptionalAction, default=None,
+                        help="warn when a step is announced before a step it needs was seen, "
+                        "and list skipped steps (default: on when the run has a D: a dataset "
+                        "video with --deps other than 'none', or a task file with a "
+                        "'dependency' field)")  # fmt: skip
+    alerts.add_argument("--alert-threshold", type=float, default=DEFAULT_THRESHOLD, metavar="P",
+                        help="step k needs step j when D[k, j] >= P, P in [0, 1] (default: "
+                        f"{DEFAULT_THRESHOLD:g})")  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -162,6 +186,13 @@ def _task_of(args, video):
     return video.goal, video.steps, d, video
 
 
+def _lag(args) -> int:
+    """``--smoothing-lag`` in segments (an ``error:`` line for a bad value)."""
+    from baglm_nb.apps.cli.options import smoothing_lag
+
+    return smoothing_lag(args.smoothing_lag, "--smoothing-lag", allow_inf=False)
+
+
 def _replay_setup(args):
     """The grounder, the per-segment scores and the ground-truth video of a replay."""
     from baglm_nb.core import sources
@@ -186,7 +217,7 @@ def _replay_setup(args):
     grounder = OnlineGrounder(
         None, goal, steps, dep, transition=args.transition, segment_duration=d,
         threshold=args.threshold, patience=args.patience, source=f"replay of {obs.label} scores",
-        label=obs.label,
+        label=obs.label, smoothing_lag=_lag(args),
     )  # fmt: skip
     return grounder, (vsg, progress), truth
 
@@ -221,7 +252,7 @@ def _model_setup(args):
         raise
     grounder = OnlineGrounder(
         scorer, goal, steps, dep, transition=args.transition, threshold=args.threshold,
-        patience=args.patience, source=f"lmm:{args.model}",
+        patience=args.patience, source=f"lmm:{args.model}", smoothing_lag=_lag(args),
     )  # fmt: skip
     return grounder, truth, reader
 
@@ -232,12 +263,13 @@ def _check_source(args):
     from baglm_nb.inputs.live import SourceError, live_reader_for
     from baglm_nb.inputs.video import check_video_file
 
-    if args.reconnect < 0 or not args.timeout > 0:
-        raise ValueError("--reconnect must be >= 0 and --timeout > 0")
+    if args.reconnect < 0 or not args.timeout > 0 or not args.reconnect_window >= 0:
+        raise ValueError("--reconnect and --reconnect-window must be >= 0 and --timeout > 0")
     try:
         reader = live_reader_for(args.source, segment_duration=SEGMENT_DURATION,
                                  live=args.live, lag=args.lag,
                                  timeout=args.timeout, reconnect=args.reconnect,
+                                 reconnect_window=args.reconnect_window,
                                  transport=args.transport, pace=args.pace,
                                  camera=args.camera)  # fmt: skip
     except SourceError as exc:  # a local file or device that is no video: bad input
@@ -261,10 +293,14 @@ def _check_source(args):
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``follow`` verb (errors: :func:`baglm_nb.apps.cli.main.main`'s rule)."""
-    from baglm_nb.apps.online import follow, replay
+    from baglm_nb.apps.online import follow, replay, smoothed
 
+    _lag(args)  # a bad value is refused before anything loads
     ended: list[str] = []
     pressed = threading.Event()
+    if not args.debug:
+        _quiet_libraries()
+    alerts_on, alerts_line = _alert_setting(args)
     if args.replay:
         grounder, scores, truth = _replay_setup(args)
         if grounder is None:
@@ -274,19 +310,40 @@ def run(args: argparse.Namespace) -> int:
         grounder, truth, reader = _model_setup(args)
         stream = follow(reader or args.source, grounder, growing=args.growing,
                         timeout=args.timeout, on_end=ended.append, stop=pressed)  # fmt: skip
+    stream = smoothed(stream, grounder)
     print(f"following {one_line(args.source)} ({grounder.source}); goal: "
           f"{one_line(grounder.goal)}", flush=True)  # fmt: skip
+    monitor, alerts_line = _alert_monitor(args, grounder, alerts_on, alerts_line)
+    print(alerts_line, flush=True)
     with _ctrl_c_sets(pressed):
-        estimates, gaps, reason, interrupted = _consume(stream, args, ended, pressed)
+        estimates, gaps, reason, interrupted = _consume(stream, args, ended, pressed, monitor)
     if args.html:
-        _report(args, grounder, estimates, gaps, truth, reason)
+        _report(args, grounder, estimates, gaps, truth, reason,
+                alerts=None if monitor is None else monitor.raised,
+                alerts_note=alerts_line)  # fmt: skip
     if interrupted:
-        return 130
+        return 128 + getattr(pressed, "signum", signal.SIGINT)  # 130 Ctrl-C, 143 SIGTERM
     if getattr(reason, "failed", False):
         raise RuntimeError(reason)
     if not estimates:
         raise RuntimeError(f"no segment was followed: {reason}")
     return 0
+
+
+def _quiet_libraries() -> None:
+    """Keep the model libraries' deprecation notices (transformers' ``FutureWarning`` and the
+    warnings of its own logger, e.g. "`past_key_values` ... deprecated") out of the terminal:
+    the user cannot act on them. ``--debug`` keeps them; ``TRANSFORMERS_VERBOSITY`` set by the
+    user wins."""
+    import os
+    import warnings
+
+    for category in (FutureWarning, DeprecationWarning):
+        warnings.filterwarnings("ignore", category=category, module=r"(transformers|torch)\b")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    loaded = sys.modules.get("transformers")
+    if loaded is not None and os.environ["TRANSFORMERS_VERBOSITY"] == "error":
+        loaded.logging.set_verbosity_error()  # imported before: it read the variable then
 
 
 def one_line(text, width: int = 80) -> str:
@@ -298,28 +355,32 @@ def one_line(text, width: int = 80) -> str:
 
 @contextmanager
 def _ctrl_c_sets(pressed: threading.Event) -> Iterator[None]:
-    """While following: Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` as usual and also sets
-    ``pressed``, which the follow loops check at every segment and poll. Python drops an
+    """While following: Ctrl-C (SIGINT) and SIGTERM raise ``KeyboardInterrupt`` and set
+    ``pressed`` (its ``signum`` says which), which the follow loops check at every segment and
+    poll, so both end the run with the event log and the report written. Python drops an
     interrupt raised inside a finaliser or a C callback (it only prints it); the flag stays.
     Outside the main thread (no signal handlers there) nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def on_sigint(signum, frame):
+    def on_signal(signum, frame):
+        pressed.signum = signum
         pressed.set()
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    previous = {n: signal.signal(n, on_signal) for n in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for n, handler in previous.items():
+            signal.signal(n, handler)
 
 
-def _consume(stream, args, ended: list[str], pressed: threading.Event):
-    """Print the announcements, the gaps and the status line; returns (estimates, gaps,
-    reason, interrupted)."""
+def _consume(stream, args, ended: list[str], pressed: threading.Event, monitor=None):
+    """Print the announcements, the gaps, the alerts (``monitor``: an
+    :class:`~baglm_nb.core.alerts.AlertMonitor`, or None) and the status line; returns
+    (estimates, gaps, reason, interrupted)."""
     from baglm_nb.apps.online import EventLog, raise_if_stopped
     from baglm_nb.inputs.live import Gap
 
@@ -341,6 +402,10 @@ def _consume(stream, args, ended: list[str], pressed: threading.Event):
                 continue
             estimates.append(item)
             _print_estimate(item, tty)
+            if monitor is not None:
+                _emit_alerts(monitor.feed(item), log, tty)
+        if monitor is not None:  # the video ended (not on Ctrl-C): the skipped steps
+            _emit_alerts(monitor.finish(), log, tty)
     except KeyboardInterrupt:
         interrupted = True
         stream.close()
@@ -349,7 +414,10 @@ def _consume(stream, args, ended: list[str], pressed: threading.Event):
             log.close()
     if tty:
         print()
-    reason = "interrupted (Ctrl-C)" if interrupted else (ended[0] if ended else "source ended")
+    reason = ended[0] if ended else "source ended"
+    if interrupted:
+        sigterm = getattr(pressed, "signum", None) == signal.SIGTERM
+        reason = "terminated (SIGTERM)" if sigterm else "interrupted (Ctrl-C)"
     print(f"{_status(estimates, gaps)}; {reason}", flush=True)
     return estimates, gaps, reason, interrupted
 
@@ -357,8 +425,9 @@ def _consume(stream, args, ended: list[str], pressed: threading.Event):
 def _print_estimate(est, tty: bool) -> None:
     if est.announced:
         end = "\n" if not tty else "\x1b[K\n"
+        late = f" [smoothed: said {est.lag_s:g} s late]" if est.lag_s else ""
         print(f"\r[{est.t_start:7.1f} s] step: {one_line(est.announced)} "
-              f"({est.confidence:.2f})", end=end, flush=True)  # fmt: skip
+              f"({est.confidence:.2f}){late}", end=end, flush=True)  # fmt: skip
     if tty:
         lag = f"  lag {est.lag:.1f} s" if est.marks else ""
         print(f"\r  t={est.t_end:7.1f} s  now: {one_line(est.step_name, 50)} "
@@ -383,13 +452,85 @@ def _status(estimates, gaps) -> str:
     return text
 
 
-def _report(args, grounder, estimates, gaps, truth, reason: str) -> None:
+def _report(
+    args, grounder, estimates, gaps, truth, reason: str, *, alerts=None, alerts_note: str = ""
+) -> None:
     from baglm_nb.analyses.tables import title_for
     from baglm_nb.apps.online.report import write_html_report
 
     title = title_for(f"Online step grounding: {one_line(grounder.goal, 120)}", grounder.label)
     what = f"{truth.dataset} video {truth.uid}" if truth is not None else one_line(args.source)
+    h = grounder.hysteresis
     write_html_report(estimates, grounder.steps, args.html, title=title, video=truth,
                       source=grounder.source, note=f"followed: {what}; {reason}",
-                      gaps=gaps)  # fmt: skip
+                      gaps=gaps, hysteresis=(h.threshold, h.patience), alerts=alerts,
+                      alerts_note=alerts_note)  # fmt: skip
     print(f"report: {args.html}")
+
+
+# --------------------------------------------------------------------------------------------
+# alerts
+
+
+def _no_dependency_reason(args) -> str | None:
+    """Why this run has no D (a task file without 'dependency' or with no prerequisite in it,
+    or --deps none), else None."""
+    from baglm_nb.core.alerts import has_dependencies
+    from baglm_nb.inputs.tasks import load_task
+
+    if args.task:
+        dependency = load_task(args.task).dependency
+        if dependency is None:
+            return f"the task file {args.task} has no 'dependency' field"
+        if not has_dependencies(dependency):
+            return (
+                f"the task file {args.task} has no prerequisite in 'dependency' (all zero "
+                "off the diagonal)"
+            )
+        return None
+    return "--deps none gives no prerequisites" if args.deps == "none" else None
+
+
+def _alert_setting(args) -> tuple[bool, str]:
+    """``(on, the line to print once)`` from ``--alerts`` and the run's D; checked before
+    anything loads. ``--alert-threshold`` outside [0, 1], or ``--alerts`` without a D, is bad
+    input (``ValueError`` naming the flag)."""
+    from baglm_nb.core.alerts import check_level
+
+    check_level("--alert-threshold", args.alert_threshold)
+    missing = _no_dependency_reason(args)
+    if missing and args.alerts:
+        raise ValueError(f"--alerts needs a dependency matrix D, and {missing}")
+    if missing:
+        return False, f"alerts: off ({missing})"
+    if args.alerts is False:
+        return False, "alerts: off (--no-alerts)"
+    return True, f"alerts: on (from D, --alert-threshold {args.alert_threshold:g})"
+
+
+def _alert_monitor(args, grounder, on: bool, line: str):
+    """``(AlertMonitor or None, the line to print)``; a D with no prerequisite gives none."""
+    from baglm_nb.core.alerts import AlertMonitor, has_dependencies
+
+    if not on:
+        return None, line
+    dependency = grounder.state.dependency
+    if not has_dependencies(dependency):
+        if args.alerts:
+            raise ValueError(
+                "--alerts needs a dependency matrix D, and this run's D has no "
+                "prerequisite (all zero off the diagonal)"
+            )
+        return None, "alerts: off (the dependency matrix D is all zero off the diagonal)"
+    monitor = AlertMonitor(dependency, grounder.steps, threshold=args.alert_threshold,
+                           segment_duration=grounder.segment_duration)  # fmt: skip
+    return monitor, line
+
+
+def _emit_alerts(alerts, log, tty: bool) -> None:
+    """Log each alert (an ``alert`` event) and print it on its own line."""
+    for alert in alerts:
+        if log:
+            log.write(alert.to_json())
+        end = "\x1b[K\n" if tty else "\n"
+        print(f"\r[{alert.t:7.1f} s] alert: {alert.message}", end=end, flush=True)

@@ -20,7 +20,8 @@ import traceback
 import warnings
 
 #: The verb modules of this package, each with ``register(verbs)``.
-VERBS = ("stats", "evaluate", "import_files", "simulate", "score", "deps", "localize", "follow")
+VERBS = ("stats", "evaluate", "import_files", "simulate", "score", "deps", "localize", "follow",
+         "alerts")  # fmt: skip
 
 #: Exit status of bad input (argparse's own usage errors exit 2 too).
 EXIT_BAD_INPUT = 2

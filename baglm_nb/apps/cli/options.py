@@ -161,3 +161,26 @@ def stdout_to_stderr(active: bool = True) -> Iterator[None]:
         sys.stderr.flush()
         os.dup2(saved, 1)
         os.close(saved)
+
+
+def smoothing_lag(text: str | None, flag: str, *, allow_inf: bool) -> int | None:
+    """A ``--smoothing-lag`` value: a whole number >= 0, or ``inf`` (None) where allowed.
+
+    Raises ``ValueError`` naming ``flag`` and ``text`` (one ``error:`` line, exit 2).
+    """
+    if text is None:
+        return 0
+    value = str(text).strip()
+    if value.lower() in ("inf", "infinity"):
+        if allow_inf:
+            return None
+        raise ValueError(f"{flag} {text!r}: 'inf' is not allowed here; give a whole number of "
+                         "segments >= 0")  # fmt: skip
+    try:
+        number = int(value)
+    except ValueError:
+        number = None
+    if number is None or number < 0:
+        what = "a whole number >= 0 or 'inf'" if allow_inf else "a whole number >= 0"
+        raise ValueError(f"{flag} {text!r}: must be {what}")
+    return number

@@ -69,6 +69,9 @@ def add_engine_arguments(p: argparse.ArgumentParser, items: str | None) -> None:
     g.add_argument("--address", default=None,
                    help="ray: 'auto' (the cluster of `ray start` on this machine) or HOST:PORT "
                    "of the head node; default: RAY_ADDRESS, else a local Ray instance")  # fmt: skip
+    g.add_argument("--connect-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="ray: seconds to reach and join the cluster at --address before "
+                   "giving up with an error (default 30)")  # fmt: skip
     g.add_argument("--workers", type=int, default=None,
                    help="ray: actors to start (default: as many as fit)")  # fmt: skip
     g.add_argument("--num-gpus-per-worker", type=float, default=None,
@@ -90,6 +93,7 @@ def engine_from_args(args: argparse.Namespace):
     return RayOptions(
         address=args.address, workers=args.workers, num_gpus_per_worker=args.num_gpus_per_worker,
         num_cpus_per_worker=args.num_cpus_per_worker, max_attempts=args.max_attempts,
+        connect_timeout=args.connect_timeout,
     )  # fmt: skip
 
 

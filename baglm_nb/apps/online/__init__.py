@@ -3,14 +3,23 @@
 The grounder itself (:class:`~baglm_nb.core.online.OnlineGrounder`, its estimates and
 hysteresis) is the online core in :mod:`baglm_nb.core.online`; this package feeds it:
 
-* :mod:`.follow`: :func:`follow` (a file, a growing file, a URL, or a live source) and
-  :func:`replay` (a score cache played through the filter);
+* :mod:`.follow`: :func:`follow` (a file, a growing file, a URL, or a live source),
+  :func:`replay` (a score cache played through the filter) and :func:`smoothed` (the
+  estimates of a fixed-lag smoothing grounder, as they become due);
 * :mod:`.live`: :func:`follow_live`, the consumer of :mod:`baglm_nb.inputs.live`'s reader;
 * :mod:`.events`: the JSONL :class:`EventLog` and latency summaries;
 * :mod:`.report`: the self-contained HTML report.
 """
 
 from baglm_nb.apps.online.events import EventLog, median_p99
-from baglm_nb.apps.online.follow import EndReason, follow, raise_if_stopped, replay
+from baglm_nb.apps.online.follow import EndReason, follow, raise_if_stopped, replay, smoothed
 
-__all__ = ["EndReason", "EventLog", "follow", "median_p99", "raise_if_stopped", "replay"]
+__all__ = [
+    "EndReason",
+    "EventLog",
+    "follow",
+    "median_p99",
+    "raise_if_stopped",
+    "replay",
+    "smoothed",
+]

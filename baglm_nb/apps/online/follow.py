@@ -18,7 +18,7 @@ import numpy as np
 
 from baglm_nb.core.online import Estimate, OnlineGrounder
 
-__all__ = ["EndReason", "follow", "raise_if_stopped", "replay"]
+__all__ = ["EndReason", "follow", "raise_if_stopped", "replay", "smoothed"]
 
 
 class EndReason(str):
@@ -54,6 +54,26 @@ def replay(
             due = start + s * grounder.segment_duration / speed
             time.sleep(max(0.0, due - time.perf_counter()))
         yield grounder.push_scores(vsg[s], progress[s])
+
+
+def smoothed(stream: Iterator, grounder: OnlineGrounder) -> Iterator:
+    """``stream``'s items as ``grounder`` emits its estimates: unchanged without smoothing;
+    with ``smoothing_lag=N``, each segment's smoothed estimate ``N`` segments late (other
+    items, such as live gaps, pass at once), and the held ones when the stream ends."""
+    if grounder.smoother is None:
+        yield from stream
+        return
+    try:
+        for item in stream:
+            if isinstance(item, Estimate):
+                yield from grounder.take_smoothed()
+            else:
+                yield item
+        yield from grounder.finish()
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
 
 
 def follow(
@@ -124,6 +144,7 @@ def _follow_file(source, grounder, *, growing, timeout, poll, sampling_fps, devi
                 batch_segments=1,
                 device=device,
                 start_segment=done,
+                growing=growing,
             ):
                 decode_s = batch.decode_s / max(len(batch.frames), 1)
                 for frames in batch.frames:

@@ -40,8 +40,10 @@ def follow_live(
     Yields an :class:`Estimate` per scored segment and a :class:`Gap` per skipped span, in
     stream order. Stops when the reader ends; ``on_end`` receives an :class:`EndReason`
     (``failed`` when the source broke, stalled or could not be reconnected; a count of packets
-    that failed to decode is appended). If nothing arrives for ``2 * timeout + 1`` seconds
-    although the reader did not report a stall itself, the run ends as stalled. Closing the
+    that failed to decode is appended). When no frame has arrived for ``timeout`` seconds
+    (checked every ``_POLL_S``) and the reader may not reconnect, the run ends as stalled here,
+    whatever FFmpeg's own timeouts do (they can take twice as long); a reader that may
+    reconnect gets ``2 * timeout + 1`` seconds to do so. Closing the
     generator (or Ctrl-C) stops the reader. ``stop`` (set by a Ctrl-C handler) raises
     ``KeyboardInterrupt`` at the next poll, at most ``_POLL_S`` later, even on a stalled stream
     and even when Python lost the interrupt itself (one raised inside a finaliser is dropped).
@@ -51,16 +53,18 @@ def follow_live(
                          f"expects {grounder.segment_duration}-s ones")  # fmt: skip
     if not reader.started:
         reader.start()
-    backstop = 2 * reader.timeout + 1
+    may_reconnect = reader.source.reconnectable and (reader.reconnect or reader.reconnect_window)
+    backstop = 2 * reader.timeout + 1 if may_reconnect else reader.timeout
     try:
         while True:
             items = reader.take(_POLL_S)
             raise_if_stopped(stop)
             if not items:
                 idle = time.perf_counter() - reader.activity
-                if idle > backstop:
-                    _finish(reader, End(f"{reader.source.label}: no frames for {idle:.0f} s: "
-                                        "the stream stalled", True), on_end)  # fmt: skip
+                if idle > backstop and reader.source.kind != "file":
+                    _finish(reader, End(f"{reader.source.label}: no frames for {idle:.1f} s "
+                                        f"(--timeout {reader.timeout:g}): the stream stalled",
+                                        True), on_end)  # fmt: skip
                     return
                 continue
             for item in items:

@@ -5,10 +5,16 @@ dataset video (a replay, or a file named by its uid) the report shows the ground
 annotated step, whether it was announced inside its annotation and whether BaGLM's peak belief
 hits it (R@1), the announcements of steps that are not annotated, and the belief views of
 :class:`~baglm_nb.analyses.belief_views.BeliefFigure` (heatmap with the annotation outlined,
-top-state and announced-step strips beside the ground truth). A live run's gaps (segments it
+top-state and announced-step strips beside the ground truth), with a caption that describes
+only what the figure draws (:func:`~baglm_nb.analyses.belief_legend.reading_guide`: no outlines
+or right/wrong strips without a ground truth). A live run's gaps (segments it
 did not score: skipped to keep up with live, or lost while reconnecting) are listed and left
-blank in the belief view. Figures are embedded as base64 PNG, so the file can be mailed or
-opened offline.
+blank in the belief view. The alerts of the run (:mod:`baglm_nb.core.alerts`), when it had
+them, are listed with their time and drawn on a time strip. The latency section gives each
+part's median and p99 and one bar per segment over the segment's own time span
+(:func:`latency_figure`); a replay of precomputed scores decoded and scored nothing, so it shows
+the filter's time only and says why. Figures are embedded as base64 PNG, so the file can be
+mailed or opened offline.
 """
 
 from __future__ import annotations
@@ -22,16 +28,23 @@ from pathlib import Path
 
 import numpy as np
 
-from baglm_nb.analyses.belief_data import announced_status, peak_hits
-from baglm_nb.analyses.belief_legend import STATUS_TEXT, mmss, when_annotated
+from baglm_nb.analyses.belief_data import annotated_intervals, announced_status, peak_hits
+from baglm_nb.analyses.belief_legend import (
+    STATUS_TEXT,
+    mmss,
+    reading_guide,
+    set_mmss_axis,
+    when_annotated,
+)
 from baglm_nb.analyses.belief_views import BeliefFigure, step_colours
 from baglm_nb.apps.online.events import median_p99
 from baglm_nb.core.online import Estimate
+from baglm_nb.core.online_metrics import METRIC_KEYS, dataset_metrics, truth_states, video_counts
 from baglm_nb.inputs.datasets import Video
 from baglm_nb.inputs.grid import ground_truth, per_second
 from baglm_nb.stores.atomic import atomic_write_text
 
-__all__ = ["render_html", "write_html_report"]
+__all__ = ["latency_figure", "render_html", "write_html_report"]
 
 STYLE = (
     "body{font-family:sans-serif;max-width:1150px;margin:2em auto;color:#222}img{max-width:100%}"
@@ -41,16 +54,6 @@ STYLE = (
     ".banner{padding:.6em 1em;border-radius:4px;font-weight:bold}"
     ".simulated{background:#fff3cd;border:2px solid #e0a800}.real{background:#e7f1fb;"
     "border:1px solid #7aa7d6}"
-)
-
-
-#: How to read the belief figure (its legend is the steps table above it).
-READING = (
-    "Top: BaGLM's belief in each step and in none over time (darker: more probable); orange "
-    "outlines: the annotated intervals; white dot / red cross: each annotated step's highest "
-    "belief inside / outside its annotation (R@1 hit / miss). Strips: the ground truth, the top "
-    "state at every second, the step announced after hysteresis, each with right (green) / wrong "
-    "(red) under it; numbers are the step numbers of the table."
 )
 
 
@@ -101,39 +104,79 @@ def _gaps_table(gaps: Sequence) -> str:
     )
 
 
-def _belief_view(beliefs, said, steps, video: Video | None, title: str) -> str:
+def _belief_view(beliefs, said, steps, video: Video | None, title: str) -> tuple[str, str]:
+    """The belief view as base64 PNG, and the caption that says how to read what it draws."""
     plot = BeliefFigure(video if video else steps, len(beliefs), panels=("baglm",),
                         announced=True, legend=False, dpi=100)  # fmt: skip
     plot.update(beliefs, title=title, announced=said)
     buf = io.BytesIO()
     plot.savefig(buf, format="png", dpi=100)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    drawn = bool(video and annotated_intervals(video, len(beliefs)))
+    caption = reading_guide(plot.style, truth=video is not None, announced=True, annotated=drawn)
+    return base64.b64encode(buf.getvalue()).decode("ascii"), caption
 
 
-def _latency_plot(estimates: Sequence[Estimate]) -> str:
+def latency_figure(estimates: Sequence[Estimate]):
+    """Stacked bars of each segment's latency parts (ms), each bar spanning its segment's time
+    (``t_start`` to ``t_end``, mm:ss ticks), so the axis starts at the video's 0 s."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     t = np.array([e.t_start for e in estimates])
+    width = np.array([e.t_end - e.t_start for e in estimates])
     fig, ax = plt.subplots(figsize=(10, 2.4))
     bottom = np.zeros(len(estimates))
     for part in _parts(estimates):
         ms = np.array([e.latency.get(part, 0.0) for e in estimates]) * 1000
-        ax.bar(t, ms, width=estimates[0].t_end - estimates[0].t_start, bottom=bottom, label=part)
+        ax.bar(t, ms, width=width, bottom=bottom, align="edge", label=part,
+               edgecolor="white", linewidth=0.5)  # fmt: skip
         bottom += ms
-    ax.set_xlabel("time (s)")
+    ax.set_xlim(0, estimates[-1].t_end)
+    set_mmss_axis(ax.xaxis)
+    ax.set_xlabel("time in the video (mm:ss); one bar per segment")
     ax.set_ylabel("latency (ms)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    return _png(fig)
+    return fig
 
 
 def _parts(estimates: Sequence[Estimate]) -> tuple[str, ...]:
     """The latency parts to show: decode, score, filter (and wait for a live source)."""
     live = any("wait" in e.latency for e in estimates)
     return ("decode", "wait", "score", "filter") if live else ("decode", "score", "filter")
+
+
+def _is_replay(estimates: Sequence[Estimate]) -> bool:
+    """A replay of precomputed scores: no segment was decoded or scored (both zero)."""
+    return not any(e.latency.get("decode", 0.0) or e.latency.get("score", 0.0) for e in estimates)
+
+
+def _latency_section(estimates: Sequence[Estimate]) -> str:
+    """Median and p99 of each latency part, and the bars per segment; on a replay, the
+    filter's time only, and a line that says why (nothing was decoded or scored)."""
+    replay = _is_replay(estimates)
+    parts = ("filter",) if replay else _parts(estimates)
+    lat = {p: median_p99([e.latency.get(p, 0.0) * 1000 for e in estimates]) for p in parts}
+    rows = "".join(
+        f"<tr><td>{p}</td><td>{m:.3f}</td><td>{q:.3f}</td></tr>" for p, (m, q) in lat.items()
+    )
+    table = (
+        '<table id="latency"><tr><th>part</th><th>median (ms)</th><th>p99 (ms)</th></tr>'
+        f"{rows}</table>"
+    )
+    if replay:
+        return (
+            '<h2>Latency per segment</h2><p id="latency-note">A replay of precomputed scores: '
+            "no video was decoded and no model ran, so the only time spent per segment is the "
+            f"filter's.</p>{table}"
+        )
+    return (
+        f"<h2>Latency per segment</h2>{table}"
+        f'<img id="latency-plot" alt="latency" '
+        f'src="data:image/png;base64,{_png(latency_figure(estimates))}">'
+    )
 
 
 def _cell(state: str, text: str | None = None) -> str:
@@ -200,6 +243,8 @@ def _changes(estimates: Sequence[Estimate], steps: Sequence[str], video: Video |
                 said = "\u2713 annotated then" if right else "\u2717 not annotated then"
             else:
                 said = "\u2713 no step annotated then" if right else "\u2717 a step was annotated"
+            if not right:
+                said += _on_screen(video, min(int(e.t_start), len(truth) - 1))
             cell = _cell("hit" if right else "miss", said)
         rows.append(f"<tr><td>{mmss(e.t_start)}</td><td>{html.escape(e.announced)}</td>"
                     f"<td>{e.confidence:.2f}</td>{cell}</tr>")  # fmt: skip
@@ -207,6 +252,113 @@ def _changes(estimates: Sequence[Estimate], steps: Sequence[str], video: Video |
     return (
         '<table id="changes"><tr><th>time (mm:ss)</th><th>announced step</th>'
         f"<th>confidence</th>{head}</tr>{''.join(rows)}</table>"
+    )
+
+
+def _on_screen(video: Video, row: int) -> str:
+    """What was truly on screen at per-second ``row``: the annotated step (by its number), or
+    no step (:func:`~baglm_nb.core.online_metrics.truth_states`)."""
+    state = int(truth_states(video, row + 1)[row])
+    if state >= video.num_steps:
+        return "; on screen: no step"
+    return f"; on screen: step {state + 1} ({video.steps[state]})"
+
+
+#: How the report and the JSONL event log number steps.
+NUMBERING = (
+    "Steps are numbered 1 to K in the task's step order, here and in the JSONL event log's "
+    "<code>step_number</code> (its <code>step</code> field is the 0-based index, K for none)."
+)
+
+#: One line per online metric (docs/metrics.md holds the full definitions).
+METRIC_TEXT = {
+    "frame_accuracy": "per-second accuracy: top state (a step or none) right, every second",
+    "frame_accuracy_on_steps": "per-second accuracy on the seconds where a step is annotated",
+    "announce_precision": "announcements of a step inside an annotated interval of that step",
+    "announce_recall": "annotated steps with at least one correct announcement",
+    "announce_f1": "2 P R / (P + R) of the two above",
+    "delay_median_s": "annotated start to the first correct announcement (s), median",
+    "delay_p90_s": "the same delay, 90th percentile",
+    "flicker_per_min": "changes of the top state per minute",
+    "truth_flicker_per_min": "changes of the annotated state per minute (ground truth)",
+}
+
+
+def _quality(estimates, steps, beliefs, video: Video, hysteresis) -> str:
+    """The online metrics of this video (:mod:`baglm_nb.core.online_metrics`) with the
+    threshold, patience and smoothing lag the announcements were made with."""
+    d = int(round(estimates[0].t_end - estimates[0].t_start)) or 1
+    lag = float(estimates[0].lag_s)
+    said = [(e.segment, e.step) for e in estimates if e.announced]
+    counts = video_counts(video, beliefs, said, segment_duration=d, lag_s=lag)
+    values = dataset_metrics(video.dataset, {video.uid: counts}, [video])
+    rows = "".join(f"<tr><td>{k}</td><td>{values[k]:.3f}</td><td>{html.escape(METRIC_TEXT[k])}"
+                   "</td></tr>" for k in METRIC_KEYS)  # fmt: skip
+    threshold, patience = hysteresis if hysteresis else ("?", "?")
+    smoothing = (f"beliefs smoothed with a fixed lag of {lag:g} s ({lag / d:g} segments)"
+                 if lag else "the filter's beliefs (no smoothing)")  # fmt: skip
+    return (
+        "<h2>Online quality on this video</h2>"
+        f'<p id="quality-settings">Announcements: threshold {threshold}, patience {patience} '
+        f"segments, on {smoothing}. Definitions: docs/metrics.md.</p>"
+        '<table id="quality"><tr><th>metric</th><th>value</th><th>what</th></tr>'
+        f"{rows}</table>"
+    )
+
+
+def _alerts_strip(alerts: Sequence, steps: Sequence[str], duration: float) -> str:
+    """The alerts on a time strip (PNG, base64): a triangle per missing prerequisite, a
+    square per skipped step, in the missing step's colour, with its number; alerts raised at
+    the same time are stacked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = step_colours(len(steps))
+    stack: dict[float, int] = {}
+    fig, ax = plt.subplots(figsize=(10, 1.0 + 0.25 * len(alerts) ** 0.5))
+    for a in alerts:
+        y = stack[a.t] = stack.get(a.t, -1) + 1
+        marker = "v" if a.kind == "missing_prerequisite" else "s"
+        ax.plot(a.t, y, marker=marker, markersize=9, color=colours[a.missing],
+                markeredgecolor="black", clip_on=False)  # fmt: skip
+        ax.annotate(str(a.missing + 1), (a.t, y), xytext=(7, 0), textcoords="offset points",
+                    ha="left", va="center", fontsize=8)  # fmt: skip
+    ax.set_xlim(0, max(duration, 1.0) * 1.03)
+    ax.set_ylim(-0.8, max(stack.values(), default=0) + 0.8)
+    ax.set_yticks([])
+    set_mmss_axis(ax.xaxis)
+    ax.set_xlabel("time in the video (mm:ss)")
+    ax.set_title("alerts: \u25bc missing prerequisite, \u25a0 skipped (number: the missing step)",
+                 fontsize=9)  # fmt: skip
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _alerts_section(alerts: Sequence | None, note: str, steps: Sequence[str],
+                    duration: float) -> str:  # fmt: skip
+    """The run's alerts: whether they were on (``note``), a table and a time strip."""
+    head = f'<h2>Alerts</h2><p id="alerts-note">{html.escape(note)}</p>'
+    if alerts is None:
+        return head
+    if not alerts:
+        return head + '<p id="no-alerts">No alert was raised.</p>'
+    kinds = {"missing_prerequisite": "missing prerequisite", "skipped": "skipped"}
+    rows = "".join(
+        f"<tr><td>{mmss(a.t)}</td><td>{kinds.get(a.kind, a.kind)}</td>"
+        f"<td>{a.missing + 1}</td><td>{', '.join(str(b + 1) for b in a.needed_by)}</td>"
+        f"<td>{html.escape(a.message)}</td></tr>"
+        for a in alerts
+    )
+    image = _alerts_strip(alerts, steps, duration)
+    return (
+        head + "<p>Step numbers as in the steps table (from 1); the event log's "
+        "<code>missing</code> and <code>needed_by</code> count from 0.</p>"
+        '<table id="alerts"><tr><th>time (mm:ss)</th><th>alert</th><th>missing step</th>'
+        f"<th>needed by</th><th>message</th></tr>{rows}</table>"
+        f'<img id="alerts-timeline" alt="alerts on a time strip" '
+        f'src="data:image/png;base64,{image}">'
     )
 
 
@@ -236,6 +388,9 @@ def render_html(
     video: Video | None = None,
     source: str = "",
     gaps: Sequence = (),
+    hysteresis: tuple[float, int] | None = None,
+    alerts: Sequence | None = None,
+    alerts_note: str = "",
 ) -> str:
     """The report as one HTML string (figures inline).
 
@@ -253,6 +408,12 @@ def render_html(
         The observation source (``"simulated"`` in it gets the simulated banner).
     gaps : sequence of Gap
         A live run's unscored spans (listed; blank rows in the belief view).
+    hysteresis : (threshold, patience), optional
+        What the announcements were made with (shown beside the online metrics).
+    alerts : sequence of Alert, optional
+        The run's alerts (:mod:`baglm_nb.core.alerts`); None when alerts were off.
+    alerts_note : str
+        Whether alerts were on, and why (an "Alerts" section shows it when given).
     """
     parts = [_source_banner(source or "unknown"), f'<p id="note">{html.escape(note)}</p>']
     if not estimates:
@@ -263,33 +424,29 @@ def render_html(
         if video is not None:
             table, summary = _truth_table(video, beliefs, said)
             parts += [f'<p id="summary">{html.escape(summary)}</p>',
+                      f'<p id="numbering">{NUMBERING}</p>',
+                      _quality(estimates, steps, beliefs, video, hysteresis),
                       "<h2>Ground truth and outcome per step</h2>", table]  # fmt: skip
         else:
             parts.append(
                 '<p id="no-truth">No ground truth: this is not a dataset video (replay a dataset '
-                "video, or pass --dataset with a file named by its uid).</p><h2>Steps</h2>"
-                + _steps_table(steps)
+                f'video, or pass --dataset with a file named by its uid).</p><p id="numbering">'
+                f"{NUMBERING}</p><h2>Steps</h2>" + _steps_table(steps)
             )
-        image = _belief_view(beliefs, said, steps, video, title)
+        image, reading = _belief_view(beliefs, said, steps, video, title)
         if gaps:
             parts.append(_gaps_table(gaps))
         parts += [
             "<h2>Step changes</h2>",
             _changes(estimates, steps, video),
-            f"<h2>Beliefs</h2><p>{READING}</p>",
+        ]
+        if alerts is not None or alerts_note:
+            parts.append(_alerts_section(alerts, alerts_note, steps, estimates[-1].t_end))
+        parts += [
+            f'<h2>Beliefs</h2><p id="reading">{html.escape(reading)}</p>',
             f'<img id="beliefs" alt="belief views" src="data:image/png;base64,{image}">',
         ]
-        lat = {p: median_p99([e.latency.get(p, 0.0) * 1000 for e in estimates])
-               for p in _parts(estimates)}  # fmt: skip
-        lat_rows = "".join(
-            f"<tr><td>{p}</td><td>{m:.3f}</td><td>{q:.3f}</td></tr>" for p, (m, q) in lat.items()
-        )
-        parts.append(
-            '<h2>Latency per segment</h2><table id="latency"><tr><th>part</th>'
-            f"<th>median (ms)</th><th>p99 (ms)</th></tr>{lat_rows}</table>"
-            f'<img id="latency-plot" alt="latency" '
-            f'src="data:image/png;base64,{_latency_plot(estimates)}">'
-        )
+        parts.append(_latency_section(estimates))
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
@@ -307,8 +464,12 @@ def write_html_report(
     video: Video | None = None,
     source: str = "",
     gaps: Sequence = (),
+    hysteresis: tuple[float, int] | None = None,
+    alerts: Sequence | None = None,
+    alerts_note: str = "",
 ) -> Path:
     """Write :func:`render_html` to ``path`` atomically; returns the path."""
     page = render_html(estimates, steps, title=title, note=note, video=video, source=source,
-                       gaps=gaps)  # fmt: skip
+                       gaps=gaps, hysteresis=hysteresis, alerts=alerts,
+                       alerts_note=alerts_note)  # fmt: skip
     return atomic_write_text(path, page)

@@ -1,0 +1,60 @@
+"""``python -m baglm_nb alerts``: the alert table on injected mistakes (simulated observations).
+
+``alerts --dataset htstep --limit 50`` prints :func:`baglm_nb.analyses.alerts.alert_table` as
+Markdown (detection of injected Skips and Swaps, false alerts per unedited video, delay) for
+each D of ``--deps``; ``--out STEM`` also writes it with
+:func:`~baglm_nb.analyses.tables.write_table`. The definitions are in ``docs/alerts.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(verbs) -> None:
+    """Add the ``alerts`` verb."""
+    from baglm_nb.analyses.alerts import ALERT_DEPS
+    from baglm_nb.analyses.mistakes import MISTAKE_SEED
+    from baglm_nb.core.alerts import DEFAULT_THRESHOLD
+    from baglm_nb.inputs.datasets import DATASETS
+
+    p = verbs.add_parser("alerts", help="detection of injected Skips and Swaps by the alerts "
+                         "(simulated observations)")  # fmt: skip
+    p.add_argument("--dataset", nargs="+", default=list(DATASETS), choices=sorted(DATASETS))
+    p.add_argument("--deps", nargs="+", default=list(ALERT_DEPS),
+                   help="deps settings to compare (default: %(default)s)")  # fmt: skip
+    p.add_argument("--limit", type=int, default=None, help="the first N videos of each dataset")
+    p.add_argument("--alert-threshold", type=float, default=DEFAULT_THRESHOLD, metavar="P",
+                   help="step k needs step j when D[k, j] >= P, P in [0, 1]")  # fmt: skip
+    p.add_argument("--noise-corr", type=float, default=0.0,
+                   help="the simulation's noise correlation across segments, "
+                   "in (-1, 1)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=MISTAKE_SEED, help="seed of the injected mistakes")
+    p.add_argument("--out", default=None, metavar="STEM",
+                   help="also write STEM.csv, .md, .summary.json and .items.parquet")  # fmt: skip
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the ``alerts`` verb (errors: :func:`baglm_nb.apps.cli.main.main`'s rule)."""
+    from baglm_nb.analyses.alerts import alert_table
+    from baglm_nb.analyses.tables import title_for, to_markdown, write_table
+    from baglm_nb.core.alerts import check_level
+    from baglm_nb.core.simulate import LABEL
+
+    check_level("--alert-threshold", args.alert_threshold)
+    if not -1.0 < args.noise_corr < 1.0:
+        raise ValueError(f"--noise-corr must be in (-1, 1), got {args.noise_corr:g}")
+    if args.limit is not None and args.limit < 1:
+        raise ValueError(f"--limit must be a positive number of videos, got {args.limit}")
+    table = alert_table(args.dataset, args.deps, limit=args.limit,
+                        threshold=args.alert_threshold, noise_corr=args.noise_corr,
+                        seed=args.seed)  # fmt: skip
+    what = (f"Alerts on injected mistakes (--alert-threshold {args.alert_threshold:g}, "
+            f"noise_corr {args.noise_corr:g}, seed {args.seed})")  # fmt: skip
+    title = title_for(what, LABEL, table)
+    print(to_markdown(table, title), end="")
+    if args.out:
+        write_table(table, args.out, title)
+        print(f"written: {args.out}.csv (and .md, .summary.json, .items.parquet)")
+    return 0

@@ -1,0 +1,265 @@
+"""Online quality beside R@1: what a person following ``follow`` sees, second by second.
+
+R@1 asks whether the single row where a step's belief peaks falls inside its annotation. These
+metrics judge the per-second top state and the announcements instead (``docs/metrics.md`` holds
+the same definitions):
+
+- **per-second accuracy** (``frame_accuracy``): the share of per-second rows whose top state (the
+  most probable of the K steps and none, first on ties) is right: a step annotated at that row
+  (:func:`~baglm_nb.inputs.grid.ground_truth`), or none where no step is annotated. Every row
+  counts, none included; ``frame_accuracy_on_steps`` counts only the rows where a step is
+  annotated.
+- **announcements**: the hysteresis of ``follow``
+  (:class:`~baglm_nb.core.online.Hysteresis`, same threshold and patience) fed once per segment
+  with the top state of the segment's last row and its value (:func:`announcements`). An
+  announcement of step k at segment s is *correct* when row ``s * segment_duration`` (the
+  segment's start) lies inside an annotated interval of k. Announcements of none are not
+  counted. **Precision** (``announce_precision``): correct step announcements over step
+  announcements; **recall** (``announce_recall``): annotated steps (steps with at least one
+  ground-truth row) that get at least one correct announcement, over annotated steps; **F1**
+  (``announce_f1``): ``2 P R / (P + R)``.
+- **delay** (``delay_median_s``, ``delay_p90_s``): for each annotated step with a correct
+  announcement, the time the first correct announcement is made, ``(s + 1) *
+  segment_duration + lag_s`` (the segment's end, plus the look-ahead of a fixed-lag smoother;
+  the video's end for the offline smoother), minus the start of the annotated interval it
+  falls in (the latest-starting one if several); median and 90th percentile over all such
+  steps.
+- **flicker** (``flicker_per_min``): changes of the per-second top state per minute of video
+  (``changes / (T / 60)``), beside the ground truth's (``truth_flicker_per_min``), whose state
+  per row is the annotated step there, the later-starting one where two share a row
+  (:func:`truth_states`), none elsewhere.
+
+Per dataset the counts are pooled over videos (rows, announcements, annotated steps, changes,
+minutes; delays pooled) and the ratios taken once; CrossTask averages each ratio per task over
+the same 20 random subsets as its Avg. R@1 (:func:`~baglm_nb.core.evaluation.crosstask_subsets`),
+its delays pooled. A ratio with nothing to count (no announcement) is NaN.
+
+The off-the-shelf model's announcements come from its VSG scores normalised per row (its
+"belief"), so that the same threshold means the same for both methods.
+
+Exports :data:`METRIC_KEYS`, :func:`truth_states`, :func:`announcements`,
+:func:`video_counts`, :func:`dataset_metrics` and :func:`measure`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from baglm_nb.core.evaluation import crosstask_subsets
+from baglm_nb.core.online import Hysteresis
+from baglm_nb.inputs.datasets import Video
+from baglm_nb.inputs.grid import ground_truth
+
+__all__ = [
+    "METRIC_KEYS",
+    "announcements",
+    "dataset_metrics",
+    "measure",
+    "truth_states",
+    "video_counts",
+]
+
+#: The keys of :func:`dataset_metrics`, in reading order.
+METRIC_KEYS = (
+    "frame_accuracy",
+    "frame_accuracy_on_steps",
+    "announce_precision",
+    "announce_recall",
+    "announce_f1",
+    "delay_median_s",
+    "delay_p90_s",
+    "flicker_per_min",
+    "truth_flicker_per_min",
+)
+
+#: Ratio metrics as (numerator, denominator) columns of :func:`video_counts`.
+RATIOS = {
+    "frame_accuracy": ("rows_correct", "rows"),
+    "frame_accuracy_on_steps": ("step_rows_correct", "step_rows"),
+    "announce_precision": ("announced_correct", "announced"),
+    "announce_recall": ("steps_found", "steps_annotated"),
+    "flicker_per_min": ("changes", "minutes"),
+    "truth_flicker_per_min": ("truth_changes", "minutes"),
+}
+
+
+def truth_states(video: Video, num_rows: int) -> np.ndarray:
+    """The ground-truth state per row (T,): the annotated step, K (none) where none is.
+
+    Rows are :func:`~baglm_nb.inputs.grid.ground_truth`'s; where two annotated steps share a
+    row (a boundary), the later-starting one.
+    """
+    out = np.full(num_rows, video.num_steps, dtype=np.int64)
+    for seg in sorted(video.segments, key=lambda s: s.start):
+        out[math.floor(seg.start) : math.ceil(seg.end) + 1] = seg.step_index
+    return out
+
+
+def announcements(
+    segment_rows: np.ndarray, threshold: float = 0.5, patience: int = 2
+) -> list[tuple[int, int]]:
+    """``(segment, state)`` of each announcement ``follow``'s hysteresis makes.
+
+    ``segment_rows`` (S, K+1) holds each segment's belief (its last per-second row); each is
+    fed once, with its top state and that state's value as confidence.
+    """
+    h = Hysteresis(threshold, patience)
+    rows = np.asarray(segment_rows)
+    out = []
+    for s, row in enumerate(rows):
+        top = int(np.argmax(row))
+        new = h.update(top, float(row[top]))
+        if new is not None:
+            out.append((s, new))
+    return out
+
+
+def _interval_start(video: Video, step: int, row: int) -> float:
+    """The start of the latest-starting annotated interval of ``step`` that holds ``row``."""
+    return max(
+        seg.start
+        for seg in video.segments
+        if seg.step_index == step and math.floor(seg.start) <= row <= math.ceil(seg.end)
+    )
+
+
+def video_counts(
+    video: Video,
+    beliefs: np.ndarray,
+    said: Sequence[tuple[int, int]],
+    *,
+    segment_duration: int = 2,
+    lag_s: float | None = 0.0,
+) -> dict:
+    """The counts behind every metric for one video (module docstring).
+
+    Parameters
+    ----------
+    video : Video
+        The annotated video.
+    beliefs : (T, K+1) array
+        Per-second beliefs (or scores), none last.
+    said : sequence of (segment, state)
+        The announcements (:func:`announcements`, or a ``follow`` run's).
+    segment_duration : int
+        Seconds per segment.
+    lag_s : float or None
+        Seconds of look-ahead behind each announcement (fixed-lag smoothing), added to delays;
+        None: the offline smoother, whose announcements come at the video's end.
+
+    Returns
+    -------
+    dict with ``rows``, ``rows_correct``, ``step_rows``, ``step_rows_correct``, ``announced``,
+    ``announced_correct``, ``steps_annotated``, ``steps_found``, ``delays`` (list of s, one per
+    found step), ``changes``, ``truth_changes``, ``minutes``.
+    """
+    b = np.asarray(beliefs)
+    t_len, k = b.shape[0], video.num_steps
+    y = ground_truth(video, t_len)
+    y[:, k] = ~y[:, :k].any(axis=1)
+    top = b.argmax(axis=1)
+    right = y[np.arange(t_len), top]
+    on_steps = ~y[:, k]
+    truth = truth_states(video, t_len)
+    first: dict[int, float] = {}
+    announced = correct = 0
+    for s, state in said:
+        row = s * segment_duration
+        if state >= k or row >= t_len:
+            continue
+        announced += 1
+        if y[row, state]:
+            correct += 1
+            if state not in first:
+                start = _interval_start(video, state, row)
+                made = t_len if lag_s is None else (s + 1) * segment_duration + lag_s
+                first[state] = made - start
+    return {
+        "rows": t_len,
+        "rows_correct": int(right.sum()),
+        "step_rows": int(on_steps.sum()),
+        "step_rows_correct": int(right[on_steps].sum()),
+        "announced": announced,
+        "announced_correct": correct,
+        "steps_annotated": int(y[:, :k].any(axis=0).sum()),
+        "steps_found": len(first),
+        "delays": list(first.values()),
+        "changes": int((np.diff(top) != 0).sum()),
+        "truth_changes": int((np.diff(truth) != 0).sum()),
+        "minutes": t_len / 60.0,
+    }
+
+
+def _ratio(num: float, den: float) -> float:
+    return float(num / den) if den else math.nan
+
+
+def _pooled(counts: pd.DataFrame) -> dict[str, float]:
+    return {name: _ratio(counts[n].sum(), counts[d].sum()) for name, (n, d) in RATIOS.items()}
+
+
+def _per_task(counts: pd.DataFrame, order: Sequence[str]) -> dict[str, float]:
+    """CrossTask: each ratio per task, averaged over tasks, over R@1's random subsets."""
+    per_video = counts.set_index("video_uid")
+    values = []
+    for chosen in crosstask_subsets([u for u in order if u in per_video.index]):
+        picked = per_video.loc[chosen]
+        by_task = [_pooled(g) for _, g in picked.groupby("task")]
+        values.append({m: float(np.nanmean([t[m] for t in by_task])) for m in RATIOS})
+    return {m: float(np.mean([v[m] for v in values])) for m in RATIOS}
+
+
+def dataset_metrics(
+    dataset: str, per_video: Mapping[str, dict], videos: Sequence[Video]
+) -> dict[str, float]:
+    """Every metric of :data:`METRIC_KEYS` over a dataset from :func:`video_counts` per uid.
+
+    ``videos`` gives annotation order and tasks; only the uids in ``per_video`` count.
+    """
+    rows = [{"video_uid": v.uid, "task": v.task, **per_video[v.uid]}
+            for v in videos if v.uid in per_video]  # fmt: skip
+    if not rows:
+        raise ValueError(f"no videos to measure for {dataset}")
+    counts = pd.DataFrame(rows)
+    if dataset == "crosstask":
+        with np.errstate(all="ignore"):
+            out = _per_task(counts, [r["video_uid"] for r in rows])
+    else:
+        out = _pooled(counts)
+    p, r = out["announce_precision"], out["announce_recall"]
+    out["announce_f1"] = 2 * p * r / (p + r) if p + r > 0 else (0.0 if p == p else math.nan)
+    delays = [d for ds in counts["delays"] for d in ds]
+    out["delay_median_s"] = float(np.median(delays)) if delays else math.nan
+    out["delay_p90_s"] = float(np.percentile(delays, 90)) if delays else math.nan
+    return {k: out[k] for k in METRIC_KEYS}
+
+
+def measure(
+    dataset: str,
+    videos: Sequence[Video],
+    beliefs: Mapping[str, np.ndarray],
+    *,
+    segment_duration: int = 2,
+    threshold: float = 0.5,
+    patience: int = 2,
+    lag_s: float | None = 0.0,
+    scores: bool = False,
+) -> dict[str, float]:
+    """:func:`dataset_metrics` of per-second ``beliefs`` (uid -> (T, K+1)), announcing on each
+    segment's last row; ``scores=True`` for raw VSG scores (normalised per row first)."""
+    d = int(segment_duration)
+    per_video = {}
+    for video in videos:
+        if video.uid not in beliefs:
+            continue
+        b = np.asarray(beliefs[video.uid], dtype=np.float64)
+        if scores:
+            total = b.sum(axis=1, keepdims=True)
+            b = np.divide(b, total, out=np.zeros_like(b), where=total > 0)
+        said = announcements(b[d - 1 :: d], threshold, patience)
+        per_video[video.uid] = video_counts(video, b, said, segment_duration=d, lag_s=lag_s)
+    return dataset_metrics(dataset, per_video, videos)

@@ -1,0 +1,124 @@
+"""``evaluate`` and ``follow`` with the online metrics and fixed-lag smoothing (issue 24)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from baglm_nb.apps.cli.main import main
+from baglm_nb.core import sources
+from baglm_nb.core.filtering import run_filter
+from baglm_nb.core.online_metrics import METRIC_KEYS
+
+UID = "-25-1nbOki0"  # HT-Step, Make Nigerian Style Jollof Rice
+
+
+def _run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _one_error(err: str) -> str:
+    lines = [x for x in err.strip().splitlines() if x.startswith("error") or "Traceback" in x]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_evaluate_json_reports_the_online_metrics(capsys):
+    code, out, _ = _run(capsys, "evaluate", "--dataset", "htstep", "--scores", "simulated",
+                        "--limit", "4", "--json", "--smoothing-lag", "inf")  # fmt: skip
+    assert code == 0
+    result = json.loads(out.strip().splitlines()[-1])
+    online = result["online"]
+    assert online["smoothing_lag_s"] is None and online["patience"] == 2
+    for method in ("baglm", "off_the_shelf"):
+        assert tuple(online[method]) == METRIC_KEYS
+        assert 0 <= online[method]["frame_accuracy"] <= 1
+    assert "online quality" in out and "smoothing lag inf" in out
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [("-1", "must be a whole number >= 0 or 'inf'"), ("2.5", "whole number"),
+     ("soon", "whole number")],
+)  # fmt: skip
+def test_evaluate_refuses_bad_lags(capsys, value, words):
+    code, _, err = _run(capsys, "evaluate", "--dataset", "htstep", "--scores", "simulated",
+                        "--limit", "1", f"--smoothing-lag={value}")  # fmt: skip
+    line = _one_error(err)
+    assert code == 2 and "--smoothing-lag" in line and repr(value) in line and words in line
+
+
+def test_evaluate_refuses_smoothing_in_published_precision(capsys):
+    code, _, err = _run(capsys, "evaluate", "--dataset", "htstep", "--scores", "simulated",
+                        "--limit", "1", "--precision", "float32-published",
+                        "--smoothing-lag", "4")  # fmt: skip
+    line = _one_error(err)
+    assert code == 2 and "--smoothing-lag 4" in line and "float64 only" in line
+
+
+def test_evaluate_refuses_a_lag_off_the_segment_grid(capsys):
+    args = ["--limit", "1", "--stepping", "segment", "--smoothing-lag", "3"]
+    code, _, err = _run(capsys, "evaluate", "--dataset", "htstep", "--scores", "simulated", *args)
+    line = _one_error(err)
+    assert code == 2 and "--smoothing-lag 3" in line and "multiple of the segment" in line
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "inf", "x"])
+def test_follow_refuses_bad_lags(capsys, value):
+    code, _, err = _run(capsys, "follow", "--replay", "--dataset", "htstep",
+                        f"--smoothing-lag={value}", "--", UID)  # fmt: skip
+    line = _one_error(err)
+    assert code == 2 and "--smoothing-lag" in line and repr(value) in line
+
+
+def test_follow_smoothing_emits_lagged_smoothed_estimates(capsys, tmp_path):
+    jsonl, page = tmp_path / "run.jsonl", tmp_path / "run.html"
+    code, out, _ = _run(capsys, "follow", "--replay", "--dataset", "htstep", "--smoothing-lag",
+                        "3", "--jsonl", str(jsonl), "--html", str(page), "--", UID)  # fmt: skip
+    assert code == 0 and "said 6 s late" in out
+    events = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert [e["segment"] for e in events] == list(range(len(events)))
+    assert {e["lag_s"] for e in events} == {6.0}
+    # each emitted belief is the batch fixed-lag smoother's (6 s) on the segment's last row
+    obs = sources.observations("htstep", "simulated", videos=[v for v in obs_videos(UID)])
+    dep = sources.dependencies("oracle", "htstep").matrix(obs.videos[0])
+    batch = run_filter(obs.vsg[UID], obs.progress[UID], dep, smoothing_lag=6)[1::2]
+    assert np.abs(np.array([e["belief"] for e in events]) - batch).max() < 1e-6
+    k = len(obs.videos[0].steps)
+    assert all(e["step_number"] == (None if e["step"] == k else e["step"] + 1) for e in events)
+    html = page.read_text()
+    assert 'id="quality"' in html and "threshold 0.5, patience 2" in html
+    assert "fixed lag of 6 s (3 segments)" in html and "step_number" in html
+    assert "on screen: step" in html  # a wrong announcement names the step truly on screen
+
+
+def obs_videos(uid: str):
+    from baglm_nb.inputs.datasets import load_dataset
+
+    return [v for v in load_dataset("htstep") if v.uid == uid]
+
+
+def test_follow_report_metrics_match_the_core_on_the_run(capsys, tmp_path):
+    """Without smoothing, the report's numbers are the core metrics of the run's own beliefs
+    and announcements."""
+    from baglm_nb.core.online_metrics import announcements, dataset_metrics, video_counts
+
+    jsonl, page = tmp_path / "run.jsonl", tmp_path / "run.html"
+    code, _, _ = _run(capsys, "follow", "--replay", "--dataset", "htstep", "--threshold",
+                      "0.3", "--patience", "1", "--jsonl", str(jsonl), "--html", str(page),
+                      "--", UID)  # fmt: skip
+    assert code == 0
+    events = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    beliefs = np.repeat(np.array([e["belief"] for e in events]), 2, axis=0)
+    video = obs_videos(UID)[0]
+    said = [(e["segment"], e["step"]) for e in events if e["announced"]]
+    assert said == announcements(beliefs[1::2], 0.3, 1)
+    values = dataset_metrics("htstep", {UID: video_counts(video, beliefs, said)}, [video])
+    html = page.read_text()
+    assert "threshold 0.3, patience 1" in html
+    for key in ("frame_accuracy", "announce_precision", "flicker_per_min"):
+        assert f"<td>{key}</td><td>{values[key]:.3f}</td>" in html

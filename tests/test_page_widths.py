@@ -1,0 +1,75 @@
+"""Notebooks 02-06 as a reader opens them: no table wider than the page's column (chromium).
+
+Each notebook runs with small limits but its default datasets and sources (the columns of a
+table come from those, not from the number of videos), is rendered to HTML as ``make figures``
+renders it, and is opened in headless chromium (Debian's, driven by Playwright, as in
+``tests/test_browser.py``) at a 1280-px-wide window; every ``<table>`` must fit the column it
+sits in. A screenshot of each page is kept under ``tests/artifacts/`` to look at.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from test_notebooks import render
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM = os.environ.get("BAGLM_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+#: The window a reader opens a page in (a laptop screen).
+VIEWPORT = {"width": 1280, "height": 900}
+
+#: Small limits, default datasets: the tables have the columns they have on the full run.
+PARAMETERS = {
+    "02_dependencies": {"limit": 6},
+    "03_main_results": {"limit": 3},
+    "04_ablations": {"limit": 3, "duration_limit": 2, "durations": [1, 2]},
+    "05_analysis": {"limit": 3, "signals": [1.0], "noise_levels": [0.0, 1.0],
+                    "sensitivity_limit": 2},
+    "06_localization": {"limit": 3},
+}  # fmt: skip
+
+#: Each table's caption, width and the width of the column it sits in (pixels).
+_MEASURE = """els => els.map(t => {
+  const column = t.closest('.jp-OutputArea-output, .jp-RenderedHTMLCommon, main, body');
+  const caption = t.querySelector('caption');
+  return {caption: caption ? caption.innerText.slice(0, 80) : t.innerText.slice(0, 60),
+          width: Math.round(t.getBoundingClientRect().width),
+          column: Math.round(column.clientWidth)};
+})"""
+
+
+def measure_tables(html: Path, screenshot: Path) -> list[dict]:
+    """Every table of ``html`` as chromium lays it out; a full-page screenshot is saved."""
+    from playwright import sync_api
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"no chromium at {CHROMIUM}: apt-get install -y chromium (or make setup)")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            page.goto(html.resolve().as_uri())
+            page.wait_for_load_state("load")
+            tables = page.eval_on_selector_all("table", _MEASURE)
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(screenshot), full_page=True)
+        finally:
+            browser.close()
+    return tables
+
+
+@pytest.mark.parametrize("stem", sorted(PARAMETERS))
+def test_no_table_is_wider_than_the_page_column(stem, tmp_path):
+    folder = render(ROOT / "notebooks" / f"{stem}.ipynb", tmp_path, PARAMETERS[stem])
+    tables = measure_tables(folder / f"{stem}.html", ARTIFACTS / f"page_{stem}.png")
+    assert tables, f"{stem}: no table on the page"
+    assert all(t["column"] > 600 for t in tables), tables  # measured in the page's column
+    wide = [t for t in tables if t["width"] > t["column"] + 1]
+    assert not wide, f"{stem}: tables wider than the column: {wide}"

@@ -1,0 +1,188 @@
+"""The README's quick start, run as written in a fresh shell (issue 26).
+
+The ``bash`` block under "## Quick start" is read from README.md and every command in it is run,
+in order, by one ``bash --noprofile --norc -e`` with an empty environment (``env -i``: no
+activated venv, no ``VIRTUAL_ENV``, a PATH of the system's directories only, a new HOME), in a
+copy of this repository (``.venv`` linked in), so nothing the commands write lands in the
+checkout under test. The copy's code is what runs: ``PYTHONPATH`` names the copy, as the
+editable install names a user's own checkout.
+
+None is skipped; the long ones run with small parameters, or as a dry run where running them
+would change the machine or recurse:
+
+* ``make setup`` installs system packages (apt-get, as root) and packages into ``.venv``, the
+  environment this very test runs in: it runs as ``make -n setup`` (the target resolves to
+  ``scripts/setup.sh``), the script is parsed with ``bash -n``, and the test checks that what it
+  builds is there (``.venv/bin/python``, ``.venv/bin/jupyter``, the ``python3`` kernelspec).
+* ``make test`` would run this test inside itself: it runs through the same target on one
+  other test file (``PYTEST_ARGS``, ``TEST_WORKERS=0``), which proves the target finds pytest
+  in ``.venv`` from a fresh shell.
+* ``make figures`` runs for real, with ``make data`` (the four simulated caches) and one
+  notebook (``NOTEBOOKS=notebooks/00_dataset_statistics.ipynb``); its HTML must exist.
+* ``make lab`` blocks until stopped: it is started on a free 127.0.0.1 port (``LAB_PORT``) with a
+  known token, must answer HTTP (the server's ``/api``, the explorer notebook and the
+  ``python3`` kernelspec) within 120 s, and is stopped (its whole process group).
+* Every other command (``source .venv/bin/activate``, ``python -m baglm_nb follow ...``) runs
+  exactly as written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+#: What each long or machine-changing command runs instead (module docstring); None: make lab.
+SMALL = {
+    "make setup": "make -n setup | grep 'bash scripts/setup.sh' && bash -n scripts/setup.sh",
+    "make test": "make test TEST_WORKERS=0 "
+    "PYTEST_ARGS='-q -p no:cacheprovider tests/test_environment.py::test_makefile_targets'",
+    "make figures": "make figures NOTEBOOKS=notebooks/00_dataset_statistics.ipynb",
+    "make lab": None,
+}
+#: Folders of the checkout that are outputs or tools, not the repository (.gitignore).
+NOT_COPIED = {".venv", ".git", "build", ".pytest_cache", ".ruff_cache", "__pycache__"}
+OUTPUTS = {"data/cache", "figures/_work", "tests/artifacts"}
+
+
+def quick_start_commands(readme: str) -> list[str]:
+    """The commands of the first ``bash`` block under "## Quick start", comments removed."""
+    section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    commands = []
+    for line in block.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True)
+        if words:
+            commands.append(" ".join(shlex.quote(w) for w in words))
+    return commands
+
+
+def _ignore(folder: str, names: list[str]) -> set[str]:
+    rel = Path(folder).relative_to(ROOT)
+    skip = {n for n in names if n in NOT_COPIED or n.endswith(".egg-info")}
+    skip |= {n for n in names if (rel / n).as_posix() in OUTPUTS}
+    if rel.as_posix() == "figures":  # rendered notebooks; figures/README.md is tracked
+        skip |= {n for n in names if (ROOT / "figures" / n).is_dir()}
+    return skip
+
+
+@pytest.fixture(scope="module")
+def fresh_copy(tmp_path_factory) -> Path:
+    """A copy of the repository's files with ``.venv`` linked in (a clone after make setup)."""
+    copy = tmp_path_factory.mktemp("clone") / "baglm-workbench"
+    shutil.copytree(ROOT, copy, ignore=_ignore, symlinks=True)
+    (copy / ".venv").symlink_to((ROOT / ".venv").resolve())
+    return copy
+
+
+def fresh_env(copy: Path) -> dict[str, str]:
+    """The environment of a new login: nothing of this test process's (no venv on PATH)."""
+    home = copy.parent / "home"
+    home.mkdir(exist_ok=True)
+    return {
+        "HOME": str(home),
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": str(copy),
+    }
+
+
+def test_the_quick_start_block_names_every_command():
+    commands = quick_start_commands((ROOT / "README.md").read_text())
+    makes = [c for c in commands if c.startswith("make ")]
+    assert makes == ["make setup", "make test", "make figures", "make lab"]
+    assert "source .venv/bin/activate" in commands
+    python = [c for c in commands if c.startswith("python ")]
+    assert python and commands.index("source .venv/bin/activate") < commands.index(python[0])
+    targets = subprocess.run(["make", "-C", str(ROOT), "-s", "help"], capture_output=True,
+                             text=True, check=True).stdout  # fmt: skip
+    for command in makes:
+        assert f"  {command} " in targets, f"make help does not list {command!r}"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # make data + one notebook + a pytest run + a replay, on 2 busy cores
+def test_the_quick_start_runs_as_written_in_a_fresh_shell(fresh_copy):
+    commands = quick_start_commands((ROOT / "README.md").read_text())
+    script = ["set -euo pipefail"]
+    for command in commands:
+        run = SMALL.get(command, command)
+        if run is not None:  # make lab: the next test
+            script += [f"echo '>>> {command}'", run]
+    out = subprocess.run(["env", "-i", *[f"{k}={v}" for k, v in fresh_env(fresh_copy).items()],
+                          "bash", "--noprofile", "--norc", "-c", "\n".join(script)],
+                         cwd=fresh_copy, capture_output=True, text=True,
+                         timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert out.stdout.count(">>> ") == len(commands) - 1
+    venv = fresh_copy / ".venv"
+    for tool in ("bin/python", "bin/jupyter", "share/jupyter/kernels/python3/kernel.json"):
+        assert (venv / tool).exists(), f"make setup did not build {tool}"
+    assert "1 passed" in out.stdout  # make test, through .venv's pytest
+    assert (fresh_copy / "data/cache/prepared.json").is_file()  # make data
+    html = fresh_copy / "figures/00_dataset_statistics/00_dataset_statistics.html"
+    assert html.stat().st_size > 10_000
+    report = fresh_copy / "follow.html"  # python -m baglm_nb follow ..., in the activated venv
+    assert "SIMULATED observations" in report.read_text()
+    assert "status: 283 segments" in out.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, token: str) -> dict:
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return json.loads(response.read())
+
+
+@pytest.mark.slow
+def test_make_lab_serves_the_explorer_on_localhost(fresh_copy):
+    """``make lab`` from a fresh shell (as root here when the tests run as root: it adds
+    ``--allow-root``): JupyterLab of ``.venv`` answers on 127.0.0.1 with the explorer and the
+    project's kernel, then is stopped."""
+    port, token = _free_port(), "quickstart-test"
+    command = f"make lab LAB_PORT={port} LAB_ARGS=--IdentityProvider.token={token}"
+    env = fresh_env(fresh_copy)
+    proc = subprocess.Popen(["env", "-i", *[f"{k}={v}" for k, v in env.items()], "bash",
+                             "--noprofile", "--norc", "-c", command], cwd=fresh_copy,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline, version = time.monotonic() + 120, None
+        while version is None and time.monotonic() < deadline and proc.poll() is None:
+            try:
+                version = _get(f"{base}/api", token)["version"]
+            except OSError:
+                time.sleep(0.5)
+        assert version, f"make lab did not answer on {base}"
+        explorer = _get(f"{base}/api/contents/explore.ipynb?content=0", token)
+        assert explorer["type"] == "notebook" and explorer["name"] == "explore.ipynb"
+        specs = _get(f"{base}/api/kernelspecs", token)
+        argv = specs["kernelspecs"]["python3"]["spec"]["argv"][0]
+        assert Path(argv).resolve() == (ROOT / ".venv" / "bin" / "python").resolve()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            log, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            log, _ = proc.communicate(timeout=30)
+    assert f"--ip=127.0.0.1 --port={port}" in log and "--no-browser" in log  # make echoes it
+    assert ("--allow-root" in log) == (os.geteuid() == 0)
