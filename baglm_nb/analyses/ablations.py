@@ -128,9 +128,18 @@ def vsg_from_cache(path: str | os.PathLike) -> tuple[str, str, dict[str, np.ndar
     Returns ``(dataset, label, {uid: (T, K+1) array})``; used for off-the-shelf comparisons
     such as the binary prompt, whose caches may hold no progress scores.
     """
+    from baglm_nb.inputs.datasets import annotation_path, load_dataset
+    from baglm_nb.stores.provenance import check_steps
+
     cache = ScoreCache.open(Path(path))
     key = cache.key
-    rows = {u: grid.per_second(s.vsg, key.segment_duration) for u, s in cache.read_all().items()}
+    stored = cache.read_all()
+    for video in load_dataset(key.dataset):  # a stale video is refused, as in from_cache
+        if video.uid in stored:
+            check_steps(stored[video.uid].steps, video.steps, file=cache.file(video.uid),
+                        annotation=annotation_path(key.dataset), what=f"video {video.uid!r}",
+                        redo="score it again")  # fmt: skip
+    rows = {u: grid.per_second(s.vsg, key.segment_duration) for u, s in stored.items()}
     return key.dataset, key.source_label, rows
 
 

@@ -30,11 +30,19 @@ import numpy as np
 
 from baglm_nb.core.filtering import PRECISIONS, PUBLISHED_PRECISION
 from baglm_nb.inputs import grid
-from baglm_nb.inputs.datasets import Video, load_dataset
+from baglm_nb.inputs.datasets import Video, annotation_path, load_dataset
 
 __all__ = ["Observations", "default_precision", "from_cache", "from_simulation", "labelled"]
 
 IMPORTED = "imported:"
+
+#: How a stale cached video is brought up to date, by the cache's source.
+_REDO = {
+    "lmm": "run the same 'python -m baglm_nb score' again: it re-scores stale videos",
+    "simulated": "run 'python -m baglm_nb simulate' (or 'make data') again: it re-simulates "
+    "stale videos",
+    "imported": "import the authors' files again under this annotation",
+}
 
 
 def default_precision(source: str) -> str:
@@ -137,10 +145,15 @@ def from_cache(
     videos: Sequence[Video] | None = None,
     *,
     length_mismatch: str = "error",
+    annotation: str | os.PathLike | None = None,
 ) -> Observations:
     """Load every video of the score cache at ``path`` (a folder with ``config.json``).
 
-    ``videos`` is the dataset's annotation list when the caller already has it. A video whose
+    ``videos`` is the dataset's annotation list when the caller already has it (read from
+    ``annotation``, default the dataset's annotation file). A video stored for other steps than
+    its annotation's (reversed, renamed: :mod:`baglm_nb.stores.provenance`) is refused with a
+    :class:`~baglm_nb.stores.provenance.StaleCacheError` naming the file, the annotation and the
+    first differing step; a cache without the record is read with one warning line. A video whose
     stored segment count differs from its annotation by more than one segment
     (:func:`baglm_nb.inputs.grid.length_mismatch`) is an error naming the file
     (``length_mismatch="error"``), or a warning (``"warn"``) for users who know the
@@ -162,15 +175,22 @@ def from_cache(
     covered = [v for v in videos if v.uid in stored]
     if not covered:
         raise ValueError(f"{path}: the score cache holds no scored video of {key.dataset}")
-    vsg, progress = {}, {}
+    from baglm_nb.stores.provenance import check_steps, warn_unrecorded
+
+    annotation = annotation_path(key.dataset) if annotation is None else annotation
+    vsg, progress, unrecorded = {}, {}, 0
     for video, (uid, scores) in zip(
         covered, cache.read_all([v.uid for v in covered]).items(), strict=True
     ):
+        unrecorded += scores.steps is None
+        check_steps(scores.steps, video.steps, file=cache.file(uid), annotation=annotation,
+                    what=f"video {uid!r}", redo=_REDO[key.source])  # fmt: skip
         if scores.progress is None:
             raise ValueError(f"{path}: video {uid!r} has no progress scores; the filter needs them")
         if key.source != "imported":
             _check_length(cache, video, scores.num_segments, length_mismatch)
         vsg[uid], progress[uid] = scores.per_second()
+    warn_unrecorded(cache.path, unrecorded)
     return Observations(
         key.dataset, key.source_label, key.segment_duration, vsg, progress, videos=covered
     )

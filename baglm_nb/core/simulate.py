@@ -565,14 +565,20 @@ def write_simulated_cache(
 ):
     """Write simulated scores into a score cache (label ``simulated``); returns its folder.
 
-    Videos already in the cache are not redone, so an interrupted run resumes.
+    Videos already in the cache are not redone, so an interrupted run resumes; a video stored
+    for other steps than its annotation's is simulated again (:mod:`baglm_nb.stores.provenance`).
     """
+    from baglm_nb.inputs.datasets import annotation_path
+    from baglm_nb.stores.provenance import file_sha256
     from baglm_nb.stores.scores import ScoreCache
 
     params = _params(dataset, params)
-    videos = list(load_dataset(dataset) if videos is None else videos)[:limit]
     cache = ScoreCache(root, cache_key(dataset, params))
-    todo = [v for v in videos if not cache.has(v.uid)]
+    if videos is None:
+        cache.annotation_sha256 = file_sha256(annotation_path(dataset))
+    videos = list(load_dataset(dataset) if videos is None else videos)[:limit]
+    stale = set(cache.stale(videos))
+    todo = [v for v in videos if not cache.has(v.uid) or v.uid in stale]
     for video in tqdm(todo, desc=f"write {LABEL} {dataset}", unit="video"):
         scores = _simulate(video, params)
         cache.write_video(video.uid, scores.vsg, scores.progress, steps=video.steps)

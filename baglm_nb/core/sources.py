@@ -48,8 +48,9 @@ import numpy as np
 from baglm_nb.core import simulate_deps
 from baglm_nb.core.observations import Observations, from_cache, from_simulation
 from baglm_nb.core.oracles import oracle_dependency
-from baglm_nb.inputs.datasets import DATASETS, Video, data_dir, load_dataset
+from baglm_nb.inputs.datasets import DATASETS, Video, annotation_path, data_dir, load_dataset
 from baglm_nb.stores.keys import PUBLISHED_LLM
+from baglm_nb.stores.parquet import MissingEntryError
 
 __all__ = [
     "SIMULATED",
@@ -224,7 +225,7 @@ class Dependencies:
     label: str
     source: Any
     kind: str = "llm"
-    _read: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _read: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def simulated(self) -> bool:
@@ -244,19 +245,51 @@ class Dependencies:
         has = (lambda k: k in src) if isinstance(src, Mapping) else src.has
         key = video.uid if has(video.uid) else video.group
         if not has(key):
-            raise KeyError(f"no dependency matrix for video {video.uid!r} (group {video.group!r})")
+            where = f" in {src.path}" if hasattr(src, "path") else ""
+            raise MissingEntryError(f"no dependency matrix for video {video.uid!r} (group "
+                                    f"{video.group!r}){where}")  # fmt: skip
         if isinstance(src, Mapping):
             d = np.asarray(src[key], dtype=np.float64)
         else:
-            if key not in self._read:
-                self._read[key] = np.asarray(src.read(key), dtype=np.float64)
-            d = self._read[key].copy()
+            d = self._cached_matrix(key, video)
         if d.shape != (video.num_steps, video.num_steps):
             raise ValueError(
                 f"dependency matrix for group {key!r} is {d.shape}, video {video.uid!r} has "
                 f"K={video.num_steps} steps"
             )
         return d
+
+    def _cached_matrix(self, key: str, video: Video) -> np.ndarray:
+        """D of ``key`` from the dependency cache (read once), its stored steps checked against
+        ``video``'s: a stale group is refused, naming the file and the first differing step."""
+        from baglm_nb.stores.provenance import check_steps, first_difference
+
+        if key not in self._read:
+            self._read[key] = self.source.load(key)
+        steps, matrix = self._read[key]
+        if first_difference(steps, video.steps) is None:
+            return np.asarray(matrix, dtype=np.float64).copy()
+        try:
+            annotation = str(annotation_path(video.dataset))
+        except ValueError:  # videos of no known dataset (a caller's own records)
+            annotation = f"the annotation of video {video.uid!r}"
+        check_steps(
+            steps, video.steps, file=self.source.file(key), annotation=annotation,
+            what=f"group {key!r}",
+            redo="build or import the matrices again under this annotation (python -m "
+            "baglm_nb deps re-computes stale groups)",
+        )  # fmt: skip
+        return np.asarray(matrix, dtype=np.float64).copy()
+
+
+def _same_dataset(cache: Any, dataset: str) -> Any:
+    """``cache`` when it holds ``dataset``'s matrices; else ``ValueError`` naming its folder."""
+    if cache.key.dataset != dataset:
+        raise ValueError(
+            f"{cache.path}: the dependency cache holds {cache.key.dataset!r} matrices, "
+            f"not {dataset!r}"
+        )
+    return cache
 
 
 def label_of(deps: Any) -> str:
@@ -305,7 +338,7 @@ def dependencies(
     if isinstance(deps, Dependencies):
         return deps
     if isinstance(deps, DependencyCache):
-        return Dependencies(deps.key.model, deps)
+        return Dependencies(deps.key.model, _same_dataset(deps, dataset))
     if isinstance(deps, Mapping):
         return Dependencies("matrices", deps, "matrices")
     if deps in ("oracle", "none"):
@@ -337,7 +370,7 @@ def dependencies(
             "'noisy-oracle:<level>', 'imported', 'smollm2' or an existing dependency-cache folder"
         )
     if isinstance(deps, (str, os.PathLike)):
-        cache = DependencyCache.open(deps)
+        cache = _same_dataset(DependencyCache.open(deps), dataset)
         return Dependencies(cache.key.model, cache)
     raise TypeError(f"deps for {dataset}: unsupported setting of type {type(deps).__name__}")
 

@@ -42,11 +42,12 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import pyarrow as pa
 
-from baglm_nb.inputs.datasets import Video, load_dataset
+from baglm_nb.inputs.datasets import Video, annotation_path, load_dataset
 from baglm_nb.models.prompts import get_prompt
 from baglm_nb.stores.dependencies import DependencyCache
 from baglm_nb.stores.keys import DependencyKey
-from baglm_nb.stores.parquet import entry_file, read_parquet, write_parquet
+from baglm_nb.stores.parquet import MissingEntryError, entry_file, read_parquet, write_parquet
+from baglm_nb.stores.provenance import file_sha256
 
 __all__ = [
     "Backend",
@@ -443,29 +444,39 @@ def build_dependencies(
     -------
     dict
         ``path`` (the cache folder), ``computed``, ``reused`` (group lists), ``failed``
-        (group -> message) and ``groups`` (the number of groups asked for).
+        (group -> message), ``groups`` (the number of groups asked for) and
+        ``rescored_stale`` (groups stored for other steps than the annotation's: computed
+        again, :mod:`baglm_nb.stores.provenance`).
     """
     if on_error not in ("raise", "continue"):
         raise ValueError(f"on_error must be 'raise' or 'continue', got {on_error!r}")
+    annotation = file_sha256(annotation_path(dataset)) if videos is None else None
     videos = load_dataset(dataset) if videos is None else videos
     table = group_steps(videos, goal)
     keys = _group_keys(table, groups, limit, dataset)
     if engine == "local":
         if not isinstance(backend, Backend):
             backend = backend()
-        return _build_local(dataset, backend, root, table, keys, on_error, show_progress)
+        return _build_local(dataset, backend, root, table, keys, on_error, show_progress,
+                            annotation)  # fmt: skip
     from baglm_nb.models.ray_pool import RayOptions, RayPool
 
     options = RayOptions() if engine == "ray" else engine
     if isinstance(backend, Backend):
         raise ValueError("the ray engine loads the model in each worker: pass a factory")
     with RayPool(backend, options, describe=_backend_identity) as pool:
-        return _build_on(pool, dataset, root, table, keys, on_error, show_progress)
+        return _build_on(pool, dataset, root, table, keys, on_error, show_progress, annotation)
 
 
-def _summary(cache: DependencyCache, keys: list[str]) -> dict[str, Any]:
+def _summary(
+    cache: DependencyCache, keys: list[str], table: Mapping[str, Any], annotation: str | None
+) -> dict[str, Any]:
+    """The summary to fill, with ``rescored_stale``: the groups stored for other steps than
+    the annotation's (computed again); the cache records ``annotation`` (a SHA-256)."""
+    cache.annotation_sha256 = annotation
+    stale = [g for g in keys if cache.has(g) and cache.steps(g) != table[g][1]]
     return {"path": str(cache.path), "groups": len(keys), "computed": [], "reused": [],
-            "failed": {}}  # fmt: skip
+            "failed": {}, "rescored_stale": stale}  # fmt: skip
 
 
 def _build_local(
@@ -476,12 +487,13 @@ def _build_local(
     keys: list[str],
     on_error: str,
     show_progress: bool,
+    annotation: str | None = None,
 ) -> dict[str, Any]:
     """:func:`build_dependencies` in this process, group after group."""
     from tqdm.auto import tqdm
 
     cache = DependencyCache(root, DependencyKey(dataset, backend.name, backend.prompt_version))
-    summary = _summary(cache, keys)
+    summary = _summary(cache, keys, table, annotation)
     for g in tqdm(keys, desc=f"deps {dataset}", unit="group", disable=not show_progress):
         try:
             outcome = _build_group(cache, backend, g, *table[g], show_progress=show_progress)
@@ -518,12 +530,13 @@ def _build_on(
     keys: list[str],
     on_error: str,
     show_progress: bool,
+    annotation: str | None = None,
 ) -> dict[str, Any]:
     """:func:`build_dependencies` with the groups fanned out over a Ray pool's workers."""
     from tqdm.auto import tqdm
 
     cache = DependencyCache(root, DependencyKey(dataset, *pool.identity()))
-    summary = _summary(cache, keys)
+    summary = _summary(cache, keys, table, annotation)
     todo = []
     for g in keys:
         if cache.has(g) and cache.steps(g) == table[g][1]:
@@ -558,7 +571,8 @@ def _group_keys(
     if groups is not None:
         missing = [g for g in groups if g not in table]
         if missing:
-            raise KeyError(f"group(s) {missing} not in {dataset!r}")
+            raise MissingEntryError(f"group(s) {missing} not in the {dataset} annotation "
+                                    f"({annotation_path(dataset)})")  # fmt: skip
         keys = list(groups)
     return keys if limit is None else keys[:limit]
 

@@ -131,7 +131,12 @@ class OpenAIBackend:
 
     def _one(self, goal: str, target: str, prereq: str) -> float:
         """P(Yes) of one pair with retries; raises ``RuntimeError`` with a redacted reason."""
-        response = self._conn.call(lambda _: self._request(goal, target, prereq))
+        try:
+            response = self._conn.call(lambda _: self._request(goal, target, prereq))
+        except ValueError as exc:  # a body that is not JSON (truncated, garbage)
+            raise RuntimeError(self._redact(
+                f"{self._conn.where} answered with a malformed body ({type(exc).__name__}: {exc})"
+            )) from None  # fmt: skip
         return self._yes_probability(response)
 
     def _yes_probability(self, response: Any) -> float:

@@ -9,7 +9,9 @@
 * transient errors (connection errors, timeouts, HTTP 408/409/429 and 5xx) are retried with
   exponential backoff ``backoff * 2**n`` (at most ``max_backoff``) plus jitter; authentication
   and other client errors fail at once (:meth:`Connection.call`);
-* a failure is a :class:`ServerError` with one redacted line that names the server.
+* a failure is a :class:`ServerError` with one redacted line that names the server;
+* a base URL without an http(s) scheme is bad input (:func:`check_base_url`), and a request
+  without an answer after :data:`WAIT_NOTICE_S` prints one waiting line.
 """
 
 from __future__ import annotations
@@ -17,11 +19,18 @@ from __future__ import annotations
 import os
 import random
 import re
+import sys
+import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["Connection", "ServerError", "read_api_key"]
+__all__ = ["WAIT_NOTICE_S", "Connection", "ServerError", "check_base_url", "read_api_key"]
+
+#: Seconds without an answer after which a request prints one waiting line on stderr (once per
+#: connection), so that a hanging server with the default timeout and attempts is not silent.
+WAIT_NOTICE_S = 10.0
 
 T = TypeVar("T")
 
@@ -55,6 +64,19 @@ def read_api_key(api_key_env: str) -> str:
             "API key (for a local server without a key, set it to any placeholder)"
         )
     return key
+
+
+def check_base_url(base_url: str | None) -> None:
+    """Bad input (``ValueError`` naming the URL) unless ``base_url`` is ``None`` or an http(s)
+    URL with a host: ``localhost:8000`` (no scheme) is refused, not read as a failed call."""
+    if base_url is None:
+        return
+    parts = urllib.parse.urlsplit(str(base_url))
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(
+            f"--base-url {base_url!r} is not an http(s) URL with a host; write it with its "
+            f"scheme, e.g. http://{str(base_url).split('://')[-1].rstrip('/')}/v1"
+        )
 
 
 class ServerError(RuntimeError):
@@ -105,12 +127,14 @@ class Connection:
     ) -> None:
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        check_base_url(base_url)
         self.base_url = base_url
         self.api_key_env = api_key_env
         self.timeout = float(timeout)
         self.max_attempts = int(max_attempts)
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
+        self._told = False
         if client is None:
             import openai
 
@@ -157,6 +181,24 @@ class Connection:
 
     def call(self, request: Callable[[Any], T]) -> T:
         """``request(client)`` with retries; :class:`ServerError` (redacted) when it fails."""
+        timer = threading.Timer(WAIT_NOTICE_S, self._waiting)
+        timer.daemon = True
+        timer.start()
+        try:
+            return self._call(request)
+        finally:
+            timer.cancel()
+
+    def _waiting(self) -> None:
+        """The waiting line (once per connection)."""
+        if not self._told:
+            self._told = True
+            print(f"waiting for {self.where}: no answer after {WAIT_NOTICE_S:g} s (up to "
+                  f"{self.timeout:g} s per request, {self.max_attempts} attempts)",
+                  file=sys.stderr, flush=True)  # fmt: skip
+
+    def _call(self, request: Callable[[Any], T]) -> T:
+        """:meth:`call` without the waiting line."""
         import openai
 
         last, status = "", None

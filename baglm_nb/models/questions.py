@@ -55,6 +55,10 @@ class ScoringError(ValueError):
     """Scores of a segment (``segment`` = its index in the call, ``None`` = all of them) that
     cannot be produced; :meth:`located` names the video and the segment in the message."""
 
+    #: A model or server that answers with something unusable is a failed run (exit 1 in the
+    #: CLI, :mod:`baglm_nb.apps.cli.main`), not bad input.
+    failed_run = True
+
     def __init__(self, message: str, segment: int | None = None) -> None:
         super().__init__(message)
         self.message = message

@@ -349,6 +349,20 @@ def _cached(cache: ScoreCache, videos: Sequence[Video]) -> tuple[list[str], list
     return [uid for uid in stored if uid not in unreadable], unreadable
 
 
+def _resume(
+    cache: ScoreCache, videos: Sequence[Video], annotation: Path | None
+) -> tuple[list[str], list[str], list[str]]:
+    """Resuming: the videos cached for their current steps (done), the unreadable ones and
+    the stale ones (stored for other steps: :mod:`baglm_nb.stores.provenance`); the cache
+    records the SHA-256 of ``annotation`` (the file the videos come from, when known)."""
+    from baglm_nb.stores.provenance import file_sha256
+
+    cache.annotation_sha256 = None if annotation is None else file_sha256(annotation)
+    done, unreadable = _cached(cache, videos)
+    stale = cache.stale([v for v in videos if v.uid in set(done)])
+    return [uid for uid in done if uid not in stale], unreadable, stale
+
+
 def _record(
     cache: ScoreCache, failures_path: Path, failures: dict[str, str], video: Video, r: VideoResult
 ) -> bool:
@@ -385,17 +399,19 @@ def score_dataset(
     ``engine`` is ``"local"`` (default), ``"ray"`` or a
     :class:`~baglm_nb.models.ray_pool.RayOptions`. ``root`` defaults to the project's
     ``data/cache``. Returns a summary: the cache folder, videos scored now, already cached,
-    cached files found unreadable (truncated) and rescored (``rescored_unreadable``), failed
+    cached files found unreadable (truncated) and rescored (``rescored_unreadable``), cached
+    videos stored for other steps than the annotation's and rescored (``rescored_stale``), failed
     (with their errors, also kept in ``failures.json`` in the cache folder), the videos that
     needed more than one attempt (``attempts``, uid -> workers that tried it), the engine, the
     label of the scorer (``random-init`` for tiny test models) and ``seconds``: ``startup``
     (until the model is loaded), ``scoring`` (from then to the last video) and ``driver`` (the
     part of it the driver spent writing and reporting).
     """
-    from baglm_nb.inputs.datasets import data_dir
+    from baglm_nb.inputs.datasets import annotation_path, data_dir
     from baglm_nb.models.prompts import PROMPTS
 
     root = data_dir() / "cache" if root is None else root
+    annotation = annotation_path(dataset, annotations) if annotations or videos is None else None
     videos = (
         check_inputs(dataset, video_dir, annotations=annotations, limit=limit)
         if videos is None
@@ -414,7 +430,7 @@ def score_dataset(
         failures: dict[str, str] = (
             json.loads(failures_path.read_text(encoding="utf-8")) if failures_path.exists() else {}
         )
-        done_before, unreadable = _cached(cache, videos)
+        done_before, unreadable, stale = _resume(cache, videos, annotation)
         tasks = [_task(v, video_dir, segment_duration, sampling_fps, batch_segments)
                  for v in videos if v.uid not in done_before]  # fmt: skip
         bar = _DriverBar(len(tasks), f"score {dataset}", eng, show_progress)
@@ -433,6 +449,7 @@ def score_dataset(
         "scored": scored,
         "already_cached": done_before,
         "rescored_unreadable": unreadable,
+        "rescored_stale": stale,
         "failed": {u: failures[u] for u in failures if u in by_uid},
         "attempts": attempts,
         "seconds": {

@@ -62,7 +62,6 @@ import numpy as np
 from baglm_nb.models.engine import ScoreResult
 from baglm_nb.models.families import DEFAULT_SYSTEM
 from baglm_nb.models.fingerprints import served_fingerprint, served_metadata
-from baglm_nb.models.logprobs import InvalidLogprob, checked_logprob
 from baglm_nb.models.openai_client import Connection, ServerError
 from baglm_nb.models.prompts import option_labels
 from baglm_nb.models.questions import Question, ScoringError, build_questions, combine
@@ -73,6 +72,12 @@ from baglm_nb.models.served_messages import (
     guess_family,
     served_frames,
     user_content,
+)
+from baglm_nb.models.served_responses import (
+    _check_logprob,
+    _top_logprobs,
+    answer_probs,
+    prompt_logprob,
 )
 
 __all__ = [
@@ -98,97 +103,6 @@ _PROBE_QUESTION = "Answer with the letter A.\n"
 _PREFILL = {"prompt_logprobs": 0, "add_generation_prompt": False, "continue_final_message": True}
 """vLLM's extension: score the prefilled assistant answer as part of the prompt."""
 _DEFAULT = object()
-
-
-def _check_logprob(value: Any, answer: str) -> float:
-    """A logprob as a float; ``ScoringError`` when it is not a finite number <= 0
-    (:func:`baglm_nb.models.logprobs.checked_logprob`, the one rule)."""
-    try:
-        return checked_logprob(value, what=f"the server's logprob of answer {answer!r}")
-    except InvalidLogprob as exc:
-        raise ScoringError(str(exc)) from None
-
-
-def _top_logprobs(response: dict) -> list[dict]:
-    """The first generated token's ``top_logprobs`` list; ``ScoringError`` when absent."""
-    try:
-        top = response["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-    except (KeyError, IndexError, TypeError):
-        top = None
-    if not isinstance(top, list) or not top:
-        raise ScoringError(
-            "malformed response: no choices[0].logprobs.content[0].top_logprobs (does the "
-            "server return logprobs?)"
-        )
-    return top
-
-
-def _entry_key(entry: Any) -> bytes | None:
-    """The exact bytes of a ``top_logprobs`` entry's token (``bytes``, else ``token``)."""
-    if not isinstance(entry, dict):
-        return None
-    raw = entry.get("bytes")
-    if isinstance(raw, list):
-        try:
-            return bytes(raw)
-        except (TypeError, ValueError):
-            return None
-    token = entry.get("token")
-    return token.encode("utf-8") if isinstance(token, str) else None
-
-
-def answer_probs(response: dict, answers: Sequence[str], *, approx: bool = False) -> np.ndarray:
-    """P(answer) for each answer from a chat response's first-token ``top_logprobs``.
-
-    An answer matches the entry whose token bytes equal the answer's UTF-8 bytes (exactly one).
-    Without ``approx`` a missing answer raises :class:`ScoringError`; with it, a missing answer
-    gets ``min(smallest listed p, leftover mass / number missing)``.
-    """
-    top = _top_logprobs(response)
-    wanted = {a.encode("utf-8"): a for a in answers}
-    found: dict[str, float] = {}
-    listed: list[float] = []
-    for entry in top:
-        key = _entry_key(entry)
-        if key is None:
-            raise ScoringError(f"malformed top_logprobs entry {str(entry)[:80]!r}")
-        if approx:
-            listed.append(
-                math.exp(_check_logprob(entry.get("logprob"), key.decode(errors="replace")))
-            )
-        if key in wanted:
-            a = wanted[key]
-            if a in found:
-                raise ScoringError(f"answer {a!r} matches two entries of the server's logprobs")
-            found[a] = math.exp(_check_logprob(entry.get("logprob"), a))
-    missing = [a for a in answers if a not in found]
-    if missing and not approx:
-        raise ScoringError(
-            f"answer {missing[0]!r} is not among the {len(top)} logprobs the server returned "
-            f"(missing: {missing}); it is never read as 0"
-        )
-    if missing:
-        leftover = max(0.0, 1.0 - sum(listed)) / len(missing)
-        fill = min(min(listed), leftover)
-        found.update(dict.fromkeys(missing, fill))
-    return np.array([found[a] for a in answers], dtype=np.float64)
-
-
-def prompt_logprob(response: dict, answer: str) -> float:
-    """The logprob of the prefilled ``answer``: the last ``prompt_logprobs`` position (vLLM)."""
-    plp = response.get("prompt_logprobs") if isinstance(response, dict) else None
-    last = plp[-1] if isinstance(plp, list) and plp else None
-    if not isinstance(last, dict) or not last:
-        raise ScoringError("malformed response: no prompt_logprobs for the last prompt token")
-    entries = [e for e in last.values() if isinstance(e, dict)]
-    hits = [e for e in entries if e.get("decoded_token") == answer]
-    if len(hits) != 1:
-        seen = [e.get("decoded_token") for e in entries]
-        raise ScoringError(
-            f"the last prompt token is not the prefilled answer {answer!r} alone (got {seen!r});"
-            " the chat template merged it with the text before it: use --strategy full-vocab"
-        )
-    return _check_logprob(hits[0].get("logprob"), answer)
 
 
 def _frames(frames_batch: Any) -> np.ndarray:
@@ -345,7 +259,7 @@ class ServedScorer:
             raw = self._conn.call(lambda c: c.models.with_raw_response.list())
             meta = served_metadata(json.loads(raw.content), self.model)
         except ServerError as exc:
-            _refused_or_raise(exc)
+            _refused_or_raise(exc, self._conn.where)
             return {}
         except (ValueError, AttributeError, TypeError):
             return {}
@@ -393,12 +307,14 @@ class ServedScorer:
         try:
             data = json.loads(raw.content)
         except (ValueError, TypeError):
-            raise ScoringError("malformed response: not JSON") from None
+            raise MalformedResponse("malformed response: not JSON") from None
+        if not isinstance(data, dict):
+            raise MalformedResponse("malformed response: not a JSON object")
         with self._lock:
             self.stats["request_s"] += time.perf_counter() - t0
             self.stats["requests"] += 1
             self.stats["bytes"] += len(raw.content)
-        return data if isinstance(data, dict) else {}
+        return data
 
     def _root_post(self, path: str, body: dict) -> Any:
         """POST to a route at the server's root (outside ``/v1``), as parsed JSON."""
@@ -452,7 +368,7 @@ class ServedScorer:
                 tid = single_token(token, [self.token_id(token)])
             forced = forced_logprob(self._post(msgs, **forced_options(tid)), token)
         except (ServerError, ScoringError) as exc:
-            _refused_or_raise(exc)
+            _refused_or_raise(exc, self._conn.where)
             return str(exc)
         return check_forced(unbiased, forced, token)
 
@@ -503,13 +419,13 @@ class ServedScorer:
             if len(_top_logprobs(data)) > APPROX_TOP:
                 return "full-vocab", f"{why}; the server returns the whole vocabulary's logprobs"
         except (ServerError, ScoringError) as exc:
-            _refused_or_raise(exc)
+            _refused_or_raise(exc, self._conn.where)
         try:
             answer = {"role": "assistant", "content": "A"}
             prompt_logprob(self._post([*msgs, answer], extra_body=_PREFILL), "A")
             return "prompt-logprobs", f"{why}; no full-vocabulary logprobs, but prompt_logprobs"
         except (ServerError, ScoringError) as exc:
-            _refused_or_raise(exc)
+            _refused_or_raise(exc, self._conn.where)
         if self.allow_approx:
             return "approx-top20", f"{why}; at most {APPROX_TOP} logprobs, --allow-approx given"
         raise ServerError(
@@ -595,11 +511,19 @@ class ServedScorer:
         return out
 
 
-def _refused_or_raise(exc: Exception) -> None:
+class MalformedResponse(ScoringError):
+    """An answer that is no chat completion at all (not JSON, or not a JSON object)."""
+
+
+def _refused_or_raise(exc: Exception, where: str) -> None:
     """Go on probing when the server refused a request (HTTP 400/404/422) or answered without
-    the field asked for; raise anything else (server down, wrong key)."""
+    the field asked for; raise anything else (server down, wrong key, an answer that is no
+    chat completion: a :class:`ServerError` naming the server ``where``)."""
     if isinstance(exc, ServerError) and exc.status not in (400, 404, 422):
         raise exc
+    if isinstance(exc, MalformedResponse):
+        raise ServerError(f"{where} answered the probe with a {exc.message}; is it an "
+                          "OpenAI-compatible server (check --base-url)?") from None  # fmt: skip
 
 
 def _question_names(questions: Sequence[Question]) -> list[str]:

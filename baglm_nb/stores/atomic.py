@@ -46,11 +46,21 @@ def _replace(tmp: Path, path: Path) -> None:
     _fsync_dir(path.parent)
 
 
+def _naming(exc: OSError, path: Path) -> OSError:
+    """``exc`` with ``path`` named (a full disk, a quota: the OS error names no file)."""
+    if exc.filename is not None:
+        return exc
+    if exc.errno is None:
+        return OSError(f"{path}: {exc}")
+    return OSError(exc.errno, exc.strerror or str(exc), str(path))
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> Path:
     """Call ``write(fileobj)`` on a binary temp file beside ``path``, fsync it, rename it.
 
     The parent folder is created. On any error the temp file is removed and ``path`` is left
-    as it was. The file gets the usual umask permissions. Returns the path.
+    as it was; an ``OSError`` that names no file (a full disk) is raised naming ``path``. The
+    file gets the usual umask permissions. Returns the path.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -61,6 +71,9 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -
             write(f)
             f.flush()
             os.fsync(f.fileno())
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise _naming(exc, path) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from baglm_nb.stores.keys import DependencyKey
 from baglm_nb.stores.parquet import ParquetFolder
+from baglm_nb.stores.provenance import steps_sha256
 
 __all__ = ["DependencyCache"]
 
@@ -78,7 +79,14 @@ class DependencyCache(ParquetFolder):
         """Sorted keys of the stored groups."""
         return self.names()
 
-    def write(self, group: str, steps: Sequence[str], matrix: np.ndarray) -> Path:
+    def write(
+        self,
+        group: str,
+        steps: Sequence[str],
+        matrix: np.ndarray,
+        *,
+        annotation_sha256: str | None = None,
+    ) -> Path:
         """Store (or atomically replace) the (K, K) matrix of ``group``.
 
         Parameters
@@ -89,6 +97,9 @@ class DependencyCache(ParquetFolder):
             The K step texts, in the matrix's (and the VSG columns') order.
         matrix
             ``D[i, j] = P(step j is a prerequisite of step i)``, values in [0, 1].
+        annotation_sha256
+            SHA-256 of the annotation file the steps come from (a record,
+            :mod:`baglm_nb.stores.provenance`; default :attr:`annotation_sha256`).
 
         Raises
         ------
@@ -110,7 +121,13 @@ class DependencyCache(ParquetFolder):
                 "p_yes": pa.array(m.reshape(-1), type=pa.float64()),
             }
         )
-        meta = {"group": group, "num_steps": k, "steps": steps}
+        meta = {
+            "group": group,
+            "num_steps": k,
+            "steps": steps,
+            "steps_sha256": steps_sha256(steps),
+            "annotation_sha256": annotation_sha256 or self.annotation_sha256,
+        }
         return self._write_entry(group, table, meta, ["group", "target_step", "prereq_step"])
 
     def _load(self, group: str) -> tuple[list[str], np.ndarray]:
@@ -137,6 +154,10 @@ class DependencyCache(ParquetFolder):
                 names[i] = s
             steps = names
         return list(steps), m
+
+    def load(self, group: str) -> tuple[list[str], np.ndarray]:
+        """``(steps, matrix)`` of ``group``: the step texts in matrix order and D (K, K)."""
+        return self._load(group)
 
     def read(self, group: str) -> np.ndarray:
         """The (K, K) float64 matrix of ``group``; ``KeyError`` if missing."""

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from baglm_nb.stores import published_files as pf
 from baglm_nb.stores.dependencies import DependencyCache
 from baglm_nb.stores.keys import PUBLISHED_LLM, DependencyKey, ScoreKey
+from baglm_nb.stores.provenance import file_sha256
 from baglm_nb.stores.scores import ScoreCache
 
 if TYPE_CHECKING:
@@ -162,7 +163,21 @@ def _import_all(run: _Run, videos: Sequence[Video], show_progress: bool) -> dict
         "refused": list(run.refused.values()),
         "scores_path": str(run.scores.path),
         "dependencies_path": str(run.deps.path),
+        "unmatched": _unmatched(run.src, videos),
     }
+
+
+def _unmatched(src: Path, videos: Sequence[Video]) -> list[str]:
+    """The ``.pt`` files under ``src`` (relative paths) that name no video or group of
+    ``videos``: another dataset's files, or misnamed ones."""
+    names = {"vsg": {v.uid for v in videos}, "prog": {v.uid for v in videos},
+             "prereq": {v.group for v in videos}}  # fmt: skip
+    return sorted(
+        str(path.relative_to(src))
+        for kind, known in names.items()
+        for path in (src / kind).rglob("*.pt")
+        if path.stem not in known
+    )
 
 
 def import_reference_results(
@@ -212,7 +227,8 @@ def import_reference_results(
         ``groups_imported``, ``files_imported`` (VSG, progress and prerequisite files),
         ``warnings`` (count per kind of :data:`~baglm_nb.stores.published_files.WARNING_KINDS`),
         ``max_clipped`` (the largest clipped deviation from [0, 1]), ``files_refused``,
-        ``refused`` (one line per refused file), ``scores_path`` and ``dependencies_path``.
+        ``refused`` (one line per refused file), ``scores_path``, ``dependencies_path`` and
+        ``unmatched`` (the ``.pt`` files that name no annotated video or group).
 
     Raises
     ------
@@ -224,9 +240,11 @@ def import_reference_results(
     src = Path(src_dir)
     if not src.is_dir():
         raise FileNotFoundError(f"{src}: no such folder (expected vsg/, prog/ and prereq/)")
+    annotation = None
     if videos is None:
-        from baglm_nb.inputs.datasets import load_dataset
+        from baglm_nb.inputs.datasets import annotation_path, load_dataset
 
+        annotation = file_sha256(annotation_path(dataset))
         videos = load_dataset(dataset)
     d = int(segment_duration)
     run = _Run(
@@ -237,4 +255,5 @@ def import_reference_results(
         sampling_fps,
         pf.Notes() if log is None else pf.Notes(log=log),
     )
+    run.scores.annotation_sha256 = run.deps.annotation_sha256 = annotation
     return _import_all(run, videos, show_progress)

@@ -29,6 +29,7 @@ from baglm_nb.stores.atomic import atomic_write, atomic_write_json
 
 __all__ = [
     "FORMAT_VERSION",
+    "MissingEntryError",
     "ParquetFolder",
     "encode_meta",
     "entry_file",
@@ -41,6 +42,15 @@ __all__ = [
 #: Version of the folder and file layout, stored in ``config.json`` and every file's metadata.
 FORMAT_VERSION = 1
 _META_PREFIX = "baglm."
+
+
+class MissingEntryError(KeyError, ValueError):
+    """An entry (a video, a group) that a cache or a mapping does not hold: bad input, and a
+    ``KeyError`` for lookups; the message names the entry and where it was looked for."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
 
 # --------------------------------------------------------------------------------------------
 # files
@@ -177,6 +187,9 @@ class ParquetFolder:
     entries: ClassVar[str]
     entry_word: ClassVar[str]
     cache_word: ClassVar[str]
+    #: SHA-256 of the annotation file the entries' steps come from, recorded in every entry
+    #: written (``None``: not known; :mod:`baglm_nb.stores.provenance`).
+    annotation_sha256: str | None = None
 
     def __init__(self, root: str | os.PathLike, key: Any) -> None:
         if not isinstance(key, self.key_type):
@@ -254,9 +267,25 @@ class ParquetFolder:
         try:
             return read_parquet(path), path
         except FileNotFoundError:
-            raise KeyError(
+            raise MissingEntryError(
                 f"{self.entry_word} {name!r} is not in the {self.cache_word} cache {self.path}"
             ) from None
+
+    def entry_meta(self, name: str, names: Iterable[str]) -> dict[str, Any]:
+        """The ``names`` metadata of entry ``name``, read from its footer only (no data).
+
+        ``KeyError`` when the entry is missing, ``ValueError`` (naming the file) when unreadable.
+        """
+        path = self.file(name)
+        try:
+            schema = pq.read_schema(path)
+        except FileNotFoundError:
+            raise MissingEntryError(
+                f"{self.entry_word} {name!r} is not in the {self.cache_word} cache {self.path}"
+            ) from None
+        except (OSError, pa.ArrowException) as exc:
+            raise ValueError(f"{path}: not a readable Parquet file ({exc})") from None
+        return read_meta(schema.empty_table(), path, names)
 
     @staticmethod
     def _checked_meta(

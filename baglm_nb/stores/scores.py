@@ -31,6 +31,7 @@ import pyarrow as pa
 from baglm_nb.inputs import grid
 from baglm_nb.stores.keys import ScoreKey
 from baglm_nb.stores.parquet import ParquetFolder, read_parquet
+from baglm_nb.stores.provenance import is_stale, steps_sha256
 
 __all__ = ["ScoreCache", "VideoScores", "warn_unfingerprinted"]
 
@@ -258,6 +259,7 @@ class ScoreCache(ParquetFolder):
         steps: Sequence[str] | None = None,
         timings: Mapping[str, np.ndarray] | None = None,
         num_rows: int | None = None,
+        annotation_sha256: str | None = None,
     ) -> Path:
         """Store (or atomically replace) the scores of one video.
 
@@ -277,6 +279,8 @@ class ScoreCache(ParquetFolder):
         num_rows
             T, when the per-second rows end inside the last segment (an imported file);
             ``(S - 1) * segment_duration < num_rows <= S * segment_duration``.
+        annotation_sha256
+            SHA-256 of the steps' annotation file (default :attr:`annotation_sha256`).
 
         Returns
         -------
@@ -316,6 +320,8 @@ class ScoreCache(ParquetFolder):
             "source": self.key.source,
             "has_progress": p is not None,
             "steps": steps,
+            "steps_sha256": None if steps is None else steps_sha256(steps),
+            "annotation_sha256": annotation_sha256 or self.annotation_sha256,
             "timings": list(timing_cols),
         }
         if num_rows is not None and num_rows != full:
@@ -323,6 +329,24 @@ class ScoreCache(ParquetFolder):
         if self.key.label:
             meta["label"] = self.key.label
         return self._write_entry(uid, pa.table(columns), meta, ["video_uid"])
+
+    def stored_steps(self, uid: str) -> tuple[str, ...] | None:
+        """The step texts ``uid`` was scored for (``None``: not recorded); footer only."""
+        steps = self.entry_meta(uid, ("steps",)).get("steps")
+        return None if steps is None else tuple(steps)
+
+    def stale(self, videos: Iterable[Any]) -> list[str]:
+        """The uids of ``videos`` (with ``uid`` and ``steps``) stored for other steps than
+        theirs: a resumed run scores them again (:mod:`baglm_nb.stores.provenance`)."""
+        out = []
+        for video in videos:
+            try:
+                stored = self.stored_steps(video.uid)
+            except (KeyError, ValueError):
+                continue  # not stored, or unreadable (redone as such)
+            if is_stale(stored, video.steps):
+                out.append(video.uid)
+        return out
 
     def read_video(self, uid: str) -> VideoScores:
         """Read one video's scores.

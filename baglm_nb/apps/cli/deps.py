@@ -137,10 +137,14 @@ def _deps(args: argparse.Namespace) -> int:
     import sys
 
     from baglm_nb.analyses import violations as viol
+    from baglm_nb.apps.cli.options import check_range
     from baglm_nb.core import sources
     from baglm_nb.models import dependencies as dep
     from baglm_nb.stores.dependencies import DependencyCache
 
+    for value in args.thresholds or ():
+        check_range("--thresholds", value, 0, 1)
+    check_range("--limit", args.limit, 1)
     progress = not args.no_progress
     source: object
     if args.backend in ("oracle", "none"):
@@ -177,7 +181,7 @@ def _deps(args: argparse.Namespace) -> int:
             print("finished groups and pairs are kept; run the same command again to resume",
                   file=sys.stderr)  # fmt: skip
             return 1
-        print(json.dumps({k: summary[k] for k in ("path", "groups")}, indent=2))
+        print(json.dumps({k: summary[k] for k in ("path", "groups", "rescored_stale")}, indent=2))
         print(f"computed {len(summary['computed'])}, reused {len(summary['reused'])}, "
               f"failed {len(summary['failed'])}")  # fmt: skip
         for msg in summary["failed"].values():

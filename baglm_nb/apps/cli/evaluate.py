@@ -64,7 +64,12 @@ def format_table(
     width = max(len(r[0]) for r in rows)
     lines = [title_for(f"{ds} {metric} (%)", result["source"])]
     lines += [f"{a:<{width}}  {b:>9}  {c:>5}" for a, b, c in rows]
-    lines.append(f"videos evaluated: {result['videos']}")
+    annotated = result.get("annotated", result["videos"])
+    if result["videos"] < annotated:
+        lines.append(f"videos evaluated: {result['videos']} of {annotated} annotated videos "
+                     "(the others have no scores in the cache)")  # fmt: skip
+    else:
+        lines.append(f"videos evaluated: {result['videos']}")
     if deps is not None:
         lines.append(f"D (BaGLM's dependency matrices): {deps}")
     return "\n".join(lines)
@@ -107,9 +112,18 @@ def run(args: argparse.Namespace) -> int:
     online = {"threshold": args.threshold, "patience": args.patience}
     result = compare(obs, deps, online=online, smoothing_lag=lag, **filter_options(args))
     result["D"] = deps.label
+    result["annotated"] = _annotated(args)
     print(format_table(result, args.transition, args.prior, args.stepping, deps.label))
     print(format_online(result["online"]))
     if args.json:
         result["precision_agreement"] = precision_agreement(obs, deps, **filter_options(args))
         print(json.dumps(result))
     return 0
+
+
+def _annotated(args: argparse.Namespace) -> int:
+    """The annotated videos ``--dataset`` and ``--limit`` ask for (scored or not)."""
+    from baglm_nb.inputs.datasets import load_dataset
+
+    total = len(load_dataset(args.dataset))
+    return min(total, args.limit) if args.limit else total

@@ -298,8 +298,6 @@ def run(args: argparse.Namespace) -> int:
     _lag(args)  # a bad value is refused before anything loads
     ended: list[str] = []
     pressed = threading.Event()
-    if not args.debug:
-        _quiet_libraries()
     alerts_on, alerts_line = _alert_setting(args)
     if args.replay:
         grounder, scores, truth = _replay_setup(args)
@@ -328,22 +326,6 @@ def run(args: argparse.Namespace) -> int:
     if not estimates:
         raise RuntimeError(f"no segment was followed: {reason}")
     return 0
-
-
-def _quiet_libraries() -> None:
-    """Keep the model libraries' deprecation notices (transformers' ``FutureWarning`` and the
-    warnings of its own logger, e.g. "`past_key_values` ... deprecated") out of the terminal:
-    the user cannot act on them. ``--debug`` keeps them; ``TRANSFORMERS_VERBOSITY`` set by the
-    user wins."""
-    import os
-    import warnings
-
-    for category in (FutureWarning, DeprecationWarning):
-        warnings.filterwarnings("ignore", category=category, module=r"(transformers|torch)\b")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    loaded = sys.modules.get("transformers")
-    if loaded is not None and os.environ["TRANSFORMERS_VERBOSITY"] == "error":
-        loaded.logging.set_verbosity_error()  # imported before: it read the variable then
 
 
 def one_line(text, width: int = 80) -> str:

@@ -3,7 +3,8 @@
 Each warning and each refused file is one line on stderr as it happens; the summary (files
 imported, warnings by kind, refused files) follows on stdout. The exit status is 1 when a file
 was refused (its video is not imported), 2 on an error that stops the import (traceback only
-with ``--debug``), else 0.
+with ``--debug``) or when no file matched an annotated video (the unmatched files are named:
+an empty folder, another dataset's files), else 0.
 """
 
 from __future__ import annotations
@@ -68,7 +69,19 @@ def run(args: argparse.Namespace) -> int:
             raise
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if not summary["videos_imported"] and not summary["files_refused"]:
+        return _nothing_matched(args, summary)
     print("\n".join(summary_lines(summary)))
     if args.json:
         print(json.dumps(summary, indent=2))
     return 1 if summary["files_refused"] else 0
+
+
+def _nothing_matched(args: argparse.Namespace, summary: dict[str, Any]) -> int:
+    """No file named an annotated video: bad input (exit 2), naming the unmatched files."""
+    files = summary["unmatched"]
+    shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+    what = f"{len(files)} unmatched .pt file(s): {shown}" if files else "no .pt files"
+    print(f"error: {args.src}: no file matched a {args.dataset} video (expected vsg/, prog/ and "
+          f"prereq/ files named by video uid and group); {what}", file=sys.stderr)  # fmt: skip
+    return 2

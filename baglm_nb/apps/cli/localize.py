@@ -22,9 +22,17 @@ def _localize(args: argparse.Namespace) -> int:
         windowed_recall_table,
     )
     from baglm_nb.analyses.tables import title_for, to_markdown, write_table
-    from baglm_nb.apps.cli.options import deps_from_args, filter_options, observations_from_args
+    from baglm_nb.apps.cli.options import (
+        check_range,
+        deps_from_args,
+        filter_options,
+        observations_from_args,
+    )
     from baglm_nb.core.pipeline import run_baglm
 
+    check_range("--threshold", args.threshold, 0, 1)
+    check_range("--overlap", args.overlap, 0, 1)
+    check_range("--top-n", args.top_n, 1)
     obs = observations_from_args(args)
     overlap = None if args.overlap is not None and args.overlap >= 1 else args.overlap
     detect = {

@@ -4,14 +4,20 @@ Errors follow one rule (:func:`main`): a failure prints ``error: <message>`` on 
 the file, video or field, and exits **2** for bad input (a missing, unreadable or invalid file,
 a bad option value) or **1** for a run that failed (a server that went away, a video that could
 not be scored). ``--debug`` (after the verb) prints the Python traceback too.
+
+Library warnings (transformers' ``FutureWarning``s and advice, torch's notes) stay out of the
+user's terminal unless ``--debug`` is given (:func:`quiet_library_warnings`); the workbench's own
+warnings, and any ``-W`` / ``PYTHONWARNINGS`` the user set, are kept.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
+import warnings
 
 #: The verb modules of this package, each with ``register(verbs)``.
 VERBS = ("stats", "evaluate", "import_files", "simulate", "score", "deps", "localize", "follow",
@@ -45,9 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
 def error_line(exc: BaseException) -> str:
     """The one ``error: ...`` line printed for ``exc``."""
     text = str(exc).strip()
-    if isinstance(exc, KeyError) and len(exc.args) == 1:
+    if isinstance(exc, KeyError) and not isinstance(exc, BAD_INPUT) and len(exc.args) == 1:
         text = f"missing key {exc.args[0]!r}"
-    if not isinstance(exc, BAD_INPUT + (RuntimeError,)):
+    if not isinstance(exc, BAD_INPUT + (RuntimeError, OSError)):  # OSError: a full disk ...
         text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
         text += " (an unexpected error: run again with --debug for the traceback)"
     text = text or type(exc).__name__
@@ -55,13 +61,39 @@ def error_line(exc: BaseException) -> str:
 
 
 def exit_status(exc: BaseException) -> int:
-    """:data:`EXIT_BAD_INPUT` for bad input, else :data:`EXIT_FAILED`."""
+    """:data:`EXIT_BAD_INPUT` for bad input, else :data:`EXIT_FAILED` (also for an error that
+    says it is a failed run with ``failed_run = True``: a model's unusable answer)."""
+    if getattr(exc, "failed_run", False):
+        return EXIT_FAILED
     return EXIT_BAD_INPUT if isinstance(exc, BAD_INPUT) else EXIT_FAILED
+
+
+#: Modules whose warnings of any kind are the libraries' business (a regular expression).
+LIBRARIES = (
+    r"(transformers|torch|torchcodec|accelerate|huggingface_hub|tokenizers|ray|av|pyarrow)\b"
+)
+
+
+def quiet_library_warnings(debug: bool) -> None:
+    """Unless ``debug``: hide deprecation-type warnings (the workbench raises none), every
+    warning of :data:`LIBRARIES` and transformers' logged advice. The workbench's own warnings
+    stay; warnings options the user gave (``-W``, ``PYTHONWARNINGS``) win."""
+    if debug or sys.warnoptions:
+        return
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    for category in (FutureWarning, DeprecationWarning, PendingDeprecationWarning):
+        warnings.filterwarnings("ignore", category=category)
+    warnings.filterwarnings("ignore", module=LIBRARIES)
+    loaded = sys.modules.get("transformers")  # imported before: it read the variable then
+    if loaded is not None and os.environ["TRANSFORMERS_VERBOSITY"] == "error":
+        loaded.logging.set_verbosity_error()
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the verb; turn an error into one line and an exit status."""
     args = build_parser().parse_args(argv)
+    quiet_library_warnings(args.debug)
     try:
         return args.func(args)
     except KeyboardInterrupt as exc:

@@ -12,6 +12,26 @@ from collections.abc import Iterator
 from typing import Any
 
 
+def check_range(
+    option: str,
+    value: float | None,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+) -> None:
+    """Bad input (``ValueError`` naming ``option``) unless ``value`` is ``None`` or a number in
+    [low, high] (``low_open``: above ``low``); NaN is outside every range."""
+    if value is None:
+        return
+    too_low = low is not None and (value <= low if low_open else value < low)
+    if value != value or too_low or (high is not None and value > high):
+        lo = "" if low is None else f"{'>' if low_open else '>='} {low:g}"
+        hi = "" if high is None else f"<= {high:g}"
+        bounds = " and ".join(b for b in (lo, hi) if b)
+        raise ValueError(f"{option} {value:g} is out of range: expected {bounds}")
+
+
 def add_observation_arguments(p: argparse.ArgumentParser) -> None:
     """The options shared by verbs that run the filter: sources, variants and ``--limit``."""
     from baglm_nb.core.sources import SIMULATED_LLM
@@ -49,6 +69,7 @@ def observations_from_args(args: argparse.Namespace):
     """``--dataset``, ``--scores``, ``--limit`` and ``--precision`` as observations."""
     from baglm_nb.core import sources
 
+    check_range("--limit", args.limit, 1)
     try:
         return sources.observations(
             args.dataset, args.scores, limit=args.limit, precision=getattr(args, "precision", None),

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
-from baglm_nb.apps.cli.options import add_served_arguments, served_scorer
+from baglm_nb.apps.cli.options import add_served_arguments, check_range, served_scorer
 
 
 def register(verbs) -> None:
@@ -109,6 +110,9 @@ def run(args: argparse.Namespace) -> int:
     from baglm_nb.models.openai_client import ServerError
     from baglm_nb.models.scoring import check_inputs, score_dataset
 
+    check_range("--batch-segments", args.batch_segments, 1)
+    check_range("--segment-duration", args.segment_duration, 1)
+    check_range("--sampling-fps", args.sampling_fps, 0, low_open=True)
     check_inputs(args.dataset, args.video_dir, annotations=args.annotations, limit=args.limit)
     served = args.backend == "openai" or args.model.startswith("openai:")
     if served and args.engine == "ray":
@@ -130,4 +134,10 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     print(json.dumps({**summary, "scored": len(summary["scored"]),
                       "already_cached": len(summary["already_cached"])}, indent=2))  # fmt: skip
-    return 1 if summary["failed"] else 0
+    if summary["failed"]:
+        failed = summary["failed"]
+        print(f"error: {len(failed)} video(s) could not be scored (first: {next(iter(failed))}: "
+              f"{next(iter(failed.values()))}); all are listed under 'failed' above and in "
+              f"{summary['cache']}/failures.json", file=sys.stderr)  # fmt: skip
+        return 1
+    return 0

@@ -56,9 +56,11 @@ def run_simulate(args: argparse.Namespace) -> int:
     """Run the ``simulate`` verb."""
     from pathlib import Path
 
+    from baglm_nb.apps.cli.options import check_range
     from baglm_nb.core.simulate import write_simulated_cache
     from baglm_nb.stores.atomic import atomic_write_json
 
+    check_range("--limit", args.limit, 1)
     folders = {}
     for name in dict.fromkeys(args.dataset):
         folder = write_simulated_cache(name, args.cache_root, limit=args.limit)
@@ -72,6 +74,14 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     """Run the ``calibrate`` verb."""
+    from baglm_nb.apps.cli.options import check_range
+    from baglm_nb.core.simulate_deps import PRESETS
+
+    check_range("--tol", args.tol, 0, 100, low_open=True)
+    check_range("--target", args.target, 0, 100, low_open=True)
+    unknown = [name for name in args.deps or () if name not in PRESETS]
+    if unknown:
+        raise ValueError(f"--deps: unknown preset(s) {unknown}; presets: {sorted(PRESETS)}")
     if args.deps:
         return _calibrate_deps(args.deps)
     from baglm_nb.core.simulate import CALIBRATED_SIGNAL, calibrate, default_params, offline_recall
@@ -96,8 +106,6 @@ def _calibrate_deps(names: list[str]) -> int:
     from baglm_nb.core.simulate_deps import PRESETS
 
     for name in dict.fromkeys(names):
-        if name not in PRESETS:
-            raise ValueError(f"unknown preset {name!r}; presets: {sorted(PRESETS)}")
         fit = fit_preset(name)
         values = ", ".join(f"{v:g}" for v in fit.preset.values)
         stored = ", ".join(f"{v:g}" for v in PRESETS[name].values)
@@ -116,8 +124,10 @@ def run_check(args: argparse.Namespace) -> int:
     """Run the ``sim-check`` verb: print the two check tables as Markdown."""
     from baglm_nb.analyses.simulation_check import simulation_check
     from baglm_nb.analyses.tables import title_for, to_markdown
+    from baglm_nb.apps.cli.options import check_range
     from baglm_nb.core import sources
 
+    check_range("--limit", args.limit, 1)
     deps = args.deps or sources.SIMULATED_LLM
     gains, pattern = simulation_check(args.dataset, deps=deps, limit=args.limit)
     print(to_markdown(gains, title_for("BaGLM's gain beside the paper's", "simulated")))
