@@ -148,7 +148,33 @@ def test_library_warnings_stay_out_of_the_terminal_unless_debug(tmp_path):
     assert "Warning" not in quiet.stderr, quiet.stderr
     debug = _score(tmp_path / "b", "--debug")
     assert debug.returncode == 0, debug.stderr
-    assert "FutureWarning" in debug.stderr  # transformers' deprecation notes, with --debug only
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_library_warnings_are_hidden_unless_debug_and_ours_are_kept(debug, monkeypatch):
+    """The filter of ``cli/main.py``: a library's warning (any category) and any deprecation
+    notice are hidden, the workbench's own warnings kept; ``--debug`` hides nothing."""
+    import warnings
+
+    from baglm_nb.apps.cli.main import quiet_library_warnings
+
+    monkeypatch.setattr(sys, "warnoptions", [])
+    monkeypatch.delenv("TRANSFORMERS_VERBOSITY", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_NO_ADVISORY_WARNINGS", raising=False)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        quiet_library_warnings(debug)
+        warnings.warn_explicit("`x` is deprecated", FutureWarning, "modeling.py", 1,
+                               module="transformers.modeling_utils")  # fmt: skip
+        warnings.warn_explicit("a note", UserWarning, "decoder.py", 1, module="torchcodec.x")
+        warnings.warn_explicit("old", DeprecationWarning, "mine.py", 1, module="somelib")
+        warnings.warn_explicit("cache without fingerprint", UserWarning, "obs.py", 1,
+                               module="baglm_nb.core.observations")  # fmt: skip
+    shown = [str(w.message) for w in seen]
+    if debug:
+        assert len(shown) == 4
+    else:
+        assert shown == ["cache without fingerprint"]
 
 
 # --------------------------------------------------------------------------------------------

@@ -427,9 +427,7 @@ def score_dataset(
                                           sampling_fps, source="lmm", weights=weights))  # fmt: skip
         warn_unfingerprinted(cache)
         failures_path = cache.path / "failures.json"
-        failures: dict[str, str] = (
-            json.loads(failures_path.read_text(encoding="utf-8")) if failures_path.exists() else {}
-        )
+        failures = _read_failures(failures_path)
         done_before, unreadable, stale = _resume(cache, videos, annotation)
         tasks = [_task(v, video_dir, segment_duration, sampling_fps, batch_segments)
                  for v in videos if v.uid not in done_before]  # fmt: skip
@@ -458,6 +456,11 @@ def score_dataset(
             "driver": round(driver, 3),
         },
     }
+
+
+def _read_failures(path: Path) -> dict[str, str]:
+    """The failures recorded by earlier runs (``uid -> error``), or none yet."""
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
 def _drive(
