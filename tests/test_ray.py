@@ -140,7 +140,16 @@ def test_a_listener_that_is_no_ray_cluster_fails_within_the_connect_timeout(not_
         assert time.monotonic() - t0 < 3
 
 
-def test_ctrl_c_works_while_connecting(not_connected, tmp_path, capsys):
+@pytest.fixture
+def default_sigint():
+    """Python's own Ctrl-C handler, as a CLI process has it (a test run earlier in this worker
+    may have left another one installed); restored afterwards."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_works_while_connecting(not_connected, default_sigint, tmp_path, capsys):
     threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
     rc, seconds = _score_on("127.0.0.1:1", tmp_path, "--connect-timeout", "30")
     assert rc == 130 and seconds < 4, seconds
