@@ -384,17 +384,27 @@ def test_a_stall_ends_with_one_clear_line_and_exit_1(task_file, tmp_path, capsys
 
 @pytest.mark.slow
 def test_a_stall_ends_within_the_timeout_plus_a_second(scorer):
-    """Timed from the moment the server stops sending (the reader keeps up with the stream
-    here): the run ends within --timeout + 1 s, a failure, with the time without frames."""
-    ends, stalled, scoring = [], [], 0.0
+    """Timed from the last frame that arrived (the reader's clock; frames the server had already
+    sent when it stalled still arrive after ``stall()``): the run ends within --timeout + 1 s, a
+    failure, with the time without frames; scoring segments that were complete before the stall
+    is not counted."""
+    from baglm_nb.inputs.live import live_reader_for
+
+    ends, ended_at, stalled, scoring = [], [], False, 0.0
+
+    def on_end(reason):
+        ended_at.append(time.perf_counter())
+        ends.append(reason)
+
     with RtspServer(CUP, loop=True, speed=1) as server:
-        for est in follow(server.url, grounder(scorer), timeout=2, on_end=ends.append):
+        reader = live_reader_for(server.url, segment_duration=2, timeout=2)
+        for est in follow(reader, grounder(scorer), on_end=on_end):
             if stalled:  # a segment complete before the stall, scored before the end is seen
                 scoring += est.latency["score"] + est.latency["filter"]
             else:
                 server.stall()
-                stalled.append(time.monotonic())
-        waited = time.monotonic() - stalled[0] - scoring
+                stalled = True
+    waited = ended_at[0] - reader.activity - scoring
     assert len(ends) == 1 and ends[0].failed and "the stream stalled" in ends[0], ends
     figure = float(re.search(r"no frames for ([\d.]+) s", ends[0]).group(1))
     assert 2 * 0.9 <= figure < 2 + 1 and waited < 2 + 1, (figure, waited, scoring, ends)
