@@ -31,7 +31,8 @@ CHROMIUM_ARGS = [
 #: The window a reader opens a page in (a laptop screen): the column is what fits in it.
 VIEWPORT = {"width": 1280, "height": 900}
 
-_TABLES = """els => els.map(t => {
+#: Each table's caption, width and the width of the column it sits in (pixels).
+TABLES_JS = """els => els.map(t => {
   const column = t.closest('.jp-OutputArea-output, .jp-RenderedHTMLCommon, main, body');
   const caption = t.querySelector('caption');
   return {caption: caption ? caption.innerText.slice(0, 80) : t.innerText.slice(0, 60),
@@ -68,7 +69,7 @@ def open_page(path: Path):
 
 def wide_tables(page, slack: int = 1) -> list[dict]:
     """The tables wider than their column: ``{caption, width, column}`` each (pixels)."""
-    tables = page.eval_on_selector_all("table", _TABLES)
+    tables = page.eval_on_selector_all("table", TABLES_JS)
     return [t for t in tables if t["width"] > t["column"] + slack]
 
 

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+from browser_checks import TABLES_JS, VIEWPORT
 from test_notebooks import render
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -22,8 +23,6 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM = os.environ.get("BAGLM_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
-#: The window a reader opens a page in (a laptop screen).
-VIEWPORT = {"width": 1280, "height": 900}
 
 #: Small limits, default datasets: the tables have the columns they have on the full run.
 PARAMETERS = {
@@ -34,15 +33,6 @@ PARAMETERS = {
                     "sensitivity_limit": 2},
     "06_localization": {"limit": 3},
 }  # fmt: skip
-
-#: Each table's caption, width and the width of the column it sits in (pixels).
-_MEASURE = """els => els.map(t => {
-  const column = t.closest('.jp-OutputArea-output, .jp-RenderedHTMLCommon, main, body');
-  const caption = t.querySelector('caption');
-  return {caption: caption ? caption.innerText.slice(0, 80) : t.innerText.slice(0, 60),
-          width: Math.round(t.getBoundingClientRect().width),
-          column: Math.round(column.clientWidth)};
-})"""
 
 
 def measure_tables(html: Path, screenshot: Path) -> list[dict]:
@@ -57,7 +47,7 @@ def measure_tables(html: Path, screenshot: Path) -> list[dict]:
             page = browser.new_page(viewport=VIEWPORT)
             page.goto(html.resolve().as_uri())
             page.wait_for_load_state("load")
-            tables = page.eval_on_selector_all("table", _MEASURE)
+            tables = page.eval_on_selector_all("table", TABLES_JS)
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(screenshot), full_page=True)
         finally:

@@ -129,14 +129,7 @@ VIEW_COLUMNS = (
     "method",
     "lag",
     "workbench",
-    "frame_accuracy",
-    "frame_accuracy_on_steps",
-    "announce_precision",
-    "announce_recall",
-    "announce_f1",
-    "delay_median_s",
-    "flicker_per_min",
-    "truth_flicker_per_min",
+    *(k for k in METRIC_KEYS if k != "delay_p90_s"),
 )
 
 

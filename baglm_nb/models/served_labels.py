@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from baglm_nb.models.questions import ScoringError
+from baglm_nb.models.served_responses import token_bytes
 
 __all__ = ["BIAS", "EXACT_TOL", "check_forced", "forced_logprob", "forced_options", "single_token"]
 
@@ -56,18 +57,6 @@ def _first_token(response: Any) -> dict:
     return first
 
 
-def _token_bytes(entry: dict) -> bytes | None:
-    """The generated token's bytes (``bytes``, else the UTF-8 of ``token``)."""
-    raw = entry.get("bytes")
-    if isinstance(raw, list):
-        try:
-            return bytes(raw)
-        except (TypeError, ValueError):
-            return None
-    token = entry.get("token")
-    return token.encode("utf-8") if isinstance(token, str) else None
-
-
 def forced_logprob(response: Any, answer: str) -> Any:
     """The reported logprob of the forced ``answer`` (unchecked: the caller checks the number).
 
@@ -75,7 +64,7 @@ def forced_logprob(response: Any, answer: str) -> Any:
     ``logit_bias``, and the logprob is another token's.
     """
     first = _first_token(response)
-    got = _token_bytes(first)
+    got = token_bytes(first)
     if got != answer.encode("utf-8"):
         shown = got.decode("utf-8", errors="replace") if got is not None else first.get("token")
         raise ScoringError(

@@ -17,7 +17,7 @@ import numpy as np
 from baglm_nb.models.logprobs import InvalidLogprob, checked_logprob
 from baglm_nb.models.questions import ScoringError
 
-__all__ = ["answer_probs", "prompt_logprob"]
+__all__ = ["answer_probs", "prompt_logprob", "token_bytes"]
 
 
 def _check_logprob(value: Any, answer: str) -> float:
@@ -43,7 +43,7 @@ def _top_logprobs(response: dict) -> list[dict]:
     return top
 
 
-def _entry_key(entry: Any) -> bytes | None:
+def token_bytes(entry: Any) -> bytes | None:
     """The exact bytes of a ``top_logprobs`` entry's token (``bytes``, else ``token``)."""
     if not isinstance(entry, dict):
         return None
@@ -69,7 +69,7 @@ def answer_probs(response: dict, answers: Sequence[str], *, approx: bool = False
     found: dict[str, float] = {}
     listed: list[float] = []
     for entry in top:
-        key = _entry_key(entry)
+        key = token_bytes(entry)
         if key is None:
             raise ScoringError(f"malformed top_logprobs entry {str(entry)[:80]!r}")
         if approx:
