@@ -146,7 +146,7 @@ def token_accounting(scorer: TransformersScorer, frames: torch.Tensor, steps: li
     from baglm_nb.models.kv_prefix import shared_length
     from baglm_nb.models.prompts import format_choices, get_prompt
 
-    _, info = scorer._fam.pixel_inputs(frames[:1])
+    _, info = scorer.adapter.pixel_inputs(frames[:1])
     labels = scorer.labels(len(steps) + 1)
     vsg = get_prompt("vsg").format(goal=GOAL, choices=format_choices(steps, labels))
     prog = [get_prompt("prog").format(goal=GOAL, step=s) for s in steps]
@@ -192,7 +192,7 @@ def run_cpu(args: argparse.Namespace) -> None:
     g = torch.Generator().manual_seed(0)
     frames = torch.randint(0, 256, (args.segments, 4, 3, 360, 640), generator=g, dtype=torch.uint8)
     steps = steps_of(args.steps)
-    n_vis = scorer._fam.tokens_per_frame()
+    n_vis = scorer.adapter.tokens_per_frame()
     print(f"model {scorer.model_id} (label {scorer.label}): {n_vis} visual tokens per frame, 4 "
           f"frames, K={args.steps}, {args.segments} segments, {torch.get_num_threads()} "
           "thread(s)")  # fmt: skip

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from baglm_nb.inputs.preprocess import (
+from baglm_nb.models.preprocess import (
     CLIP_MEAN,
     CLIP_STD,
     IMAGENET_MEAN,
@@ -49,7 +49,7 @@ def test_internvl_shape_dtype_and_reference():
     ref = F.interpolate(fr.float(), (448, 448), mode="bicubic", antialias=True, align_corners=False)
     ref = ref.round().clamp(0, 255)
     torch.testing.assert_close(resize_uint8(fr, (448, 448)).float(), ref, rtol=0, atol=0)
-    # the CPU kernel (baglm_nb.inputs.resample): one uint8 level at a few pixels, else equal
+    # the CPU kernel (baglm_nb.models.resample): one uint8 level at a few pixels, else equal
     levels = ((out - _norm(ref / 255.0, IMAGENET_MEAN, IMAGENET_STD)) * 255).abs()
     levels *= torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
     assert levels.max() <= 1.001 and (levels > 1e-3).float().mean() < 1e-4

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from baglm_nb.models import prompts
 from baglm_nb.models.prompts import (
     DIGITS,
     NONE_OPTION,
@@ -15,7 +14,7 @@ from baglm_nb.models.prompts import (
     format_choices,
     get_prompt,
     option_labels,
-    register_prompt,
+    prompt_table,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -121,14 +120,23 @@ def test_format_fills_fields_exactly():
         get_prompt("nope")
 
 
-def test_register_prompt_guards_versions(monkeypatch):
-    monkeypatch.setattr(prompts, "PROMPTS", dict(PROMPTS))
+def test_prompt_table_is_read_only_and_guards_versions():
+    """PROMPTS cannot change after import; a table refuses a version shared by two texts and a
+    key listed twice, and keeps one prompt listed under two keys with the same text."""
+    with pytest.raises(TypeError):
+        PROMPTS["vsg_alt"] = PROMPTS["vsg"]  # type: ignore[index]
     p = Prompt("vsg_alt", "vsg-alt-v1", "Goal {goal}\n{choices}\n", "test")
-    assert register_prompt(p) is p and prompts.PROMPTS["vsg_alt"] is p
-    with pytest.raises(ValueError, match="already used"):
-        register_prompt(Prompt("other", "vsg-v1", "different {goal}", "test"))
-    with pytest.raises(ValueError, match="exists"):
-        register_prompt(Prompt("vsg_alt", "vsg-alt-v2", "changed {goal}", "test"))
+    table = prompt_table(*PROMPTS.values(), p)
+    assert table["vsg_alt"] is p and table["vsg"] is PROMPTS["vsg"] and len(table) == 7
+    assert "vsg_alt" not in PROMPTS
+    with pytest.raises(
+        ValueError, match="'vsg-v1' of prompt 'other' is already used by prompt 'vsg'"
+    ):
+        prompt_table(PROMPTS["vsg"], Prompt("other", "vsg-v1", "different {goal}", "test"))
+    with pytest.raises(ValueError, match="'vsg_alt' is listed twice"):
+        prompt_table(p, Prompt("vsg_alt", "vsg-alt-v2", "changed {goal}", "test"))
+    same = Prompt("vsg_copy", "vsg-v1", PROMPTS["vsg"].text, "test")
+    assert prompt_table(PROMPTS["vsg"], same)["vsg_copy"].version == "vsg-v1"
 
 
 # --------------------------------------------------------------------------------------------

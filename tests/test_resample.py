@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from baglm_nb.inputs.preprocess import (
+from baglm_nb.models.preprocess import (
     CLIP_MEAN,
     CLIP_STD,
     IMAGENET_MEAN,
@@ -17,7 +17,7 @@ from baglm_nb.inputs.preprocess import (
     _normalize,
     resize_uint8,
 )
-from baglm_nb.inputs.resample import antialias_weights, resize_normalize
+from baglm_nb.models.resample import antialias_weights, resize_normalize
 from baglm_nb.inputs.video import iter_segments
 
 VIDEOS = Path(__file__).parent / "data" / "videos"

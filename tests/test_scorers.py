@@ -231,7 +231,7 @@ def test_random_model_cannot_be_labelled_pretrained(scorers):
 def test_vision_token_must_match_the_model(family, scorers):
     """A tokenizer whose vision token is not the model's vision id is refused at load time."""
     sc = scorers[family]
-    field = sc._fam.vision_id_field
+    field = sc.adapter.vision_id_field
     right = getattr(sc.model.config, field)
     setattr(sc.model.config, field, right + 1)
     try:
@@ -240,7 +240,7 @@ def test_vision_token_must_match_the_model(family, scorers):
     finally:
         setattr(sc.model.config, field, right)
     assert (
-        TransformersScorer(sc.model, sc.tokenizer, family=family, model_id="x")._fam.vision_id
+        TransformersScorer(sc.model, sc.tokenizer, family=family, model_id="x").adapter.vision_id
         == right
     )
 

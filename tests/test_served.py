@@ -24,7 +24,7 @@ from clips import coin_annotations, short_clips
 from gguf_server import ServerProcess
 
 from baglm_nb.apps.cli.main import main
-from baglm_nb.inputs.preprocess import preprocess_qwen25vl
+from baglm_nb.models.preprocess import preprocess_qwen25vl
 from baglm_nb.models.openai_client import ServerError
 from baglm_nb.models.prompts import format_choices, get_prompt
 from baglm_nb.models.questions import Question, ScoringError, build_questions
@@ -129,7 +129,7 @@ def test_text_prompt_matches_transformers_token_for_token(llama, key):
         with torch.no_grad():
             logits = local.model(input_ids=x, logits_to_keep=1).logits[:, -1]
         target = torch.tensor([local._answer_ids(q.kind, labels)])
-        p_local = local._probs(logits, x, target)[0]
+        p_local = local.answer_probs(logits, x, target)[0]
         assert p_served.shape == (1, len(q.answers))
         np.testing.assert_allclose(np.log(p_served[0]), np.log(p_local), atol=0.02)
 

@@ -21,7 +21,7 @@ import torch
 from clips import coin_annotations, short_clips
 from PIL import Image
 
-from baglm_nb.inputs.preprocess import resize_uint8, smart_resize
+from baglm_nb.models.preprocess import resize_uint8, smart_resize
 from baglm_nb.models.openai_client import ServerError
 from baglm_nb.models.questions import ScoringError
 from baglm_nb.models.scoring import make_scorer, score_dataset

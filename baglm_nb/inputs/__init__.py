@@ -6,6 +6,7 @@
   truth, first annotated starts);
 - :mod:`.video`: streaming decoding on that grid, probing, finding a video's file;
 - :mod:`.live`: live streams and cameras read frame by frame on the stream grid, with a lag
-  policy (PyAV);
-- :mod:`.preprocess` / :mod:`.resample`: frame preprocessing per model family.
+  policy (PyAV).
+
+Frame preprocessing per model family is the models stage's (:mod:`baglm_nb.models.preprocess`).
 """

@@ -1,7 +1,9 @@
 """Stage 2, models: the LMM that scores segments and the LLM that estimates dependencies.
 
 - :mod:`.prompts`, :mod:`.tokenizers`: the published prompts, option labels, offline tokenizers;
-- LMM: :mod:`.registry` (the models and loading them), :mod:`.families` (per-family adapters),
+- LMM: :mod:`.registry` (the models and loading them), :mod:`.families` (one spec per family:
+  its registry rows, options, adapter, served layout, tiny test config), :mod:`.preprocess` /
+  :mod:`.resample` (the families' frame preprocessing),
   :mod:`.engine` (the scorer), :mod:`.served` (the scorer through an OpenAI-compatible server),
   :mod:`.questions` (what both ask and how the answers combine), :mod:`.testing` (tiny random
   models); :mod:`.scoring`: a dataset into the score cache;

@@ -13,7 +13,7 @@ logits after the prompt, gathered at the first token of each option label / digi
 values are raw (not renormalised), as in the published code; ``renormalise=True`` divides each
 row by its sum over the options (digits; Yes/No for the binary prompt). Arrays are float64 numpy.
 The question text is exactly the :mod:`baglm_nb.models.prompts` text (checked at run time); how
-each family renders it is :mod:`baglm_nb.models.families`' job.
+each family renders it is its adapter's job (:mod:`baglm_nb.models.families`).
 
 **Shared prefix.** The K progress prompts, the VSG prompt and the optional next-step prompt of one
 segment share everything up to the first differing token: the system turn, the frames and the
@@ -37,23 +37,29 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 import torch
 
-from baglm_nb.models.families import ADAPTERS, DEFAULT_SYSTEM
+from baglm_nb.models.families import ADAPTERS, family_spec
+from baglm_nb.models.families.base import Adapter
 from baglm_nb.models.logprobs import check_logits
 from baglm_nb.models.passes import naive_passes, shared_passes
 from baglm_nb.models.prompts import DIGITS, check_single_tokens, check_task_text, option_labels
 from baglm_nb.models.questions import YES_NO, build_questions, combine
 
-__all__ = ["PRETRAINED", "RANDOM_INIT", "ScoreResult", "Scorer", "TransformersScorer"]
+__all__ = ["PRETRAINED", "RANDOM_INIT", "Frames", "ScoreResult", "Scorer", "TransformersScorer"]
 
 RANDOM_INIT = "random-init"
 """Label of every output of a randomly initialised model."""
 PRETRAINED = "pretrained"
 """Label of outputs of a model loaded from real weights."""
+
+Frames: TypeAlias = np.ndarray | torch.Tensor
+"""S segments of F frames, uint8 ``(S, F, 3, H, W)`` (a 1-channel frame is replicated)."""
+VsgPrompt: TypeAlias = Literal["multiple_choice", "binary"]
+"""How VSG is asked: one multiple-choice question, or K Yes/No questions."""
 
 
 @dataclass
@@ -104,16 +110,34 @@ class ScoreResult:
 
 @runtime_checkable
 class Scorer(Protocol):
-    """Anything that scores segments like :meth:`TransformersScorer.score_segments`."""
+    """Anything that scores segments like :meth:`TransformersScorer.score_segments`.
+
+    Attributes
+    ----------
+    model_id
+        Which model scores (written into every :class:`ScoreResult` and the cache key).
+    label
+        ``"random-init"``, ``"pretrained"`` or ``"served"``: what its scores are.
+    """
 
     model_id: str
     label: str
 
     def score_segments(
-        self, frames_batch: Any, goal: str, steps: Sequence[str], **options: Any
+        self,
+        frames_batch: Frames,
+        goal: str,
+        steps: Sequence[str],
+        *,
+        prompt: str | None = "vsg",
+        progress: bool = True,
+        vsg_prompt: VsgPrompt = "multiple_choice",
+        next_step: bool = False,
+        renormalise: bool = False,
     ) -> ScoreResult:
-        """Scores of S segments; ``options`` (``prompt``, ``progress``, ``vsg_prompt``,
-        ``next_step``, ``renormalise``) as :meth:`TransformersScorer.score_segments`."""
+        """Scores of S segments of one video for a goal and its K steps, as
+        :meth:`TransformersScorer.score_segments`; a segment it cannot score raises
+        :class:`~baglm_nb.models.questions.ScoringError`."""
         ...
 
 
@@ -124,7 +148,7 @@ _DEFAULT = object()
 # the scorer
 
 
-def _as_frames(frames_batch: Any) -> torch.Tensor:
+def _as_frames(frames_batch: Frames) -> torch.Tensor:
     x = (
         torch.from_numpy(np.asarray(frames_batch))
         if not isinstance(frames_batch, torch.Tensor)
@@ -151,7 +175,8 @@ class TransformersScorer:
     tokenizer
         The model's tokenizer.
     family
-        ``"internvl"``, ``"qwen2_5_vl"``, ``"llava_onevision"`` or ``"internvl-remote"``.
+        A family name of :data:`~baglm_nb.models.families.ADAPTERS`: ``"internvl"``,
+        ``"qwen2_5_vl"``, ``"llava_onevision"`` or ``"internvl-remote"``.
     model_id
         Name written into every :class:`ScoreResult`.
     label
@@ -178,10 +203,10 @@ class TransformersScorer:
         If set, applied to the first-position logits over the prompt's tokens before the softmax,
         as transformers' ``RepetitionPenaltyLogitsProcessor`` (Qwen2.5-VL's shipped generation
         config has 1.05, §8.2). Default ``None``: raw logits.
-    qwen_fps, qwen_min_pixels, qwen_max_pixels
-        Qwen2.5-VL video settings (§8.2): fps 2 gives 1 s per temporal grid.
-    llava_skip_normalization_like_published
-        Feed LLaVA-OneVision pixels in [0, 1] like the published bug (§8.3).
+    options
+        The family's options (an instance of its spec's
+        :attr:`~baglm_nb.models.families.base.FamilySpec.options`, e.g.
+        :class:`~baglm_nb.models.families.qwen2_5_vl.QwenOptions`); default the published ones.
     fingerprint
         What the weights are (:mod:`baglm_nb.models.fingerprints`), for the score cache's key;
         ``""`` when unknown.
@@ -203,14 +228,16 @@ class TransformersScorer:
         segment_batch_size: int = 16,
         suffix_batch_size: int = 256,
         repetition_penalty: float | None = None,
-        qwen_fps: float = 2.0,
-        qwen_min_pixels: int = 128 * 28 * 28,
-        qwen_max_pixels: int = 360 * 420,
-        llava_skip_normalization_like_published: bool = False,
+        options: Any = None,
         fingerprint: str = "",
     ) -> None:
-        if family not in ADAPTERS:
-            raise ValueError(f"unknown family {family!r}; use one of {sorted(ADAPTERS)}")
+        spec = family_spec(family)
+        options = spec.options() if options is None else options
+        if not isinstance(options, spec.options):
+            raise ValueError(
+                f"family {family!r} takes {spec.options.__name__} options, "
+                f"got {type(options).__name__}"
+            )
         random_init = bool(getattr(model, "_baglm_random_init", False)) or bool(
             getattr(getattr(model, "config", None), "baglm_random_init", False)
         )
@@ -222,7 +249,8 @@ class TransformersScorer:
             raise ValueError("a randomly initialised model must be labelled 'random-init'")
         if prompt_style not in ("chat", "published"):
             raise ValueError(f"prompt_style must be 'chat' or 'published', got {prompt_style!r}")
-        if family == "internvl-remote":
+        adapter_class = ADAPTERS[family]
+        if adapter_class.published_only:
             prompt_style = "published"
         self.model = model
         self.tokenizer = tokenizer
@@ -232,22 +260,16 @@ class TransformersScorer:
         self.model_id = model_id
         self.fingerprint = str(fingerprint)
         self.label = label
-        self.system_message = (
-            DEFAULT_SYSTEM[family] if system_message is _DEFAULT else system_message
-        )
         self.prompt_style = prompt_style
         self.shared_prefix = bool(shared_prefix)
         self.segment_batch_size = int(segment_batch_size)
         self.suffix_batch_size = int(suffix_batch_size)
         self.repetition_penalty = repetition_penalty
-        self.qwen_fps = float(qwen_fps)
-        self.qwen_min_pixels = int(qwen_min_pixels)
-        self.qwen_max_pixels = int(qwen_max_pixels)
-        self.llava_skip_normalization_like_published = bool(llava_skip_normalization_like_published)
-        p = next(model.parameters())
-        self.device, self.dtype = p.device, p.dtype
-        self._fam = ADAPTERS[family](self)
-        self._fam.check_tokens()
+        system = spec.system_message if system_message is _DEFAULT else system_message
+        self.adapter: Adapter = adapter_class(model, tokenizer, options, system)
+        """The family's adapter: pixels, prompt layout and model calls."""
+        self.adapter.check_tokens()
+        self.device, self.dtype = self.adapter.device, self.adapter.dtype
         self._labels: dict[int, list[str]] = {}
         self._ids_cache: dict[tuple, list[int]] = {}
         self._yes_no: list[int] | None = None
@@ -257,6 +279,16 @@ class TransformersScorer:
         return (
             f"TransformersScorer({self.model_id!r}, family={self.family!r}, label={self.label!r})"
         )
+
+    @property
+    def options(self) -> Any:
+        """The family's options (see the ``options`` parameter)."""
+        return self.adapter.options
+
+    @property
+    def system_message(self) -> str | None:
+        """The system turn of the prompts (``None``: none, or the chat template's own)."""
+        return self.adapter.system_message
 
     # -- answers ------------------------------------------------------------------------
     def labels(self, n: int) -> list[str]:
@@ -291,8 +323,8 @@ class TransformersScorer:
 
     def prompt_text(self, question: str, info: dict) -> str:
         """The full model input text of ``question`` for a segment described by ``info``."""
-        fam = self._fam
-        if self.prompt_style == "published":
+        fam = self.adapter
+        if self.prompt_style == "published" and not fam.published_is_chat:
             text = fam.published_text(question, info)
         else:
             text = self.render_chat(fam.chat_messages(question))
@@ -311,12 +343,13 @@ class TransformersScorer:
         return text
 
     def prompt_ids(self, question: str, info: dict) -> list[int]:
-        """Token ids of :meth:`prompt_text` (BOS added only for the published InternVL string)."""
+        """Token ids of :meth:`prompt_text` (BOS added only for a published string whose adapter
+        says so: InternVL's)."""
         key = (question, tuple(sorted(info.items())))
         ids = self._ids_cache.get(key)
         if ids is None:
             text = self.prompt_text(question, info)
-            add_special = self.prompt_style == "published" and self.family.startswith("internvl")
+            add_special = self.prompt_style == "published" and self.adapter.published_adds_bos
             ids = list(self.tokenizer(text, add_special_tokens=add_special)["input_ids"])
             if len(self._ids_cache) > 4096:
                 self._ids_cache.clear()
@@ -334,13 +367,13 @@ class TransformersScorer:
 
     def score_segments(
         self,
-        frames_batch: Any,
+        frames_batch: Frames,
         goal: str,
         steps: Sequence[str],
         *,
         prompt: str | None = "vsg",
         progress: bool = True,
-        vsg_prompt: Literal["multiple_choice", "binary"] = "multiple_choice",
+        vsg_prompt: VsgPrompt = "multiple_choice",
         next_step: bool = False,
         renormalise: bool = False,
     ) -> ScoreResult:
@@ -417,7 +450,7 @@ class TransformersScorer:
         for s0 in range(0, n_seg, self.segment_batch_size):
             chunk = frames[s0 : s0 + self.segment_batch_size]
             t0 = time.perf_counter()
-            pix, info = self._fam.pixel_inputs(chunk)
+            pix, info = self.adapter.pixel_inputs(chunk)
             ids = [self.prompt_ids(t, info) for t in texts]
             timings["shared"] = timings.get("shared", 0.0) + time.perf_counter() - t0
             res = passes(self, pix, ids, kinds, list(targets), chunk.shape[0], timings)
@@ -425,10 +458,12 @@ class TransformersScorer:
                 out[q][s0 : s0 + chunk.shape[0]] = r
         return out, timings
 
-    def _probs(
+    def answer_probs(
         self, logits: torch.Tensor, full_ids: torch.Tensor, target: torch.Tensor
     ) -> np.ndarray:
-        """Full-vocabulary softmax of ``logits (R, V)`` gathered at ``target (R, T)``."""
+        """Full-vocabulary softmax of first-position ``logits (R, V)`` gathered at the answer
+        tokens ``target (R, T)``, after the repetition penalty over the prompt ``full_ids``;
+        float64 ``(R, T)``."""
         logits = logits.float()
         if self.repetition_penalty is not None and self.repetition_penalty != 1.0:
             full_ids = full_ids.to(logits.device)
@@ -439,8 +474,3 @@ class TransformersScorer:
         check_logits(logits, what=f"{self.model_id}: first-position logits")
         p = torch.softmax(logits, dim=-1).gather(1, target.to(logits.device))
         return p.double().cpu().numpy()
-
-    def _cache_config(self) -> Any:
-        """The config of the KV cache: remote-code configs may not describe their layers to
-        transformers, which then uses plain layers."""
-        return None if self.family == "internvl-remote" else self.model.config

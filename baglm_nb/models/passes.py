@@ -1,7 +1,8 @@
 """The forward passes of one batch of segments: the published recipe, and the shared path.
 
-:class:`~baglm_nb.models.engine.TransformersScorer` scores Q questions (the VSG question, the K
-progress questions, ...) for a batch of S segments with one of two recipes:
+A scorer (a :class:`PassScorer`, :class:`~baglm_nb.models.engine.TransformersScorer`) scores Q
+questions (the VSG question, the K progress questions, ...) for a batch of S segments with one
+of two recipes:
 
 * :func:`naive_passes`: the published recipe, one full forward pass per question (the frames are
   encoded again in each, reference-protocol §2.4, §3.2);
@@ -18,7 +19,11 @@ preprocessing is added by the caller; the vision encoding and the common prefix)
 question kind (``"vsg"``, ``"prog"``, ``"bin"``, ``"next"``). On CUDA the clock is read after a
 synchronisation, so each phase is charged its own GPU time.
 
-Exports :func:`naive_passes` and :func:`shared_passes`.
+What the passes use of the scorer is :class:`PassScorer`: its family adapter
+(:class:`~baglm_nb.models.families.base.Adapter`: embeddings, decoder, head, positions, cache
+config, device), how it reads answer probabilities from logits, and its suffix batch size.
+
+Exports :class:`PassScorer`, :func:`naive_passes` and :func:`shared_passes`.
 """
 
 from __future__ import annotations
@@ -26,11 +31,12 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
+from baglm_nb.models.families.base import Adapter
 from baglm_nb.models.kv_prefix import (
     Layers,
     dynamic_cache,
@@ -41,10 +47,28 @@ from baglm_nb.models.kv_prefix import (
     shared_length,
 )
 
-if TYPE_CHECKING:
-    from baglm_nb.models.engine import TransformersScorer
+__all__ = ["PassScorer", "naive_passes", "shared_passes"]
 
-__all__ = ["naive_passes", "shared_passes"]
+
+class PassScorer(Protocol):
+    """What the passes use of a scorer."""
+
+    @property
+    def adapter(self) -> Adapter:
+        """The family adapter that runs the model's parts."""
+        ...
+
+    @property
+    def suffix_batch_size(self) -> int:
+        """Rows (segment x question) per suffix pass at most."""
+        ...
+
+    def answer_probs(
+        self, logits: torch.Tensor, full_ids: torch.Tensor, target: torch.Tensor
+    ) -> np.ndarray:
+        """Probabilities ``(R, T)`` of the answer tokens ``target`` from first-position
+        ``logits (R, V)`` of the prompts ``full_ids``."""
+        ...
 
 
 def _clock(device: torch.device) -> float:
@@ -70,7 +94,7 @@ def _by_kind(kinds: Sequence[str]) -> dict[str, list[int]]:
 
 
 def naive_passes(
-    s: TransformersScorer,
+    s: PassScorer,
     pix: dict,
     ids: list[list[int]],
     kinds: Sequence[str],
@@ -80,18 +104,19 @@ def naive_passes(
 ) -> list[np.ndarray]:
     """One full forward pass per question (the published way): ``(n_seg, len(targets[q]))``."""
     res = []
-    start = _clock(s.device)
+    fam = s.adapter
+    start = _clock(fam.device)
     for q, seq in enumerate(ids):
-        input_ids = torch.tensor(seq, device=s.device)[None].expand(n_seg, -1)
-        logits = s._fam.full_logits(input_ids, pix)
+        input_ids = torch.tensor(seq, device=fam.device)[None].expand(n_seg, -1)
+        logits = fam.full_logits(input_ids, pix)
         tgt = torch.tensor(targets[q])[None].expand(n_seg, -1)
-        res.append(s._probs(logits, input_ids, tgt))
-        start = _charge(timings, kinds[q], start, s.device)
+        res.append(s.answer_probs(logits, input_ids, tgt))
+        start = _charge(timings, kinds[q], start, fam.device)
     return res
 
 
 def shared_passes(
-    s: TransformersScorer,
+    s: PassScorer,
     pix: dict,
     ids: list[list[int]],
     kinds: Sequence[str],
@@ -104,7 +129,8 @@ def shared_passes(
     Falls back to :func:`naive_passes` (with a warning) when the questions share no prefix that
     holds every vision token.
     """
-    fam, dev = s._fam, s.device
+    fam = s.adapter
+    dev = fam.device
     plen = shared_length(ids)
     if plen <= 0 or any(fam.vision_id in q[plen:] for q in ids):
         warnings.warn(
@@ -116,7 +142,7 @@ def shared_passes(
     full_pos = [fam.positions(torch.tensor(q, device=dev), pix) for q in ids]
     prefix = torch.tensor(ids[0][:plen], device=dev)[None].expand(n_seg, -1)
     pos0 = None if full_pos[0] is None else full_pos[0][:, None, :plen].expand(-1, n_seg, -1)
-    _, cache = fam.lm(fam.embed(prefix, pix), pos0, dynamic_cache(None, s._cache_config()))
+    _, cache = fam.lm(fam.embed(prefix, pix), pos0, dynamic_cache(None, fam.cache_config()))
     root = layers_of(cache)
     start = _charge(timings, "shared", start, dev)
     out: list[np.ndarray | None] = [None] * len(ids)
@@ -147,7 +173,7 @@ def shared_passes(
 
 
 def _extend(
-    s: TransformersScorer,
+    s: PassScorer,
     layers: Layers,
     plen: int,
     tokens: list[int],
@@ -156,18 +182,19 @@ def _extend(
 ) -> Layers:
     """The ``(n_seg, ...)`` cache ``layers`` of ``plen`` tokens, extended by ``tokens`` (the
     same text after every segment's prefix); ``layers`` is left unchanged."""
-    fam, dev = s._fam, s.device
+    fam = s.adapter
+    dev = fam.device
     ids = torch.tensor(tokens, device=dev)[None].expand(n_seg, -1)
     pos = None
     if full_pos is not None:
         pos = full_pos[:, None, plen : plen + len(tokens)].expand(-1, n_seg, -1)
-    cache = dynamic_cache(layers, s._cache_config())
+    cache = dynamic_cache(layers, fam.cache_config())
     fam.lm(fam.embed(ids, None), pos, cache)
     return layers_of(cache)
 
 
 def _suffixes(
-    s: TransformersScorer,
+    s: PassScorer,
     layers: Layers,
     plen: int,
     ids: list[list[int]],
@@ -180,21 +207,22 @@ def _suffixes(
     One pass of n_seg x c rows (row = segment * c + question), suffixes right-padded; the pads
     are a prompt token (harmless for the repetition penalty, never attended to).
     """
-    fam, dev, c = s._fam, s.device, len(ids)
+    fam, c = s.adapter, len(ids)
+    dev = fam.device
     pad = ids[0][0]
     suf, lens = right_pad([q[plen:] for q in ids], pad)
     full, _ = right_pad(ids, pad)
     pos = None
     if full_pos[0] is not None:
         pos = _suffix_positions(full_pos, plen, lens, dev).repeat(1, n_seg, 1)
-    cache = dynamic_cache(repeat_rows(layers, c), s._cache_config())
+    cache = dynamic_cache(repeat_rows(layers, c), fam.cache_config())
     hidden, _ = fam.lm(fam.embed(suf.to(dev).repeat(n_seg, 1), None), pos, cache)
     logits = fam.head(last_real(hidden, lens * n_seg))
     out = []
     for j in range(c):
         rows = torch.arange(n_seg, device=dev) * c + j
         tgt = torch.tensor(targets[j])[None].expand(n_seg, -1)
-        out.append(s._probs(logits[rows], full[j : j + 1].expand(n_seg, -1), tgt))
+        out.append(s.answer_probs(logits[rows], full[j : j + 1].expand(n_seg, -1), tgt))
     return out
 
 

@@ -1,7 +1,8 @@
 """Prompt texts, prompt versions and multiple-choice option labels (reference-protocol §2-§4).
 
 Every prompt is a :class:`Prompt` with a ``version`` string (e.g. ``"vsg-v1"``) that becomes part
-of the cache keys of the scores it produced. :data:`PROMPTS` maps short keys to prompts:
+of the cache keys of the scores it produced. :data:`PROMPTS`, a read-only table built once by
+:func:`prompt_table` (which refuses a version shared by two texts), maps short keys to prompts:
 
 ========== ============= ===================================================================
 key        version       text
@@ -29,8 +30,9 @@ prefix), as §2.3 asks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 __all__ = [
@@ -46,7 +48,7 @@ __all__ = [
     "format_choices",
     "get_prompt",
     "option_labels",
-    "register_prompt",
+    "prompt_table",
 ]
 
 NONE_OPTION = "None of the above."
@@ -174,30 +176,50 @@ NEXT_TEXT = (
 _PUBLISHED = "published file {} (reference-protocol {})"
 _PAPER = "paper appendix box {}; no file in the published code"
 
-PROMPTS: dict[str, Prompt] = {
-    p.key: p
-    for p in (
-        Prompt("vsg", "vsg-v1", VSG_TEXT, _PUBLISHED.format("prompts/vsg/question.txt", "§2.1")),
-        Prompt(
-            "prog", "prog-v1", PROG_TEXT, _PUBLISHED.format("prompts/prog/question.txt", "§3.1")
-        ),
-        Prompt(
-            "prereq_sys",
-            "prereq-sys-v1",
-            PREREQ_SYSTEM_TEXT,
-            _PUBLISHED.format("prompts/prereq/system.txt", "§4.1"),
-        ),
-        Prompt(
-            "prereq",
-            "prereq-v1",
-            PREREQ_TEXT,
-            _PUBLISHED.format("prompts/prereq/question.txt", "§4.1"),
-        ),
-        Prompt("vsg_binary", "vsg-bin-v1", VSG_BINARY_TEXT, _PAPER.format("pi_VSG^bin")),
-        Prompt("next", "next-v1", NEXT_TEXT, _PAPER.format("pi_next")),
-    )
-}
-"""Registry of prompts by key; the version of each is part of the cache keys."""
+
+def prompt_table(*prompts: Prompt) -> Mapping[str, Prompt]:
+    """A read-only table of ``prompts`` by key.
+
+    A new text needs a new version string, so that cache keys stay meaningful.
+
+    Raises
+    ------
+    ValueError
+        If two prompts share a key, or a version is used by two different texts.
+    """
+    table: dict[str, Prompt] = {}
+    for prompt in prompts:
+        if prompt.key in table:
+            raise ValueError(f"prompt {prompt.key!r} is listed twice")
+        for other in table.values():
+            if other.version == prompt.version and other.text != prompt.text:
+                raise ValueError(
+                    f"version {prompt.version!r} of prompt {prompt.key!r} is already used by "
+                    f"prompt {other.key!r}"
+                )
+        table[prompt.key] = prompt
+    return MappingProxyType(table)
+
+
+PROMPTS: Mapping[str, Prompt] = prompt_table(
+    Prompt("vsg", "vsg-v1", VSG_TEXT, _PUBLISHED.format("prompts/vsg/question.txt", "§2.1")),
+    Prompt("prog", "prog-v1", PROG_TEXT, _PUBLISHED.format("prompts/prog/question.txt", "§3.1")),
+    Prompt(
+        "prereq_sys",
+        "prereq-sys-v1",
+        PREREQ_SYSTEM_TEXT,
+        _PUBLISHED.format("prompts/prereq/system.txt", "§4.1"),
+    ),
+    Prompt(
+        "prereq",
+        "prereq-v1",
+        PREREQ_TEXT,
+        _PUBLISHED.format("prompts/prereq/question.txt", "§4.1"),
+    ),
+    Prompt("vsg_binary", "vsg-bin-v1", VSG_BINARY_TEXT, _PAPER.format("pi_VSG^bin")),
+    Prompt("next", "next-v1", NEXT_TEXT, _PAPER.format("pi_next")),
+)
+"""The prompts by key (read-only); the version of each is part of the cache keys."""
 
 
 def get_prompt(key: str) -> Prompt:
@@ -206,27 +228,6 @@ def get_prompt(key: str) -> Prompt:
         return PROMPTS[key]
     except KeyError:
         raise KeyError(f"unknown prompt {key!r}; registered: {sorted(PROMPTS)}") from None
-
-
-def register_prompt(prompt: Prompt, *, replace: bool = False) -> Prompt:
-    """Add a prompt variant to :data:`PROMPTS`.
-
-    A new text needs a new version string: registering a different text under an existing
-    version is refused, so cache keys stay meaningful.
-
-    Raises
-    ------
-    ValueError
-        If the key exists (and ``replace`` is false) or the version is already used by another
-        text.
-    """
-    for other in PROMPTS.values():
-        if other.version == prompt.version and other.text != prompt.text:
-            raise ValueError(f"version {prompt.version!r} is already used by prompt {other.key!r}")
-    if prompt.key in PROMPTS and not replace and PROMPTS[prompt.key] != prompt:
-        raise ValueError(f"prompt {prompt.key!r} exists; pass replace=True to override it")
-    PROMPTS[prompt.key] = prompt
-    return prompt
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,10 +1,9 @@
 """The LMM registry: which models this project scores with, and loading one from disk.
 
 :data:`MODELS` maps a short id (``"internvl3-8b"``) to its :class:`ModelSpec` (Hugging Face id,
-family); :data:`FAMILIES` are the families with a native transformers back-end:
-``InternVLForConditionalGeneration`` (the ``-hf`` InternVL checkpoints),
-``Qwen2_5_VLForConditionalGeneration`` and ``LlavaOnevisionForConditionalGeneration``
-(:func:`model_class`). :func:`load_scorer` loads one as a
+family); :data:`FAMILIES` are the families with a native transformers back-end, each with its
+transformers class (:func:`model_class`); all three are derived from the family specs of
+:mod:`baglm_nb.models.families`. :func:`load_scorer` loads one as a
 :class:`~baglm_nb.models.engine.TransformersScorer` from a local folder or the Hugging Face cache,
 never from the network by default; missing weights raise :class:`WeightsNotFoundError` with
 instructions. Tiny randomly initialised models for tests are :mod:`baglm_nb.models.testing`'s.
@@ -14,13 +13,14 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from baglm_nb.models.engine import PRETRAINED, RANDOM_INIT, TransformersScorer
+from baglm_nb.models.families import FAMILIES, MODELS, family_of_model_type, family_spec
+from baglm_nb.models.families.base import ModelSpec
 from baglm_nb.models.fingerprints import folder_fingerprint
 
 __all__ = [
@@ -32,67 +32,19 @@ __all__ = [
     "model_class",
 ]
 
-FAMILIES: tuple[str, ...] = ("internvl", "qwen2_5_vl", "llava_onevision")
-"""Model families with a native transformers back-end."""
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """One registered LMM.
-
-    Parameters
-    ----------
-    short_id
-        Project name (``"internvl3-8b"``); also the ``model_id`` of its scores.
-    hf_id
-        Hugging Face repository id.
-    family
-        One of :data:`FAMILIES`.
-    remote_code
-        True when the repository is in the original (non ``-hf``) format, which only loads with
-        ``trust_remote_code=True``.
-    """
-
-    short_id: str
-    hf_id: str
-    family: str
-    remote_code: bool = False
-
-
-MODELS: dict[str, ModelSpec] = {
-    s.short_id: s
-    for s in (
-        ModelSpec("internvl2.5-8b", "OpenGVLab/InternVL2_5-8B", "internvl", remote_code=True),
-        ModelSpec("internvl3-8b", "OpenGVLab/InternVL3-8B-hf", "internvl"),
-        ModelSpec("qwen2.5-vl-7b", "Qwen/Qwen2.5-VL-7B-Instruct", "qwen2_5_vl"),
-        ModelSpec(
-            "llava-onevision-7b", "llava-hf/llava-onevision-qwen2-7b-ov-hf", "llava_onevision"
-        ),
-    )
-}
-"""Short id -> :class:`ModelSpec`."""
-
-_FAMILY_BY_MODEL_TYPE = {
-    "internvl": "internvl",
-    "internvl_chat": "internvl",
-    "qwen2_5_vl": "qwen2_5_vl",
-    "llava_onevision": "llava_onevision",
-}
-
 
 class WeightsNotFoundError(FileNotFoundError):
     """The model's weights are not on this machine (they are never downloaded implicitly)."""
 
 
 def model_class(family: str) -> Any:
-    """The transformers model class of a family of :data:`FAMILIES`."""
+    """The transformers model class of a family of :data:`FAMILIES` (its spec's
+    :attr:`~baglm_nb.models.families.base.FamilySpec.model_class`)."""
     import transformers
 
-    return {
-        "internvl": transformers.InternVLForConditionalGeneration,
-        "qwen2_5_vl": transformers.Qwen2_5_VLForConditionalGeneration,
-        "llava_onevision": transformers.LlavaOnevisionForConditionalGeneration,
-    }[family]
+    if family not in FAMILIES:
+        raise KeyError(family)
+    return getattr(transformers, family_spec(family).model_class)
 
 
 def _hf_cache_hint(hf_id: str) -> str:
@@ -186,10 +138,11 @@ def load_scorer(
     with open(folder / "config.json", encoding="utf-8") as f:
         raw_config = json.load(f)
     model_type = raw_config.get("model_type", "")
-    fam = family or (spec.family if spec else None) or _FAMILY_BY_MODEL_TYPE.get(model_type)
+    by_type = family_of_model_type(model_type)
+    fam = family or (spec.family if spec else None) or (by_type[0] if by_type else None)
     if fam is None:
         raise ValueError(f"cannot tell the family of model_type {model_type!r}; pass family=...")
-    remote = model_type == "internvl_chat"
+    remote = by_type is not None and by_type[1]
     if remote and not trust_remote_code:
         raise ValueError(
             f"{source} is in the original InternVL repository format, which needs "
@@ -206,7 +159,7 @@ def load_scorer(
     return TransformersScorer(
         net.to(device).eval(),
         tokenizer,
-        family="internvl-remote" if remote else fam,
+        family=family_spec(by_type[0]).remote_name if by_type and remote else fam,
         model_id=spec.short_id if spec else model,
         label=RANDOM_INIT if raw_config.get("baglm_random_init", False) else PRETRAINED,
         processor=processor,

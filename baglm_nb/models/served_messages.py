@@ -1,11 +1,12 @@
 """What a served request carries: the model family, the frames as images, the user turn.
 
-:func:`guess_family` tells the LMM family from a served model's name; :func:`served_frames`
-resizes a segment's frames to the size the family's own processor gives them (Qwen2.5-VL:
-``smart_resize`` within the published pixel bounds, bicubic antialiased, as the local scorer),
-so that the server's preprocessing has nothing left to resize; :func:`encode_png` turns a frame
-into a lossless ``data:`` URL; :func:`user_content` lays a segment's frames and the question out
-in the family's published order and count (used by
+Each family's served layout is its spec's (:mod:`baglm_nb.models.families`): :func:`guess_family`
+tells the LMM family from a served model's name (the specs' ``served_names``);
+:func:`served_frames` resizes a segment's frames to the size the family's own processor gives
+them (Qwen2.5-VL: ``smart_resize`` within the published pixel bounds, bicubic antialiased, as the
+local scorer), so that the server's preprocessing has nothing left to resize; :func:`encode_png`
+turns a frame into a lossless ``data:`` URL; :func:`user_content` lays a segment's frames and the
+question out in the family's published order and count (the specs' ``served_content``; used by
 :class:`baglm_nb.models.served.ServedScorer`).
 
 The layout each server gets (the README's served section): F separate images, never one video.
@@ -23,53 +24,39 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from baglm_nb.models.families import FAMILIES, family_of_name, family_spec
+from baglm_nb.models.families.qwen2_5_vl import QwenOptions
+
 __all__ = ["QWEN_PIXELS", "encode_png", "guess_family", "served_frames", "user_content"]
 
-QWEN_PIXELS = (128 * 28 * 28, 360 * 420)
+QWEN_PIXELS = (QwenOptions.min_pixels, QwenOptions.max_pixels)
 """Qwen2.5-VL's published (min, max) pixels per frame (§8.2; the local scorer's defaults)."""
-
-_FAMILY_HINTS = (
-    ("internvl", "internvl"),
-    ("qwen2.5-vl", "qwen2_5_vl"),
-    ("qwen2_5_vl", "qwen2_5_vl"),
-    ("qwen2.5vl", "qwen2_5_vl"),
-    ("llava-onevision", "llava_onevision"),
-    ("llava_onevision", "llava_onevision"),
-)
 
 
 def guess_family(model: str) -> str:
     """The LMM family of a served model name (``"Qwen/Qwen2.5-VL-7B-Instruct"`` ->
     ``"qwen2_5_vl"``); ``ValueError`` asking for ``--family`` when the name does not tell."""
-    name = model.lower()
-    for hint, family in _FAMILY_HINTS:
-        if hint in name:
-            return family
-    raise ValueError(
-        f"cannot tell the model family of {model!r} from its name; pass --family "
-        "(internvl, qwen2_5_vl or llava_onevision)"
-    )
+    family = family_of_name(model)
+    if family is None:
+        raise ValueError(
+            f"cannot tell the model family of {model!r} from its name; pass --family "
+            f"({', '.join(FAMILIES[:-1])} or {FAMILIES[-1]})"
+        )
+    return family
 
 
 def served_frames(family: str, frames: np.ndarray, pixels: tuple[int, int] | None) -> np.ndarray:
-    """``(S, F, 3, H, W)`` uint8 frames at the family's processor size (unchanged when
-    ``pixels`` is ``None`` or the family is not Qwen2.5-VL).
+    """``(S, F, 3, H, W)`` uint8 frames at the family's processor size (its spec's
+    ``served_frames``; unchanged when ``pixels`` is ``None`` or the family has none).
 
-    Qwen2.5-VL: :func:`~baglm_nb.inputs.preprocess.smart_resize` to multiples of 28 within
-    ``pixels = (min, max)``, resized by :func:`~baglm_nb.inputs.preprocess.resize_uint8`
+    Qwen2.5-VL: :func:`~baglm_nb.models.preprocess.smart_resize` to multiples of 28 within
+    ``pixels = (min, max)``, resized by :func:`~baglm_nb.models.preprocess.resize_uint8`
     (bicubic, antialiased, rounded), the local scorer's own resize.
     """
-    if pixels is None or family != "qwen2_5_vl":
+    resize = family_spec(family).served_frames
+    if pixels is None or resize is None:
         return frames
-    import torch
-
-    from baglm_nb.inputs.preprocess import resize_uint8, smart_resize
-
-    size = smart_resize(frames.shape[-2], frames.shape[-1], 28, *pixels)
-    if size == tuple(frames.shape[-2:]):
-        return frames
-    flat = torch.from_numpy(np.ascontiguousarray(frames.reshape(-1, *frames.shape[2:])))
-    return resize_uint8(flat, size).numpy().reshape(*frames.shape[:3], *size)
+    return resize(frames, pixels)
 
 
 def encode_png(frame: np.ndarray) -> str:
@@ -93,15 +80,4 @@ def user_content(family: str, question: str, images: Sequence[str]) -> str | lis
     """
     if not images:
         return question
-
-    def image(url: str) -> dict:
-        return {"type": "image_url", "image_url": {"url": url}}
-
-    parts: list[dict] = []
-    if family.startswith("internvl"):
-        for i, url in enumerate(images):
-            parts += [{"type": "text", "text": ("\n" if i else "") + f"Frame{i + 1}: "}, image(url)]
-        return [*parts, {"type": "text", "text": "\n" + question}]
-    parts = [image(url) for url in images]
-    text = "\n" + question if family == "llava_onevision" else question
-    return [*parts, {"type": "text", "text": text}]
+    return family_spec(family).served_content(question, images)

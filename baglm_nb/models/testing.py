@@ -14,8 +14,9 @@ from typing import Any
 import torch
 
 from baglm_nb.models.engine import RANDOM_INIT, TransformersScorer
+from baglm_nb.models.families import FAMILIES, family_spec
 from baglm_nb.models.fingerprints import config_fingerprint
-from baglm_nb.models.registry import FAMILIES, model_class
+from baglm_nb.models.registry import model_class
 from baglm_nb.stores.atomic import publish_dir
 
 __all__ = ["make_random_scorer", "random_gguf"]
@@ -33,8 +34,7 @@ def _tiny_config(
     image_size: int,
     tokenizer: Any,
 ) -> Any:
-    import transformers
-
+    """The family's tiny config (its spec's ``tiny_config``) with the shared sizes."""
     text = {
         "vocab_size": vocab,
         "hidden_size": hidden_size,
@@ -46,66 +46,7 @@ def _tiny_config(
     }
     vis = {"hidden_size": vision_hidden_size, "intermediate_size": 2 * vision_hidden_size}
     vheads = max(1, vision_hidden_size // 16)
-    if family == "internvl":
-        return transformers.InternVLConfig(
-            vision_config={
-                **vis,
-                "num_hidden_layers": vision_layers,
-                "num_attention_heads": vheads,
-                "image_size": [image_size, image_size],
-                "patch_size": [14, 14],
-            },
-            text_config={"model_type": "qwen2", **text},
-            image_token_id=tokenizer.convert_tokens_to_ids("<IMG_CONTEXT>"),
-        )
-    if family == "qwen2_5_vl":
-        half = hidden_size // num_heads // 2
-        section = [half - 2 * (half // 3), half // 3, half // 3]
-        return transformers.Qwen2_5_VLConfig(
-            vision_config={
-                **vis,
-                "depth": vision_layers,
-                "num_heads": vheads,
-                "out_hidden_size": hidden_size,
-                "fullatt_block_indexes": [vision_layers - 1],
-                "window_size": 56,
-                "tokens_per_second": 2,
-            },
-            text_config={
-                **text,
-                "rope_parameters": {
-                    "rope_type": "default",
-                    "mrope_section": section,
-                    "rope_theta": 1e6,
-                },
-            },
-            video_token_id=tokenizer.convert_tokens_to_ids("<|video_pad|>"),
-            image_token_id=tokenizer.convert_tokens_to_ids("<|image_pad|>"),
-            vision_start_token_id=tokenizer.convert_tokens_to_ids("<|vision_start|>"),
-            vision_end_token_id=tokenizer.convert_tokens_to_ids("<|vision_end|>"),
-        )
-    if family == "llava_onevision":
-        return transformers.LlavaOnevisionConfig(
-            vision_config={
-                "model_type": "siglip_vision_model",
-                **vis,
-                "num_hidden_layers": vision_layers,
-                "num_attention_heads": vheads,
-                "image_size": image_size,
-                "patch_size": 14,
-            },
-            text_config={"model_type": "qwen2", **text},
-            image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
-            video_token_index=tokenizer.convert_tokens_to_ids("<video>"),
-        )
-    raise ValueError(f"unknown family {family!r}; use one of {FAMILIES}")
-
-
-_TOKENIZER_FAMILY = {
-    "internvl": "internvl",
-    "qwen2_5_vl": "qwen2.5-vl",
-    "llava_onevision": "llava-onevision",
-}
+    return family_spec(family).tiny_config(tokenizer, text, vis, vision_layers, vheads, image_size)
 
 
 def make_random_scorer(
@@ -130,7 +71,7 @@ def make_random_scorer(
     is also written into the model config (``baglm_random_init``), so a saved and reloaded copy
     stays labelled. The vocabulary is
     the tokenizer's (default: the offline Qwen BPE tokenizer of
-    :func:`baglm_nb.models.tokenizers.build_tokenizer` for the family).
+    :func:`baglm_nb.models.tokenizers.build_tokenizer` that the family's spec names).
 
     Parameters
     ----------
@@ -138,8 +79,8 @@ def make_random_scorer(
         One of :data:`FAMILIES`.
     image_size
         Vision input side (InternVL, LLaVA-OneVision; a multiple of 28). For Qwen2.5-VL the
-        default pixel bounds become ``image_size**2`` (override with ``qwen_min_pixels`` /
-        ``qwen_max_pixels``).
+        default pixel bounds become ``image_size**2`` (the spec's ``tiny_options``; override
+        with ``options=``).
     initializer_range
         Weight init std; larger than transformers' 0.02 so that the first-token distribution is
         far from uniform and score differences are visible in tests.
@@ -151,7 +92,7 @@ def make_random_scorer(
     if tokenizer is None:
         from baglm_nb.models.tokenizers import build_tokenizer
 
-        tokenizer = build_tokenizer(_TOKENIZER_FAMILY[family])
+        tokenizer = build_tokenizer(family_spec(family).tokenizer)
     cfg = _tiny_config(
         family,
         len(tokenizer),
@@ -170,9 +111,8 @@ def make_random_scorer(
         torch.manual_seed(seed)
         net = model_class(family)(cfg).eval()
     net._baglm_random_init = True
-    if family == "qwen2_5_vl":
-        scorer_kwargs.setdefault("qwen_min_pixels", image_size * image_size)
-        scorer_kwargs.setdefault("qwen_max_pixels", image_size * image_size)
+    if (tiny_options := family_spec(family).tiny_options) is not None:
+        scorer_kwargs.setdefault("options", tiny_options(image_size))
     scorer_kwargs.setdefault("label", RANDOM_INIT)
     model_id = f"{RANDOM_INIT}/{family}-h{hidden_size}-l{num_layers}-seed{seed}"
     scorer_kwargs.setdefault("fingerprint", config_fingerprint(cfg, model_id))
@@ -199,8 +139,8 @@ def random_gguf(
 
     import transformers
 
-    from baglm_nb.inputs.preprocess import CLIP_MEAN, CLIP_STD
     from baglm_nb.models.gguf import converter_script, export_gguf, model_cache_dir
+    from baglm_nb.models.preprocess import CLIP_MEAN, CLIP_STD
 
     if family != "qwen2_5_vl":
         raise ValueError(f"random_gguf supports family 'qwen2_5_vl' only, got {family!r}")

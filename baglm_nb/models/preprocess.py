@@ -4,7 +4,7 @@ All functions take uint8 frames ``(N, 3, H, W)`` (CHW, RGB; a 1-channel input ha
 replicated) and return float32 tensors. torchvision is not used (it is broken beside torch
 2.13 here); its uint8 resize is reproduced by :func:`resize_uint8` as ``F.interpolate`` on float
 followed by round and clamp to [0, 255], which is what torchvision does for a uint8 input. On
-the CPU, InternVL and Qwen frames go through :func:`baglm_nb.inputs.resample.resize_normalize`
+the CPU, InternVL and Qwen frames go through :func:`baglm_nb.models.resample.resize_normalize`
 instead, a numba kernel with torch's own filter weights, about 3x faster and equal to
 :func:`resize_uint8` up to one uint8 level at about 12 values per million (its module notes say
 why); on other devices the torch path runs.
@@ -33,7 +33,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from baglm_nb.inputs.resample import resize_normalize
+from baglm_nb.models.resample import resize_normalize
 
 __all__ = [
     "CLIP_MEAN",

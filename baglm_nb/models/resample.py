@@ -3,7 +3,7 @@
 The reference preprocessing (reference-protocol §1.4, §8.2) is torchvision's resize of a uint8
 tensor: ``F.interpolate`` in float32 (bicubic, ``antialias=True``, ``align_corners=False``),
 rounded and clamped back to uint8, then ``/255`` and ``(x - mean) / std``.
-:func:`baglm_nb.inputs.preprocess.resize_uint8` does exactly that with torch, and is kept as the
+:func:`baglm_nb.models.preprocess.resize_uint8` does exactly that with torch, and is kept as the
 reference. On 2 CPU cores torch's generic antialiased float kernel keeps decode plus
 preprocessing of 640x480 clips near 42x real time, under the 50x goal, so the CPU default uses
 this kernel instead, about 3x faster (``benchmarks/decode_speed.py`` prints both).
