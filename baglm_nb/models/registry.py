@@ -137,15 +137,13 @@ def load_scorer(
     folder = _resolve_weights(source, local_files_only=local_files_only, cache_dir=cache_dir)
     with open(folder / "config.json", encoding="utf-8") as f:
         raw_config = json.load(f)
-    model_type = raw_config.get("model_type", "")
-    by_type = family_of_model_type(model_type)
-    fam = family or (spec.family if spec else None) or (by_type[0] if by_type else None)
-    if fam is None:
-        raise ValueError(f"cannot tell the family of model_type {model_type!r}; pass family=...")
-    remote = by_type is not None and by_type[1]
+    fam, scorer_family = _families(
+        raw_config.get("model_type", ""), family or (spec.family if spec else None)
+    )
+    remote = scorer_family != fam
     if remote and not trust_remote_code:
         raise ValueError(
-            f"{source} is in the original InternVL repository format, which needs "
+            f"{source} is in the original {fam} repository format, which needs "
             "trust_remote_code=True (it runs the repository's code); or use an '-hf' checkpoint "
             "such as OpenGVLab/InternVL3-8B-hf"
         )
@@ -159,7 +157,7 @@ def load_scorer(
     return TransformersScorer(
         net.to(device).eval(),
         tokenizer,
-        family=family_spec(by_type[0]).remote_name if by_type and remote else fam,
+        family=scorer_family,
         model_id=spec.short_id if spec else model,
         label=RANDOM_INIT if raw_config.get("baglm_random_init", False) else PRETRAINED,
         processor=processor,
@@ -167,6 +165,19 @@ def load_scorer(
         fingerprint=folder_fingerprint(folder),
         **scorer_kwargs,
     )
+
+
+def _families(model_type: str, family: str | None) -> tuple[str, str]:
+    """The family of a checkpoint (``family`` when given, else its ``model_type``'s), and the
+    scorer's family: ``"<family>-remote"`` for a ``model_type`` of the original repository
+    format (which needs ``trust_remote_code``)."""
+    by_type = family_of_model_type(model_type)
+    fam = family or (by_type[0] if by_type else None)
+    if fam is None:
+        raise ValueError(f"cannot tell the family of model_type {model_type!r}; pass family=...")
+    if by_type is not None and by_type[1]:
+        return fam, family_spec(by_type[0]).remote_name or fam
+    return fam, fam
 
 
 def _load_parts(folder: Path, family: str, remote: bool, dtype: torch.dtype) -> tuple[Any, ...]:
