@@ -44,6 +44,7 @@ import numpy as np
 import torch
 
 from baglm_nb.models.engine import RANDOM_INIT, TransformersScorer
+from baglm_nb.models.families import family_spec
 from baglm_nb.models.registry import model_class
 from baglm_nb.models.testing import make_random_scorer
 from baglm_nb.models.tokenizers import build_tokenizer
@@ -61,8 +62,8 @@ BASE_STEPS = [
     "cover and simmer until cooked",
     "stir and serve",
 ]
-TOKENIZER = {"internvl": "internvl", "qwen2_5_vl": "qwen2.5-vl"}
 NAMES = {"internvl": "InternVL3-8B", "qwen2_5_vl": "Qwen2.5-VL-7B"}
+TOKENIZER = {family: family_spec(family).tokenizer for family in NAMES}
 
 
 def steps_of(k: int) -> list[str]:

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from baglm_nb.models.engine import RANDOM_INIT, Scorer, ScoreResult, TransformersScorer
+from baglm_nb.models.families import family_spec
 from baglm_nb.models.prompts import PROMPTS, format_choices
 from baglm_nb.models.registry import FAMILIES, MODELS, WeightsNotFoundError, load_scorer
 from baglm_nb.models.testing import make_random_scorer
@@ -21,11 +22,6 @@ from baglm_nb.models.tokenizers import build_tokenizer
 
 GOAL = "Make Omelette"
 STEPS = ["crack eggs", "whisk eggs", "pour into pan"]
-TOKENIZER_FAMILY = {
-    "internvl": "internvl",
-    "qwen2_5_vl": "qwen2.5-vl",
-    "llava_onevision": "llava-onevision",
-}
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -34,7 +30,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 @pytest.fixture(scope="module")
 def scorers() -> dict[str, TransformersScorer]:
     return {
-        f: make_random_scorer(f, build_tokenizer(TOKENIZER_FAMILY[f]), seed=1) for f in FAMILIES
+        f: make_random_scorer(f, build_tokenizer(family_spec(f).tokenizer), seed=1)
+        for f in FAMILIES
     }
 
 

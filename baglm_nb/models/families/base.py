@@ -174,8 +174,12 @@ class Adapter:
     ) -> tuple[torch.Tensor, Any]:
         """The decoder over ``emb``: last hidden states and the (extended) cache."""
         model = self.language_model()
-        out = model(inputs_embeds=emb, position_ids=pos, use_cache=cache is not None,
-                    **cache_kwargs(model, cache))  # fmt: skip
+        out = model(
+            inputs_embeds=emb,
+            position_ids=pos,
+            use_cache=cache is not None,
+            **cache_kwargs(model, cache),
+        )
         return out.last_hidden_state, returned_cache(out)
 
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
