@@ -183,3 +183,48 @@ def test_scorer_and_engine_parameters_are_typed():
                     ):
                         loose.append(f"{_rel(path)}:{node.lineno} {node.name}({a.arg})")
     assert not loose, f"parameters without a real type: {loose}"
+
+
+def test_family_adapters_and_passes_do_not_import_the_scorer():
+    """The scorer (models/engine.py) uses the family specs and the passes; they reach it only
+    through its public interface (``passes.PassScorer``), never by importing it back."""
+    lower = [
+        PACKAGE / "models" / "passes.py",
+        *sorted((PACKAGE / "models" / "families").glob("*.py")),
+    ]
+    back = {
+        _rel(p): sorted(m for m in _imports_of(p) if m.startswith("baglm_nb.models.engine"))
+        for p in lower
+    }
+    assert not {k: v for k, v in back.items() if v}
+    private = _definitions(r"\.(_fam|_probs|_cache_config)\b")
+    assert private == []
+
+
+def test_family_tables_live_in_the_specs():
+    """No module but the family specs (``models/families/``) names a family's model classes or
+    its original-format ``model_type``."""
+    pattern = r"(ForConditionalGeneration\b|\"internvl_chat\")"
+    outside = [p for p in _definitions(pattern) if not p.startswith("baglm_nb/models/families/")]
+    assert outside == []
+
+
+def test_light_inputs_modules_import_no_heavy_library():
+    """Only the video and live readers of ``inputs`` load torch, numba, transformers or PyAV."""
+    import subprocess
+    import sys
+
+    heavy_ok = {"video", "live", "live_items", "frame_times"}
+    light = sorted(
+        p.stem
+        for p in (PACKAGE / "inputs").glob("*.py")
+        if p.stem not in heavy_ok and p.stem != "__init__"
+    )
+    assert {"datasets", "grid", "tasks"} <= set(light) and "preprocess" not in light
+    code = (
+        "import importlib, sys\n"
+        f"for m in {light!r}: importlib.import_module('baglm_nb.inputs.' + m)\n"
+        "print(sorted(x for x in ('torch', 'numba', 'transformers', 'av') if x in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

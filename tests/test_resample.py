@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from baglm_nb.inputs.video import iter_segments
 from baglm_nb.models.preprocess import (
     CLIP_MEAN,
     CLIP_STD,
@@ -18,7 +19,6 @@ from baglm_nb.models.preprocess import (
     resize_uint8,
 )
 from baglm_nb.models.resample import antialias_weights, resize_normalize
-from baglm_nb.inputs.video import iter_segments
 
 VIDEOS = Path(__file__).parent / "data" / "videos"
 

@@ -169,9 +169,8 @@ class TransformersScorer:
     Parameters
     ----------
     model
-        An ``InternVLForConditionalGeneration``, ``Qwen2_5_VLForConditionalGeneration`` or
-        ``LlavaOnevisionForConditionalGeneration`` (or the remote-code InternVL chat model with
-        ``family="internvl-remote"``), in eval mode on its device.
+        The family's transformers model (its spec's ``model_class``; or the remote-code
+        InternVL chat model with ``family="internvl-remote"``), in eval mode on its device.
     tokenizer
         The model's tokenizer.
     family
