@@ -26,7 +26,9 @@ copies of that cache (rows = segment x question; :mod:`baglm_nb.models.passes`,
 model's own ``get_rope_index`` over the full prompt. The published code instead runs K + 1 full
 passes per segment (``shared_prefix=False`` reproduces that; the two agree to float rounding).
 
-Exports :class:`ScoreResult`, the :class:`Scorer` protocol, :class:`TransformersScorer` (built by
+Exports :class:`ScoreResult`, the :class:`Scorer` protocol (its argument types :data:`Frames`,
+:data:`VsgPrompt`), :class:`TransformersScorer` (its family's ``adapter`` and its
+``answer_probs`` are what :mod:`baglm_nb.models.passes` uses; built by
 :func:`baglm_nb.models.registry.load_scorer` from real weights, or
 :func:`baglm_nb.models.testing.make_random_scorer`) and the labels :data:`RANDOM_INIT` /
 :data:`PRETRAINED`.
@@ -49,7 +51,15 @@ from baglm_nb.models.passes import naive_passes, shared_passes
 from baglm_nb.models.prompts import DIGITS, check_single_tokens, check_task_text, option_labels
 from baglm_nb.models.questions import YES_NO, build_questions, combine
 
-__all__ = ["PRETRAINED", "RANDOM_INIT", "Frames", "ScoreResult", "Scorer", "TransformersScorer"]
+__all__ = [
+    "PRETRAINED",
+    "RANDOM_INIT",
+    "Frames",
+    "ScoreResult",
+    "Scorer",
+    "TransformersScorer",
+    "VsgPrompt",
+]
 
 RANDOM_INIT = "random-init"
 """Label of every output of a randomly initialised model."""
@@ -266,7 +276,6 @@ class TransformersScorer:
         self.repetition_penalty = repetition_penalty
         system = spec.system_message if system_message is _DEFAULT else system_message
         self.adapter: Adapter = adapter_class(model, tokenizer, options, system)
-        """The family's adapter: pixels, prompt layout and model calls."""
         self.adapter.check_tokens()
         self.device, self.dtype = self.adapter.device, self.adapter.dtype
         self._labels: dict[int, list[str]] = {}
