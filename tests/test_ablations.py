@@ -8,13 +8,13 @@ import pytest
 from reference import reference_recall
 
 from baglm_nb.analyses import ablations as A
-from baglm_nb.analyses.paper import PAPER
 from baglm_nb.analyses.tables import items_of
 from baglm_nb.core.observations import Observations, from_simulation
 from baglm_nb.core.oracles import oracle_dependency
 from baglm_nb.core.pipeline import compare, run_baglm
 from baglm_nb.core.simulate import SimulationParams, default_params
 from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.inputs.paper import PAPER
 from baglm_nb.stores.keys import ScoreKey
 from baglm_nb.stores.scores import ScoreCache
 

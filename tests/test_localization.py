@@ -26,8 +26,8 @@ from baglm_nb.analyses.localization import (
 )
 from baglm_nb.analyses.localization.detection import _local_max_3x3
 from baglm_nb.analyses.localization.metrics import _dedupe
-from baglm_nb.analyses.paper import PAPER_LOCALIZATION, paper_model
 from baglm_nb.inputs.datasets import Segment, Video, load_dataset
+from baglm_nb.inputs.paper import PAPER_LOCALIZATION, paper_model
 
 # --------------------------------------------------------------------------------------------
 # LoG response

@@ -263,8 +263,8 @@ def test_dependency_quality_lines_draw_the_sweep_and_the_presets():
 
 
 def test_violation_lines_draw_each_source_and_the_papers_rows():
-    from baglm_nb.analyses.paper import PAPER_VIOLATIONS
     from baglm_nb.analyses.violations import violation_report
+    from baglm_nb.inputs.paper import PAPER_VIOLATIONS
 
     _, long = violation_report("htstep", ["simulated-llm:llama", "oracle"], limit=10)
     fig = plots.violation_lines(long, "violations", paper=PAPER_VIOLATIONS)

@@ -255,9 +255,9 @@ def test_evaluate_reports_the_precision_and_the_pairs_that_differ(tmp_path, caps
 
 
 def test_labels_record_the_precision():
-    from baglm_nb.analyses.paper import paper_model
     from baglm_nb.analyses.tables import title_for
     from baglm_nb.core.observations import default_precision, labelled
+    from baglm_nb.inputs.paper import paper_model
 
     assert default_precision(f"imported:{MODEL}") == PUBLISHED
     assert default_precision("lmm:internvl3-8b") == default_precision("simulated") == "float64"

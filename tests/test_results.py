@@ -9,7 +9,6 @@ import pytest
 from reference import reference_recall
 
 from baglm_nb.analyses import tables
-from baglm_nb.analyses.paper import PAPER, PAPER_STATS
 from baglm_nb.analyses.results import (
     comparison_table,
     dataset_table,
@@ -23,6 +22,7 @@ from baglm_nb.core.observations import from_simulation
 from baglm_nb.core.oracles import oracle_dependency
 from baglm_nb.core.pipeline import run_baglm
 from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.inputs.paper import PAPER, PAPER_STATS
 
 
 @pytest.fixture(scope="module")

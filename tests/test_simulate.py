@@ -7,7 +7,6 @@ import dataclasses
 import numpy as np
 import pytest
 
-from baglm_nb.analyses.paper import paper_value
 from baglm_nb.core.simulate import (
     CALIBRATED_SIGNAL,
     LABEL,
@@ -23,6 +22,7 @@ from baglm_nb.core.simulate import (
     simulate_video,
 )
 from baglm_nb.inputs.datasets import Segment, Video, load_dataset
+from baglm_nb.inputs.paper import paper_value
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baglm_nb.analyses.paper import PAPER_VIOLATIONS
 from baglm_nb.analyses.violations import (
     FIT_STARTS,
     answer_table,
@@ -25,6 +24,7 @@ from baglm_nb.core.simulate_deps import (
     simulated_matrix,
 )
 from baglm_nb.inputs.datasets import Segment, Video, load_dataset
+from baglm_nb.inputs.paper import PAPER_VIOLATIONS
 
 
 def _video(uid: str, order: list[tuple[int, float]], k: int = 3) -> Video:

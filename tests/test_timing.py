@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from baglm_nb.analyses import timing as T
-from baglm_nb.analyses.paper import PAPER_TIMING
 from baglm_nb.analyses.tables import items_of
 from baglm_nb.core.simulate import write_simulated_cache
 from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.inputs.paper import PAPER_TIMING
 from baglm_nb.stores.keys import ScoreKey
 from baglm_nb.stores.scores import ScoreCache
 

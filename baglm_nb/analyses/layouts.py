@@ -7,7 +7,7 @@ Progress oracle / Dep. matrix oracle) and an offline / online grouping in Tab. c
 :func:`paper_layout` pivots a result table that way: per dataset a workbench column and a
 ``paper`` column beside it; :data:`PAPER_ONLY` in the workbench column of a row the paper
 reports and the workbench does not run (another paper's method), :data:`SLOT_CELL` in a slot
-row's; :data:`~baglm_nb.analyses.paper.RERUN_MARK` after a paper value the paper's authors
+row's; :data:`~baglm_nb.inputs.paper.RERUN_MARK` after a paper value the paper's authors
 obtained from the method's released code. The CSV files keep the long tables.
 
 Exports :data:`CHECK`, :data:`PAPER_ONLY`, :data:`COMPARISON_NOTE`, :data:`SLOT_CELL`,
@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from baglm_nb.analyses.agreement import column_note
-from baglm_nb.analyses.paper import PAPER_COMPARISON_ORDER, RERUN_MARK
+from baglm_nb.inputs.paper import PAPER_COMPARISON_ORDER, RERUN_MARK
 
 __all__ = [
     "CHECK",

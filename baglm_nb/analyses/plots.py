@@ -347,7 +347,7 @@ def violation_lines(long: pd.DataFrame, title: str, paper: Mapping[str, Mapping]
 
     ``long``: :func:`baglm_nb.analyses.violations.violations` rows, one solid line per
     ``source`` in its hue (:mod:`~baglm_nb.analyses.palette`); ``paper``
-    (:data:`~baglm_nb.analyses.paper.PAPER_VIOLATIONS`) adds the paper's rows, dashed, each in
+    (:data:`~baglm_nb.inputs.paper.PAPER_VIOLATIONS`) adds the paper's rows, dashed, each in
     its LLM's hue (the simulated LLaMA and the paper's LLaMA share one).
     """
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.4), squeeze=False)

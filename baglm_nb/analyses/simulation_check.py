@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from baglm_nb.analyses.paper import paper_value
 from baglm_nb.analyses.results import main_results_table, transition_table
 from baglm_nb.analyses.tables import (
     DATASET_NAMES,
@@ -42,6 +41,7 @@ from baglm_nb.analyses.tables import (
 )
 from baglm_nb.core import simulate_deps, sources
 from baglm_nb.core.observations import Observations
+from baglm_nb.inputs.paper import paper_value
 
 __all__ = [
     "gain_bars",

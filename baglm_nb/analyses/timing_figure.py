@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from baglm_nb.analyses.paper import PAPER_TIMING
+from baglm_nb.inputs.paper import PAPER_TIMING
 
 __all__ = ["STAGE_STYLE", "timing_figure"]
 

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from baglm_nb.analyses.paper import PAPER_VIOLATIONS
 from baglm_nb.core import simulate_deps, sources
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import first_starts
+from baglm_nb.inputs.paper import PAPER_VIOLATIONS
 from baglm_nb.stores.dependencies import DependencyCache
 
 __all__ = [
@@ -201,7 +201,7 @@ def violations_table(
     ``results`` maps a source label to a :func:`violations` frame. With ``paper`` (HT-Step,
     ``scope="group"``: what the paper's table is), each metric's rows are followed by the
     paper's two rows, ``source`` ``"paper: <LLM>"``, at the same thresholds
-    (:data:`~baglm_nb.analyses.paper.PAPER_VIOLATIONS`; NaN at a threshold it does not print).
+    (:data:`~baglm_nb.inputs.paper.PAPER_VIOLATIONS`; NaN at a threshold it does not print).
     """
     rows = []
     for metric, col in (
@@ -328,7 +328,7 @@ def preset_loss(
     The loss is the sum over the thresholds 0.1 .. 1.0 of the squared differences (in points)
     of the violated-dependency percentage, plus :data:`TASK_WEIGHT` times those of the
     percentage of tasks with a violation, against the paper's row of ``preset.llm``
-    (:data:`~baglm_nb.analyses.paper.PAPER_VIOLATIONS`; threshold 0 depends on the
+    (:data:`~baglm_nb.inputs.paper.PAPER_VIOLATIONS`; threshold 0 depends on the
     annotations only). ``videos`` defaults to all of HT-Step (the paper's 150 groups).
     """
     matrices = simulate_deps.simulated_dependencies("htstep", preset, seed, videos=videos)

@@ -61,7 +61,7 @@ Calibration (per dataset)
 ``signal`` is the one calibrated parameter. :data:`CALIBRATED_SIGNAL` holds, per dataset, the
 value that :func:`calibrate` finds (seed 0, every other parameter at its default, ``tol = 0.05``)
 so that the off-the-shelf R@1 matches the paper's InternVL2.5-8B value for that dataset
-(:func:`~baglm_nb.analyses.paper.paper_value` ``("off_the_shelf", dataset)``; CrossTask: Avg.
+(:func:`~baglm_nb.inputs.paper.paper_value` ``("off_the_shelf", dataset)``; CrossTask: Avg.
 R@1); ``python -m baglm_nb calibrate`` reproduces and prints them. :func:`default_params` gives
 a dataset's calibrated parameters; every function here uses them when ``params`` is None.
 Only the off-the-shelf rows are targets: the BaGLM rows stay an out-of-sample check.
@@ -81,11 +81,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from tqdm.auto import tqdm
 
-from baglm_nb.analyses.paper import paper_value
 from baglm_nb.core.evaluation import evaluate
 from baglm_nb.inputs import grid
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import ground_truth
+from baglm_nb.inputs.paper import paper_value
 
 __all__ = [
     "CALIBRATED_SIGNAL",

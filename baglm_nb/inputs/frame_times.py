@@ -214,7 +214,7 @@ def frame_timed_info(m, path, why: str):
     is implausible (``why``), measured by :func:`scan`; refused
     (:class:`~baglm_nb.inputs.video.VideoError`, with both reasons) when that fails too."""
     from baglm_nb.inputs.live import SourceError
-    from baglm_nb.inputs.video import VideoError, VideoInfo
+    from baglm_nb.inputs.video_records import VideoError, VideoInfo
 
     why = f"torchcodec reports {why}"
     try:
@@ -237,7 +237,7 @@ def timed_batches(
     import av
 
     from baglm_nb.inputs.live import SourceError
-    from baglm_nb.inputs.video import SegmentBatch, VideoError
+    from baglm_nb.inputs.video_records import SegmentBatch, VideoError
 
     t0 = time.perf_counter()
     batches = iter_timed_segments(
