@@ -224,3 +224,112 @@ def test_cli_verbs_live_in_one_package():
                           "score", "deps", "localize", "follow", "alerts"}  # fmt: skip
     main_text = (PACKAGE / "__main__.py").read_text()
     assert "add_parser" not in main_text and "apps.cli.main" in main_text
+
+
+MAP = PACKAGE.parent / "docs" / "architecture.md"
+_PY = re.compile(r"(?<![\w/.])((?:[a-z_]+/)*[a-z_]+\.py)\b")
+_FOLDER = re.compile(r"(?<![\w/.])([a-z_]+)/(?=[\s(]|$)")
+
+
+def _map_sections() -> dict[str, str]:
+    """The map's code block cut where each stage's name starts a line: ``{stage: its text}``."""
+    block = MAP.read_text().split("```")[1]
+    sections: dict[str, str] = {}
+    stage = None
+    for line in block.splitlines():
+        head = line.split("/")[0] if "/" in line[:10] else ""
+        if head in STAGES or head == "notebooks":
+            stage = head
+            line = line[len(head) + 1 :]
+        if stage in STAGES:
+            sections[stage] = sections.get(stage, "") + line + "\n"
+    return sections
+
+
+def _groups(text: str) -> list[tuple[str, int, int]]:
+    """``(folder, start, end)`` of the parenthesised text after each ``folder/ (``: what the map
+    says that package holds."""
+    groups = []
+    for match in re.finditer(r"(?<![\w/.])([a-z_]+)/ \(", text):
+        depth, end = 1, match.end()
+        while depth and end < len(text):
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        groups.append((match.group(1), match.end(), end))
+    return groups
+
+
+def _map_paths() -> tuple[set[Path], set[Path]]:
+    """What the map's code block names, as it writes it: ``x.py`` relative to its stage's folder
+    (inside ``folder/ (...)``, to that folder; ``stage/x.py`` as written) and ``folder/``. Returns
+    the paths named so, and the modules a ``folder/ (...)`` names by their bare stem."""
+    named, by_stem = set(), set()
+    for stage, text in _map_sections().items():
+        groups = _groups(text)
+        for match in _PY.finditer(text):
+            name = match.group(1)
+            inside = [f for f, a, b in groups if a <= match.start() < b]
+            if name.split("/")[0] in STAGES:
+                named.add(PACKAGE / name)
+            else:
+                named.add(PACKAGE / stage / "/".join(inside[-1:] + [name]))
+        for folder in _FOLDER.findall(text):
+            named.add(PACKAGE / stage / folder)
+        for folder, a, b in groups:
+            stems = re.findall(r"[a-z_]+", text[a:b])
+            by_stem.update(PACKAGE / stage / folder / f"{s}.py" for s in stems)
+    return named, by_stem
+
+
+def test_map_names_only_what_exists():
+    named, _ = _map_paths()
+    missing = sorted(str(p.relative_to(PACKAGE)) for p in named if not p.exists())
+    assert not missing, f"docs/architecture.md's map names what baglm_nb lacks: {missing}"
+
+
+def test_map_names_every_module():
+    named, by_stem = _map_paths()
+    unnamed = [
+        _rel(p)
+        for p in MODULES
+        if p.parent != PACKAGE and p.name != "__init__.py" and p not in named | by_stem
+    ]
+    assert not unnamed, f"modules docs/architecture.md's map does not name: {unnamed}"
+
+
+def test_map_stable_import_paths_are_the_tested_ones():
+    text = MAP.read_text()
+    paragraph = text.split("**Stable import paths**")[1].split("\n\n")[0]
+    assert set(re.findall(r"`(baglm_nb\.\w+)`", paragraph)) == set(STABLE)
+    top = {f"baglm_nb.{p.stem}" for p in PACKAGE.glob("*.py") if not p.name.startswith("_")}
+    assert top == set(STABLE)  # every top-level module is a stable path, tested above
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``dotted`` is a module of baglm_nb, or a name (chain) inside one."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(obj, attribute):
+                return False
+            obj = getattr(obj, attribute)
+        return True
+    return False
+
+
+def test_map_prose_names_what_exists():
+    """The text and the table under the map: `stage.module[.name]`, `stage/x.py[::name]` and
+    `tests/x.py` exist."""
+    prose = MAP.read_text().split("```")[2]
+    stages = "|".join(STAGES)
+    dotted = re.findall(rf"`((?:{stages})(?:\.\w+)+)`", prose)
+    files = re.findall(rf"`((?:{stages})/[\w/]+\.py)(?:::(\w+))?`", prose)
+    dotted += [f"{p[:-3].replace('/', '.')}.{name}".rstrip(".") for p, name in files]
+    wrong = [d for d in dotted if not _resolves(f"baglm_nb.{d}")]
+    tests = re.findall(r"`(tests/[\w/]+\.py)`", prose)
+    wrong += [t for t in tests if not (PACKAGE.parent / t).exists()]
+    assert dotted and tests and not wrong, f"docs/architecture.md names what is not there: {wrong}"
