@@ -14,7 +14,7 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.part
 MAX_MODULE_LINES = 620  # "about 600"
 MAX_FUNCTION_LINES = 79
 
-#: The import paths users' own notebooks call (issue: keep them working after any move).
+#: The import paths users' own notebooks call: they keep working after any move.
 STABLE = {
     "baglm_nb.datasets": ("load_dataset", "dataset_stats"),
     "baglm_nb.filtering": ("run_filter",),

@@ -1,4 +1,4 @@
-"""``evaluate`` and ``follow`` with the online metrics and fixed-lag smoothing (issue 24)."""
+"""``evaluate`` and ``follow`` with the online metrics and fixed-lag smoothing."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Belief views (analyses.belief_views): what they draw, checked against the annotation files
 and real simulated scores filtered by BaGLM.
 
-The video ``-25-1nbOki0`` (HT-Step, K = 10, six annotated steps) is the one of the issue.
+The video ``-25-1nbOki0`` (HT-Step, K = 10, six annotated steps) is the one most tests draw.
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def test_blitted_redraw_matches_a_full_draw(case):
 def test_online_strip_and_a_task_without_ground_truth(case):
     video, beliefs, _ = case
     said = np.full(len(beliefs), 10)
-    said[300:400] = 8  # "Add your chopped onions" (not annotated), as in the issue
+    said[300:400] = 8  # "Add your chopped onions" (not annotated)
     said[100:104] = 5  # "Blend your tomatoes" inside its annotation (01:35-01:51)
     plot = BeliefFigure(video, len(beliefs), panels=("baglm",), announced=True)
     plot.update(beliefs, title="t", announced=said)
@@ -240,8 +240,8 @@ def test_many_steps_show_numbers_and_the_annotated_steps():
 
 
 # --------------------------------------------------------------------------------------------
-# time ticks and the caption (issue 26: duplicated mm:ss ticks; a caption describing outlines
-# on a clip that has none)
+# time ticks and the caption (no duplicated mm:ss ticks; no caption describing outlines on a
+# clip that has none)
 
 
 @pytest.mark.parametrize(

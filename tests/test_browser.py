@@ -291,7 +291,7 @@ def test_explorer_in_jupyterlab(lab):
 
 
 def test_follow_report_in_chromium(tmp_path):
-    """The report of the issue's video: source, ground truth, per-step hit/miss, views."""
+    """The report of one HT-Step video: source, ground truth, per-step hit/miss, views."""
     from playwright import sync_api
 
     report = tmp_path / "report.html"

@@ -1,4 +1,4 @@
-"""Caches know what they were computed for (issue 25, bad cases 1 and 2): a score or dependency
+"""Caches know what they were computed for: a score or dependency
 cache stored for other steps than the annotation in use is refused, naming the file and the first
 differing step; resumed runs compute such entries again and report them (``rescored_stale``)."""
 

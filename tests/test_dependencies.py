@@ -336,7 +336,7 @@ def test_openai_neither_token_is_a_failure_not_zero():
 
 @pytest.mark.parametrize("raw", [float("nan"), float("inf"), 0.5, "abc", None])
 def test_openai_invalid_logprob_fails_the_pair_never_one(raw):
-    # a NaN or positive logprob from a server used to become P(Yes) = min(1, exp(.)) = 1.0
+    # a NaN or positive logprob from a server must not become P(Yes) = min(1, exp(.)) = 1.0
     backend = OpenAIBackend("m", client=FakeClient([[("Yes", raw)]]))
     with pytest.raises(dep.DependencyError) as info:
         dep.dependency_matrix(GOAL, ["a", "b"], backend, group="G")

@@ -448,7 +448,7 @@ def test_a_dropped_rtsp_client_is_a_broken_source(scorer):
 
 def _stderr_lines(err: str) -> list[str]:
     """stderr's lines, less transformers' deprecation line printed when the first tiny model
-    loads in a process (issue 25's item 7, handled elsewhere)."""
+    loads in a process (tested elsewhere)."""
     return [x for x in err.strip().splitlines() if not x.startswith("[transformers]")]
 
 

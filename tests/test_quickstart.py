@@ -1,4 +1,4 @@
-"""The README's quick start, run as written in a fresh shell (issue 26).
+"""The README's quick start, run as written in a fresh shell.
 
 The ``bash`` block under "## Quick start" is read from README.md and every command in it is run,
 in order, by one ``bash --noprofile --norc -e`` with an empty environment (``env -i``: no

@@ -131,7 +131,7 @@ def test_oracle_table_crosses_llm_or_oracle_d_with_lmm_or_oracle_progress(
         progress = "oracle" if row.progress == "oracle" else "scores"
         beliefs = run_baglm(htstep, row.D, progress=progress)
         assert row.workbench == round(evaluate("htstep", beliefs, htstep.videos), 1)
-    # the first row is BaGLM of the main table, not the off-the-shelf model (the old mislabel)
+    # the first row is BaGLM of the main table, not the off-the-shelf model
     main = main_results_table([htstep])
     assert table["workbench"].iloc[0] == main["workbench"].iloc[0]
 

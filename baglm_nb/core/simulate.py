@@ -30,8 +30,8 @@ Generative model (per video, ``S`` segments of ``d = segment_duration`` seconds,
    same noise as a step that is (``off_step_progress = "noisy"``, the default). A real LMM's
    digit probabilities are a softmax over tokens, never a point mass, and the published filter
    keeps the running maximum of the expected progress, so this noise sets a floor under every
-   step's readiness. ``off_step_progress = "zero"`` puts all mass on digit 0 instead (the
-   model before issue 16: it reads every absent step like the ground-truth oracle does).
+   step's readiness. ``off_step_progress = "zero"`` puts all mass on digit 0 instead (it reads
+   every absent step like the ground-truth oracle does).
    Rows sum to 1 (a real LMM's raw digit probabilities need not).
 
 Randomness: ``np.random.default_rng([seed, zlib.crc32(uid)])`` per video, drawing ``eps``

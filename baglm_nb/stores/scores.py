@@ -409,7 +409,7 @@ class ScoreCache(ParquetFolder):
         if len(wanted) < 16 or workers < 4:
             return {uid: self.read_video(uid) for uid in wanted}
         # pyarrow releases the GIL while decoding, so threads overlap the I/O and decoding of
-        # large files (about 1 ms per file is Python overhead, so few cores gain nothing).
+        # large files (each file's Python overhead does not overlap, so few cores gain nothing).
         with ThreadPoolExecutor(max_workers=workers) as pool:
             return dict(zip(wanted, pool.map(self.read_video, wanted), strict=True))
 
