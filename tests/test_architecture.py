@@ -333,3 +333,20 @@ def test_map_prose_names_what_exists():
     tests = re.findall(r"`(tests/[\w/]+\.py)`", prose)
     wrong += [t for t in tests if not (PACKAGE.parent / t).exists()]
     assert dotted and tests and not wrong, f"docs/architecture.md names what is not there: {wrong}"
+
+
+def test_importing_changes_no_global_state():
+    """No module runs a call at import (``matplotlib.use``, ``os.environ`` writes, warning
+    filters...): a notebook, a test or a CLI sets its own process state. Freezing a module's own
+    constant (``.setflags(write=False)``) is allowed."""
+    calls = []
+    for path in MODULES:
+        for node in ast.parse(path.read_text()).body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                func = node.value.func
+                if not (isinstance(func, ast.Attribute) and func.attr == "setflags"):
+                    calls.append(f"{_rel(path)}:{node.lineno} {ast.unparse(node)}")
+            elif any("environ" in ast.unparse(t) for t in targets):
+                calls.append(f"{_rel(path)}:{node.lineno} {ast.unparse(node)}")
+    assert not calls, f"statements that change global state at import: {calls}"

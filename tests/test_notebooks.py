@@ -181,10 +181,6 @@ def check_shareable(folder: Path, stem: str) -> None:
     figures = sorted(folder.glob("*.png"))
     images = html_images(html)
     assert all(src.startswith("data:image/") for src in images if src != "<svg>"), images
-    if stem == "08_qualitative" and len(images) < len(figures):
-        # The belief figure of notebook 08 is being redone in a branch of its own (issue 13,
-        # part B), which displays it; until that is merged, 08 prints it as text.
-        pytest.xfail("notebook 08 does not display its belief figure yet (issue 13, part B)")
     assert len(images) == len(figures), ([p.name for p in figures], len(images))
     assert "Figure size" not in html  # a figure printed as text instead of drawn
     if stem not in DISPLAYED_OWN_WAY:  # the image shown is the file saved

@@ -11,22 +11,18 @@ The belief views of one video (:class:`BeliefFigure`, :func:`belief_figure`,
 from __future__ import annotations
 
 import os
+import textwrap
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.patches import Patch
 
-matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
-import textwrap  # noqa: E402
-from collections.abc import Mapping, Sequence  # noqa: E402
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-
-from baglm_nb.analyses import palette  # noqa: E402
-from baglm_nb.analyses.agreement import calibrated_mask  # noqa: E402
-from baglm_nb.analyses.belief_views import (  # noqa: E402
+from baglm_nb.analyses import palette
+from baglm_nb.analyses.agreement import calibrated_mask
+from baglm_nb.analyses.belief_views import (
     BeliefFigure,
     belief_figure,
     keyframe_times,
