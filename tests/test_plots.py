@@ -13,7 +13,6 @@ from baglm_nb.analyses import palette, plots
 from baglm_nb.analyses.ablations import llm_table, segment_duration_table, sensitivity_table
 from baglm_nb.analyses.breakdowns import breakdown_tables
 from baglm_nb.analyses.tables import concat_tables, title_for
-from baglm_nb.analyses.timing import timing_summary
 from baglm_nb.core.observations import Observations, from_simulation
 from baglm_nb.inputs.datasets import load_dataset
 from baglm_nb.inputs.video import find_video_file, frames_at
@@ -310,40 +309,6 @@ def test_steps_lines_draw_the_table(obs):
     first = steps[steps["method"] == methods[0]].sort_values("num_steps")
     assert [t.get_text() for t in ax.texts] == [str(n) for n in first["videos"]]
     assert ax.get_ylim() == (0, 100)
-
-
-def test_timing_bars_stack_the_summary():
-    videos = load_dataset("htstep")
-    a = videos[0]
-    b = next(v for v in videos if v.num_steps != a.num_steps)
-    frame = pd.DataFrame(
-        {
-            "video_uid": [a.uid] * 2 + [b.uid] * 2,
-            "segment": [0, 1, 0, 1],
-            "decode_s": [1.0, 1.2, 2.0, 2.2],
-            "vsg_s": [0.1, 0.1, 0.3, 0.3],
-            "progress_s": [0.5, 0.7, 0.4, 0.4],
-        }
-    )
-    summary = timing_summary(frame, videos)
-    title = title_for("Seconds per segment by number of steps K", "lmm:m")
-    fig = plots.timing_bars(summary, title, segment_duration=2.0)
-    [ax] = fig.axes
-    assert _text(ax.get_title()) == title and "lmm:m" in title
-    stages = ["decode_s", "vsg_s", "progress_s"]
-    assert len(ax.patches) == len(stages) * len(summary) == 6
-    bottom = np.zeros(len(summary))
-    for i, stage in enumerate(stages):
-        bars = ax.patches[2 * i : 2 * i + 2]
-        np.testing.assert_allclose([p.get_height() for p in bars], summary[stage])
-        np.testing.assert_allclose([p.get_y() for p in bars], bottom)
-        centres = [p.get_x() + p.get_width() / 2 for p in bars]
-        np.testing.assert_allclose(centres, summary["num_steps"])
-        bottom += summary[stage].to_numpy()
-    np.testing.assert_allclose(bottom, summary["total_s"])
-    assert _levels(ax) == [2.0]
-    labels = {t.get_text() for t in ax.get_legend().get_texts()}
-    assert labels == {"decode", "vsg", "progress", "real time"}
 
 
 @pytest.mark.parametrize("style", ["lines", "heatmap"])

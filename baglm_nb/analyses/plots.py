@@ -42,7 +42,6 @@ __all__ = [
     "save_figure",
     "sensitivity_lines",
     "steps_lines",
-    "timing_bars",
     "violation_lines",
 ]
 
@@ -395,30 +394,6 @@ def steps_lines(df: pd.DataFrame, title: str):
     ax.set_ylim(0, 100)
     ax.set_xlabel("candidate steps K (grey: videos per K)")
     ax.set_ylabel("R@1 (%)")
-    ax.set_title(_wrapped(title, fig.get_figwidth()), fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
-def timing_bars(summary: pd.DataFrame, title: str, segment_duration: float = 2.0):
-    """Stacked mean seconds per segment of each stage, by K (Fig. inference timing).
-
-    ``summary`` comes from :func:`baglm_nb.analyses.timing.timing_summary`; a dashed line marks
-    ``segment_duration`` (real time).
-    """
-    skip = {"num_steps", "videos", "segments", "total_s", "realtime_share"}
-    stages = [c for c in summary.columns if c not in skip]
-    fig, ax = plt.subplots(figsize=(7, 3.4))
-    x = summary["num_steps"].to_numpy()
-    bottom = np.zeros(len(summary))
-    for stage in stages:
-        values = summary[stage].fillna(0).to_numpy(dtype=float)
-        ax.bar(x, values, bottom=bottom, label=stage.removesuffix("_s"))
-        bottom += values
-    ax.axhline(segment_duration, color="black", ls="--", lw=1, label="real time")
-    ax.set_xlabel("steps in the task (K)")
-    ax.set_ylabel("seconds per segment")
     ax.set_title(_wrapped(title, fig.get_figwidth()), fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
