@@ -155,7 +155,8 @@ def test_latency_bars_span_their_segments(scorer):
 
 def test_the_issue_cup_run_is_clean(task_file, tmp_path):
     """cup.mp4, a random-init model, a task file (no ground truth). Nothing on stderr (neither
-    transformers' FutureWarning nor its logger's deprecation line), and the report's caption describes no outlines or right/wrong strips, which are not drawn."""
+    transformers' FutureWarning nor its logger's deprecation line), and the report's caption
+    describes no outlines or right/wrong strips, which are not drawn."""
     report = tmp_path / "cup.html"
     out = _cli(str(CLIPS / "cup.mp4"), "--model", "random-init:internvl", "--task",
                str(task_file), "--html", str(report))  # fmt: skip

@@ -298,11 +298,17 @@ def answer_table(dataset: str, specs: Sequence[Any], *, limit: int | None = None
         values = np.concatenate([np.ravel(dep.matrix(v)) for v in chosen])
         n = values.size
         zeros, ones = int((values == 0).sum()), int((values == 1).sum())
-        rows.append({"source": dep.label, "matrices": len(chosen), "entries": n,
-                     "exact_0_pct": round(100 * zeros / n, 1),
-                     "exact_1_pct": round(100 * ones / n, 1),
-                     "graded_pct": round(100 * (n - zeros - ones) / n, 1),
-                     "mean": round(float(values.mean()), 3)})  # fmt: skip
+        rows.append(
+            {
+                "source": dep.label,
+                "matrices": len(chosen),
+                "entries": n,
+                "exact_0_pct": round(100 * zeros / n, 1),
+                "exact_1_pct": round(100 * ones / n, 1),
+                "graded_pct": round(100 * (n - zeros - ones) / n, 1),
+                "mean": round(float(values.mean()), 3),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -315,9 +321,13 @@ TASK_WEIGHT = 0.3
 
 #: Fixed Nelder-Mead starting points ``(weight, bias, noise, spread)`` of :func:`fit_preset`.
 FIT_STARTS: tuple[tuple[float, float, float, float], ...] = (
-    (6.0, -7.0, 6.0, 0.5), (6.0, -7.0, 6.0, 1.0), (4.0, -4.0, 3.0, 1.0),
-    (10.0, -6.0, 6.0, 1.5), (15.0, -6.0, 10.0, 0.8), (3.0, -3.0, 2.0, 1.5),
-)  # fmt: skip
+    (6.0, -7.0, 6.0, 0.5),
+    (6.0, -7.0, 6.0, 1.0),
+    (4.0, -4.0, 3.0, 1.0),
+    (10.0, -6.0, 6.0, 1.5),
+    (15.0, -6.0, 10.0, 0.8),
+    (3.0, -3.0, 2.0, 1.5),
+)
 
 
 def preset_loss(

@@ -359,8 +359,9 @@ def iter_segments(
     cpu_decoder = _open(path, "cpu", num_threads)
     info = _info(cpu_decoder, path, allow_truncated)
     if info.timing == "frames":
-        return timed_batches(info, segment_duration, sampling_fps, int(batch_segments),
-                             start_segment, growing)  # fmt: skip
+        return timed_batches(
+            info, segment_duration, sampling_fps, int(batch_segments), start_segment, growing
+        )
     segments = segment_frame_indices(info.num_frames, info.fps, segment_duration, sampling_fps)
     reader = _reader_for(path, dev, num_threads, info, cpu_decoder)
     return _generate(reader, segments, int(start_segment), int(batch_segments), segment_duration)
@@ -420,9 +421,24 @@ def _glob_escape(text: str) -> str:
 #: File extensions :func:`find_video_file` takes for a video (yt-dlp leaves sidecars such as
 #: ``<uid>.en.vtt``, ``<uid>.info.json`` or ``<uid>.mp4.part`` beside the video).
 VIDEO_EXTENSIONS = frozenset(
-    {"mp4", "m4v", "mkv", "webm", "mov", "avi", "ts", "mts", "m2ts", "mpg", "mpeg", "flv",
-     "3gp", "ogv", "wmv"}
-)  # fmt: skip
+    {
+        "mp4",
+        "m4v",
+        "mkv",
+        "webm",
+        "mov",
+        "avi",
+        "ts",
+        "mts",
+        "m2ts",
+        "mpg",
+        "mpeg",
+        "flv",
+        "3gp",
+        "ogv",
+        "wmv",
+    }
+)
 
 
 def find_video_file(video_dir: str | os.PathLike | None, uid: str) -> Path | None:
