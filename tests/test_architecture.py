@@ -176,6 +176,12 @@ def test_stages_import_only_earlier_stages():
     assert not upward, f"imports against the stage order {' -> '.join(STAGES)}: {upward}"
 
 
+def test_stage_packages_say_their_number():
+    for number, stage in enumerate(STAGES, start=1):
+        doc = ast.get_docstring(ast.parse((PACKAGE / stage / "__init__.py").read_text()))
+        assert doc.startswith(f"Stage {number}, {stage}:"), (stage, doc.splitlines()[0])
+
+
 #: Import circles removed by the parallel helpers; the lead empties this at merge.
 KNOWN_CIRCLES = {
     frozenset({"baglm_nb.inputs.datasets", "baglm_nb.inputs.grid"}),
