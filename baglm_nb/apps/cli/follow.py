@@ -229,6 +229,7 @@ def _model_setup(args):
     from baglm_nb.core.online import OnlineGrounder
     from baglm_nb.inputs.datasets import load_dataset
     from baglm_nb.models.scoring import make_scorer
+    from baglm_nb.models.served import is_served, served_name
 
     if not args.source and args.camera is None:
         raise ValueError("SOURCE (a video file, URL or camera) is required with --model")
@@ -242,8 +243,8 @@ def _model_setup(args):
     goal, steps, dep, truth = _task_of(args, video)
     reader = _check_source(args)
     try:
-        if args.backend == "openai" or args.model.startswith("openai:"):
-            scorer = served_scorer(args, args.model.removeprefix("openai:"))
+        if args.backend == "openai" or is_served(args.model):
+            scorer = served_scorer(args, served_name(args.model))
         else:
             scorer = make_scorer(args.model, trust_remote_code=args.trust_remote_code)
     except BaseException:
