@@ -8,9 +8,12 @@
 #   make test-fast  the quick subset: -m "not slow and not browser and not server and not ray"
 #   make lint       ruff check + ruff format --check
 #   make data       prepare the simulated score caches the figure notebooks read (data/cache/)
-#   make figures    run notebooks/[0-9]*.ipynb headlessly into figures/<stem>/ from prepared data
-#   make figures/03_main_results   re-render one notebook (one rule per notebook)
-#                   (make figures NOTEBOOKS="notebooks/02_x.ipynb" PAPERMILL_ARGS="-p limit 5")
+#   make figures    run notebooks/[0-9]*.ipynb headlessly into figures/<stem>/ from prepared data,
+#                   each whose page figures/<stem>/<stem>.html is older than its notebook, the
+#                   package, the runner or the prepared data (make -j2 figures: two at a time)
+#   make figures/03_main_results   render one notebook (one rule per notebook)
+#                   (make figures NOTEBOOKS="notebooks/02_x.ipynb" PAPERMILL_ARGS="-p limit 5";
+#                   PAPERMILL_ARGS runs them again whatever their age)
 #   make lab        JupyterLab from .venv on 127.0.0.1:$(LAB_PORT), no browser, the explorer open
 #                   (--allow-root when run as root)
 
@@ -37,8 +40,20 @@ DATASETS := htstep crosstask ego4d_goalstep coin
 PREPARED := data/cache/prepared.json
 NOTEBOOK_STEMS := $(basename $(notdir $(wildcard notebooks/[0-9]*.ipynb)))
 FIGURE_TARGETS := $(addprefix figures/,$(NOTEBOOK_STEMS))
+# A notebook's rule makes its page, figures/<stem>/<stem>.html (the runner writes it last, after
+# the notebook ran), so that make knows what is done and `make -j2 figures` runs two at a time.
+figure_page = figures/$(1)/$(1).html
+FIGURE_PAGES := $(foreach stem,$(NOTEBOOK_STEMS),$(call figure_page,$(stem)))
+# What every page is made from besides its notebook.
+FIGURE_INPUTS := $(PREPARED) scripts/run_notebooks.sh \
+  $(shell find baglm_nb -name '*.py' -not -path '*/__pycache__/*')
+SELECTED_STEMS := $(if $(NOTEBOOKS),$(basename $(notdir $(NOTEBOOKS))),$(NOTEBOOK_STEMS))
+UNKNOWN_STEMS := $(filter-out $(NOTEBOOK_STEMS),$(SELECTED_STEMS))
 
 .PHONY: help setup test test-fast lint data figures lab clean-figures clean-data $(FIGURE_TARGETS)
+ifneq ($(PAPERMILL_ARGS),)
+.PHONY: $(FIGURE_PAGES)  # other parameters: run again whatever the pages' age
+endif
 
 help:
 	@echo "baglm-workbench targets:"
@@ -57,7 +72,9 @@ help:
 	@echo "                      $(PREPARED), the notebooks' 'scores' parameter file (CPU default)"
 	@echo "  make figures        make data, then execute notebooks/[0-9]*.ipynb into figures/<stem>/"
 	@echo "                      (+ HTML) [NOTEBOOKS=\"notebooks/02_x.ipynb\"] [PAPERMILL_ARGS=\"-p limit 5\"]"
-	@echo "  make figures/<stem> re-render one notebook from prepared data, e.g. figures/03_main_results"
+	@echo "  make figures/<stem> render one notebook from prepared data, e.g. figures/03_main_results;"
+	@echo "                      both run only notebooks older than their inputs (make -j2 figures:"
+	@echo "                      two at a time; PAPERMILL_ARGS runs them again)"
 	@echo "                      ($(NOTEBOOK_STEMS))"
 	@echo "  make lab            JupyterLab from $(VENV) with notebooks/explore.ipynb open, on"
 	@echo "                      http://127.0.0.1:$(LAB_PORT) (open the printed URL; no browser is started;"
@@ -97,14 +114,20 @@ $(PREPARED): baglm_nb/core/simulate.py $(wildcard data/annotations/*.json)
 	rm -rf $(addprefix data/cache/scores/,$(addsuffix /simulated,$(DATASETS)))
 	$(VPY) -m baglm_nb simulate --dataset $(DATASETS) --cache-root data/cache --manifest $@
 
-figures: $(PREPARED)
-	$(require_venv)
-	PARAMS_FILE=$(PREPARED) bash scripts/run_notebooks.sh $(NOTEBOOKS)
+ifneq ($(filter figures,$(MAKECMDGOALS)),)
+ifneq ($(UNKNOWN_STEMS),)
+$(error NOTEBOOKS names no notebooks/[0-9]*.ipynb: $(UNKNOWN_STEMS))
+endif
+endif
+figures: $(foreach stem,$(SELECTED_STEMS),$(call figure_page,$(stem)))
 
-# One rule per notebook: `make figures/05_analysis` re-renders that notebook alone.
-$(FIGURE_TARGETS): figures/%: notebooks/%.ipynb $(PREPARED)
+# One rule per notebook: `make figures/05_analysis` renders that notebook alone.
+.SECONDEXPANSION:
+$(FIGURE_PAGES): figures/%.html: notebooks/$$(notdir $$*).ipynb $(FIGURE_INPUTS)
 	$(require_venv)
 	PARAMS_FILE=$(PREPARED) bash scripts/run_notebooks.sh $<
+
+$(FIGURE_TARGETS): figures/%: $$(call figure_page,$$*)
 
 # JupyterLab from the venv (no activation needed), its kernelspec first, on 127.0.0.1 only.
 lab:

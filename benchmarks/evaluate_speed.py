@@ -36,18 +36,34 @@ def main() -> None:
             start = time.perf_counter()
             result = compare(from_cache(path), "oracle")
             times.append(time.perf_counter() - start)
-        cmd = [sys.executable, "-m", "baglm_nb", "evaluate", "--dataset", "htstep",
-               "--scores", str(path), "--deps", "oracle"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "baglm_nb",
+            "evaluate",
+            "--dataset",
+            "htstep",
+            "--scores",
+            str(path),
+            "--deps",
+            "oracle",
+        ]
         start = time.perf_counter()
         subprocess.run(cmd, check=True, capture_output=True)
         cli = time.perf_counter() - start
     best = min(times)
-    print(f"videos: {result['videos']} (simulated scores), BaGLM {result['baglm']:.1f}, "
-          f"off-the-shelf {result['off_the_shelf']:.1f}")  # fmt: skip
-    print(f"read cache + filter + evaluate, in process: best {best:.3f} s of {args.repeats} "
-          f"({best / GOAL_S:.2f} of the {GOAL_S:.0f} s goal)")  # fmt: skip
-    print(f"whole CLI command (interpreter start and imports included): {cli:.3f} s "
-          f"({cli / GOAL_S:.2f} of the goal)")  # fmt: skip
+    print(
+        f"videos: {result['videos']} (simulated scores), BaGLM {result['baglm']:.1f}, "
+        f"off-the-shelf {result['off_the_shelf']:.1f}"
+    )
+    print(
+        f"read cache + filter + evaluate, in process: best {best:.3f} s of {args.repeats} "
+        f"({best / GOAL_S:.2f} of the {GOAL_S:.0f} s goal)"
+    )
+    print(
+        f"whole CLI command (interpreter start and imports included): {cli:.3f} s "
+        f"({cli / GOAL_S:.2f} of the goal)"
+    )
 
 
 if __name__ == "__main__":

@@ -83,22 +83,30 @@ def main() -> None:
     column = time.perf_counter() - start
     same = len(slow) == len(preds) and np.array_equal(_key(slow), _key(preds))
 
-    print(f"HT-Step: {len(beliefs)} videos, {sum(b.shape[0] for b in beliefs.values())} rows, "
-          f"{sum(b.shape[1] - 1 for b in beliefs.values())} step columns "
-          f"(simulated observations + BaGLM filter: {setup:.1f} s, untimed)")  # fmt: skip
+    print(
+        f"HT-Step: {len(beliefs)} videos, {sum(b.shape[0] for b in beliefs.values())} rows, "
+        f"{sum(b.shape[1] - 1 for b in beliefs.values())} step columns "
+        f"(simulated observations + BaGLM filter: {setup:.1f} s, untimed)"
+    )
     print("BaGLM mAP (simulated, %): " + ", ".join(f"{k} {v:.1f}" for k, v in result.items()))
-    print(f"detection + mAP, vectorised over steps: best {best:.2f} s of {args.repeats} "
-          f"({len(preds)} segments; {best / GOAL_S:.2f} of the {GOAL_S:.0f} s goal)")  # fmt: skip
-    print(f"detection + mAP, one step column at a time: {column:.2f} s "
-          f"(ratio {column / best:.1f}x; identical segments: {same}, "
-          f"same mAP: {slow_result == result})")  # fmt: skip
+    print(
+        f"detection + mAP, vectorised over steps: best {best:.2f} s of {args.repeats} "
+        f"({len(preds)} segments; {best / GOAL_S:.2f} of the {GOAL_S:.0f} s goal)"
+    )
+    print(
+        f"detection + mAP, one step column at a time: {column:.2f} s "
+        f"(ratio {column / best:.1f}x; identical segments: {same}, "
+        f"same mAP: {slow_result == result})"
+    )
     if args.direct:
         start = time.perf_counter()
         direct = localize(beliefs, "htstep", videos, method="direct")
         article_grounding_map(direct, videos=videos)
         elapsed = time.perf_counter() - start
-        print(f"detection + mAP with method='direct' (gaussian_laplace per scale): {elapsed:.2f} s "
-              f"(ratio {elapsed / best:.1f}x)")  # fmt: skip
+        print(
+            f"detection + mAP with method='direct' (gaussian_laplace per scale): {elapsed:.2f} s "
+            f"(ratio {elapsed / best:.1f}x)"
+        )
 
 
 if __name__ == "__main__":

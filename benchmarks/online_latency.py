@@ -71,8 +71,10 @@ def clip_latency(path: str) -> None:
     d = np.zeros((3, 3))
     g = OnlineGrounder(scorer, "handle a cup", steps, d, source="random-init tiny model")
     ests = list(follow(path, g))
-    print(f"\nend to end on {path} with a tiny random-init InternVL-architecture scorer "
-          f"(not a real model), {len(ests)} segments, per segment:")  # fmt: skip
+    print(
+        f"\nend to end on {path} with a tiny random-init InternVL-architecture scorer "
+        f"(not a real model), {len(ests)} segments, per segment:"
+    )
     for part in ("decode", "score", "filter"):
         med, p99 = median_p99([e.latency[part] * 1000 for e in ests])
         print(f"  {part:<7} median {med:9.3f} ms   p99 {p99:9.3f} ms")
@@ -90,11 +92,15 @@ def main() -> None:
     latencies, online_s, k_max = replay_all(videos, data)
     batch_s = batch_all(videos, data)
     med, p99 = median_p99([x * 1000 for x in latencies])
-    print(f"{len(videos)} HT-Step videos, {len(latencies)} segments, K <= {k_max}, "
-          f"observations: {label}")  # fmt: skip
+    print(
+        f"{len(videos)} HT-Step videos, {len(latencies)} segments, K <= {k_max}, "
+        f"observations: {label}"
+    )
     print(f"per-segment filter latency: median {med:.4f} ms, p99 {p99:.4f} ms (goal p99 < 1 ms)")
-    print(f"online total {online_s:.3f} s vs batch run_filter {batch_s:.3f} s: "
-          f"{online_s / batch_s:.2f}x (goal <= 3x)")  # fmt: skip
+    print(
+        f"online total {online_s:.3f} s vs batch run_filter {batch_s:.3f} s: "
+        f"{online_s / batch_s:.2f}x (goal <= 3x)"
+    )
     if args.clip:
         clip_latency(args.clip)
 

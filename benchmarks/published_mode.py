@@ -42,9 +42,14 @@ PUBLISHED = "float32-published"
 def _import(root: Path, dataset: str, videos) -> tuple[dict, dict]:
     written = write_authors_files(root / "src", videos, seed=len(dataset))
     summary = import_reference_results(
-        root / "src", dataset, MODEL, root=root / "cache", videos=videos,
-        show_progress=False, log=lambda line: None,
-    )  # fmt: skip
+        root / "src",
+        dataset,
+        MODEL,
+        root=root / "cache",
+        videos=videos,
+        show_progress=False,
+        log=lambda line: None,
+    )
     return written, summary
 
 
@@ -70,9 +75,11 @@ def speed(repeats: int) -> None:
                 result = run()
                 best = min(best, time.perf_counter() - start)
             times[precision] = best
-            print(f"{precision:>17}: videos {result['videos']}, BaGLM {result['baglm']:.1f}, "
-                  f"off-the-shelf {result['off_the_shelf']:.1f}; read cache + filter + "
-                  f"evaluate in process: best {best:.3f} s of {repeats}")  # fmt: skip
+            print(
+                f"{precision:>17}: videos {result['videos']}, BaGLM {result['baglm']:.1f}, "
+                f"off-the-shelf {result['off_the_shelf']:.1f}; read cache + filter + "
+                f"evaluate in process: best {best:.3f} s of {repeats}"
+            )
     print(f"import of the {summary['files_imported']} files (once): {t_import:.1f} s")
     ratio = times[PUBLISHED] / GOAL_S
     print(f"float32-published: {times[PUBLISHED]:.3f} s = {ratio:.2f} of the {GOAL_S:.0f} s goal")
@@ -95,8 +102,10 @@ def agreement(n: int) -> None:
         }
         rows = {name: [best_rows(v, run[v.uid]) for v in videos] for name, run in runs.items()}
         pairs = sum(len(steps) for steps, _, _ in rows["torch"])
-        line = [f"{dataset:>14}: {len(videos)} videos, {pairs} pairs; R@1 torch "
-                f"{reference_recall(dataset, runs['torch'], videos):.2f}"]  # fmt: skip
+        line = [
+            f"{dataset:>14}: {len(videos)} videos, {pairs} pairs; R@1 torch "
+            f"{reference_recall(dataset, runs['torch'], videos):.2f}"
+        ]
         for name in (PUBLISHED, "float64"):
             differ = flips = 0
             for (steps, a, y), (_, b, _) in zip(rows[name], rows["torch"], strict=True):
@@ -111,9 +120,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
-        "--agreement", type=int, default=0, metavar="N",
+        "--agreement",
+        type=int,
+        default=0,
+        metavar="N",
         help="also compare with the torch filter on N videos per dataset",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
     speed(args.repeats)
     if args.agreement:

@@ -51,8 +51,9 @@ def online_times(videos, obs, deps, repeats: int) -> np.ndarray:
         vsg, prog = obs.vsg[video.uid][::2], obs.progress[video.uid][::2]
         runs = []
         for _ in range(repeats):
-            g = OnlineGrounder(None, video.goal, video.steps, deps.matrix(video),
-                               smoothing_lag=ONLINE_LAG)  # fmt: skip
+            g = OnlineGrounder(
+                None, video.goal, video.steps, deps.matrix(video), smoothing_lag=ONLINE_LAG
+            )
             times = []
             for v, p in zip(vsg, prog, strict=True):
                 start = time.perf_counter()
@@ -74,17 +75,22 @@ def main() -> None:
     rows = sum(x[0].shape[0] for x in inputs)
     filt, smooth = offline_ratio(inputs, args.repeats)
     ratio = smooth / filt
-    print(f"HT-Step, {len(inputs)} videos, {rows} per-second rows (simulated scores, D "
-          f"{deps.label}):")  # fmt: skip
+    print(
+        f"HT-Step, {len(inputs)} videos, {rows} per-second rows (simulated scores, D {deps.label}):"
+    )
     print(f"  filter (L=0)        {filt * 1000:8.1f} ms")
-    print(f"  smoother (L=inf)    {smooth * 1000:8.1f} ms   = {ratio:.2f}x the filter; goal "
-          f"<= {GOAL_OFFLINE_RATIO:g}x: ratio to goal {ratio / GOAL_OFFLINE_RATIO:.2f} "
-          f"({'met' if ratio <= GOAL_OFFLINE_RATIO else 'NOT met'})")  # fmt: skip
+    print(
+        f"  smoother (L=inf)    {smooth * 1000:8.1f} ms   = {ratio:.2f}x the filter; goal "
+        f"<= {GOAL_OFFLINE_RATIO:g}x: ratio to goal {ratio / GOAL_OFFLINE_RATIO:.2f} "
+        f"({'met' if ratio <= GOAL_OFFLINE_RATIO else 'NOT met'})"
+    )
     times = online_times(obs.videos[: args.online_videos], obs, deps, args.repeats) * 1000
     p50, p99 = np.percentile(times, [50, 99])
-    print(f"online fixed-lag, lag {ONLINE_LAG} segments, {len(times)} segments of "
-          f"{min(args.online_videos, len(obs.videos))} videos (push_scores: filter + "
-          "smoother):")  # fmt: skip
+    print(
+        f"online fixed-lag, lag {ONLINE_LAG} segments, {len(times)} segments of "
+        f"{min(args.online_videos, len(obs.videos))} videos (push_scores: filter + "
+        "smoother):"
+    )
     print(f"  per segment median {p50:.3f} ms, p99 {p99:.3f} ms; goal p99 <= "
           f"{GOAL_ONLINE_P99_MS:g} ms: ratio to goal {p99 / GOAL_ONLINE_P99_MS:.2f} "
           f"({'met' if p99 <= GOAL_ONLINE_P99_MS else 'NOT met'})")  # fmt: skip

@@ -23,9 +23,24 @@ def short_clips(folder: Path, uids: list[str], seconds: float, size: str = "48:3
         pytest.fail("needs the ffmpeg command: apt-get install -y ffmpeg")
     folder.mkdir(parents=True, exist_ok=True)
     for n, uid in enumerate(uids):
-        subprocess.run(["ffmpeg", "-loglevel", "error", "-ss", str(1.5 * n), "-i", str(CUP),
-                        "-t", str(seconds), "-vf", f"scale={size},fps={FPS}", "-an",
-                        str(folder / f"{uid}.mp4")], check=True)  # fmt: skip
+        subprocess.run(
+            [
+                "ffmpeg",
+                "-loglevel",
+                "error",
+                "-ss",
+                str(1.5 * n),
+                "-i",
+                str(CUP),
+                "-t",
+                str(seconds),
+                "-vf",
+                f"scale={size},fps={FPS}",
+                "-an",
+                str(folder / f"{uid}.mp4"),
+            ],
+            check=True,
+        )
     return folder
 
 
@@ -33,11 +48,25 @@ def coin_annotations(folder: Path, uids: list[str], steps: list[str], seconds: f
     """A COIN annotation file for the clips (task "Tea" with ``steps``); returns its folder."""
     folder.mkdir(parents=True, exist_ok=True)
     records = [
-        {"video_uid": uid, "video_num_frames": int(seconds * FPS), "video_fps": float(FPS),
-         "activity": "Tea", "step_headline": steps, "clips": [{"annotations": [{
-             "language_queries": [{"clip_start_sec": 0.5, "clip_end_sec": 1.5,
-                                   "query": steps[0]}]}]}]}
+        {
+            "video_uid": uid,
+            "video_num_frames": int(seconds * FPS),
+            "video_fps": float(FPS),
+            "activity": "Tea",
+            "step_headline": steps,
+            "clips": [
+                {
+                    "annotations": [
+                        {
+                            "language_queries": [
+                                {"clip_start_sec": 0.5, "clip_end_sec": 1.5, "query": steps[0]}
+                            ]
+                        }
+                    ]
+                }
+            ],
+        }
         for uid in uids
-    ]  # fmt: skip
+    ]
     (folder / "coin_video_annots.json").write_text(json.dumps(records))
     return folder

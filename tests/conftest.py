@@ -16,6 +16,10 @@ import torch
 
 SETUP_HINT = "`make setup` installs everything the test suite needs"
 
+# Figures are drawn headless in every test (baglm_nb sets no backend at import); the notebooks'
+# runner sets its own (scripts/run_notebooks.sh).
+os.environ.setdefault("MPLBACKEND", "Agg")
+
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     # Parallel workers (make test): one compute thread each, and in the processes they start,
     # so that the workers do not fight over the cores.

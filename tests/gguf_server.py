@@ -45,14 +45,31 @@ class ServerProcess:
     ``api_key`` is handed over in an environment variable, never on the command line.
     """
 
-    def __init__(self, model: str | os.PathLike, log: Path, *, api_key: str | None = None,
-                 mmproj: str | os.PathLike | None = None, parallel: int = 1,
-                 n_ctx: int = 1024) -> None:  # fmt: skip
+    def __init__(
+        self,
+        model: str | os.PathLike,
+        log: Path,
+        *,
+        api_key: str | None = None,
+        mmproj: str | os.PathLike | None = None,
+        parallel: int = 1,
+        n_ctx: int = 1024,
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.api_key = api_key
-        cmd = [sys.executable, __file__, "--model", str(model), "--port", str(self.port),
-               "--parallel", str(parallel), "--n-ctx", str(n_ctx)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            __file__,
+            "--model",
+            str(model),
+            "--port",
+            str(self.port),
+            "--parallel",
+            str(parallel),
+            "--n-ctx",
+            str(n_ctx),
+        ]
         if mmproj:
             cmd += ["--mmproj", str(mmproj)]
         env = dict(os.environ)

@@ -57,8 +57,16 @@ def wait_listening(port: int, timeout: float = 10.0) -> None:
 
 def _source_args(clip: Path, *, loop: bool, speed: float = 1.0) -> list[str]:
     """FFmpeg input options: ``clip`` read at ``speed`` times its frame rate, looped or not."""
-    return ["-readrate", f"{speed:g}", *(["-stream_loop", "-1"] if loop else []),
-            "-i", str(clip), "-an", "-c:v", "copy"]  # fmt: skip
+    return [
+        "-readrate",
+        f"{speed:g}",
+        *(["-stream_loop", "-1"] if loop else []),
+        "-i",
+        str(clip),
+        "-an",
+        "-c:v",
+        "copy",
+    ]
 
 
 class HttpStream(str):
@@ -78,8 +86,9 @@ def http_ts(clip: Path, *, loop: bool = True, speed: float = 1.0) -> Iterator[Ht
     times its frame rate."""
     port = free_port()
     url = HttpStream(f"http://127.0.0.1:{port}/live.ts")
-    url.proc = subprocess.Popen([*FFMPEG, *_source_args(clip, loop=loop, speed=speed),
-                                 "-f", "mpegts", "-listen", "1", url])  # fmt: skip
+    url.proc = subprocess.Popen(
+        [*FFMPEG, *_source_args(clip, loop=loop, speed=speed), "-f", "mpegts", "-listen", "1", url]
+    )
     try:
         wait_listening(port)
         yield url
@@ -93,8 +102,15 @@ def udp_ts(
     clip: Path, port: int, *, loop: bool = True, speed: float = 1.0
 ) -> Iterator[subprocess.Popen]:
     """Send MPEG-TS of ``clip`` to ``udp://127.0.0.1:port`` (at ``speed`` times its frame rate)."""
-    proc = subprocess.Popen([*FFMPEG, *_source_args(clip, loop=loop, speed=speed),
-                             "-f", "mpegts", f"udp://127.0.0.1:{port}?pkt_size=1316"])  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            *FFMPEG,
+            *_source_args(clip, loop=loop, speed=speed),
+            "-f",
+            "mpegts",
+            f"udp://127.0.0.1:{port}?pkt_size=1316",
+        ]
+    )
     try:
         yield proc
     finally:
@@ -110,9 +126,21 @@ def http_hls(clip: Path, *, speed: float = 1.0) -> Iterator[str]:
 
     with tempfile.TemporaryDirectory() as folder:
         playlist = Path(folder) / "live.m3u8"
-        proc = subprocess.Popen([*FFMPEG, *_source_args(clip, loop=True, speed=speed), "-f", "hls",
-                                 "-hls_time", "1", "-hls_list_size", "6", "-hls_flags",
-                                 "delete_segments", str(playlist)])  # fmt: skip
+        proc = subprocess.Popen(
+            [
+                *FFMPEG,
+                *_source_args(clip, loop=True, speed=speed),
+                "-f",
+                "hls",
+                "-hls_time",
+                "1",
+                "-hls_list_size",
+                "6",
+                "-hls_flags",
+                "delete_segments",
+                str(playlist),
+            ]
+        )
         try:
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:  # two segments listed: a client can start
@@ -237,7 +265,7 @@ class RtspServer:
                 "-sdp_file",
                 str(sdp),
                 f"rtp://127.0.0.1:{rtp}?rtcpport={rtcp}&pkt_size=1200",
-            ]  # fmt: skip
+            ]
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:

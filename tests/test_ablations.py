@@ -8,13 +8,13 @@ import pytest
 from reference import reference_recall
 
 from baglm_nb.analyses import ablations as A
-from baglm_nb.analyses.paper import PAPER
 from baglm_nb.analyses.tables import items_of
 from baglm_nb.core.observations import Observations, from_simulation
 from baglm_nb.core.oracles import oracle_dependency
 from baglm_nb.core.pipeline import compare, run_baglm
 from baglm_nb.core.simulate import SimulationParams, default_params
 from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.inputs.paper import PAPER
 from baglm_nb.stores.keys import ScoreKey
 from baglm_nb.stores.scores import ScoreCache
 
@@ -181,15 +181,19 @@ def test_sensitivity_table_tracks_the_signal():
 def test_dependency_quality_table_from_the_oracle_chain_to_noise():
     table = A.dependency_quality_table("htstep", [0.0, 1.0], limit=6)
     assert list(table["D"]) == [
-        "noisy-oracle:0", "noisy-oracle:1", LLAMA, "simulated-llm:gpt",
-    ]  # fmt: skip
+        "noisy-oracle:0",
+        "noisy-oracle:1",
+        LLAMA,
+        "simulated-llm:gpt",
+    ]
     assert list(table["level"][:2]) == [0.0, 1.0] and table["level"][2:].isna().all()
     assert (table["paper_gain"] == 5.4).all() and (table["videos"] == 6).all()
     obs = from_simulation("htstep", limit=6)
     off = reference_recall("htstep", obs.vsg, obs.videos)
     assert (table["off_the_shelf"] == round(off, 1)).all()
-    for row, setting in zip(table.itertuples(), ["oracle", "noisy-oracle:1", LLAMA,
-                                                 "simulated-llm:gpt"], strict=True):  # fmt: skip
+    for row, setting in zip(
+        table.itertuples(), ["oracle", "noisy-oracle:1", LLAMA, "simulated-llm:gpt"], strict=True
+    ):
         bag = reference_recall("htstep", run_baglm(obs, setting), obs.videos)
         assert row.baglm == round(bag, 1) and row.gain == round(bag - off, 1)
     items = items_of(table)

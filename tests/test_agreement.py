@@ -33,8 +33,15 @@ def _duration(best: dict[str, int]) -> pd.DataFrame:
     for name, top in best.items():
         for d in (1, 2, 3):
             value = 60.0 - abs(d - top)
-            rows.append({"dataset": name, "source": "simulated", "segment_duration": d,
-                         "method": "BaGLM", "workbench": value})  # fmt: skip
+            rows.append(
+                {
+                    "dataset": name,
+                    "source": "simulated",
+                    "segment_duration": d,
+                    "method": "BaGLM",
+                    "workbench": value,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -48,9 +55,13 @@ def test_the_duration_note_names_where_the_simulation_is_not_best_at_2_s():
 
 
 def test_the_localization_note_measures_the_gap():
-    table = pd.DataFrame({"source": ["simulated", "simulated", "paper"],
-                          "@[0.3-0.7]": [4.2, 4.6, None],
-                          "paper @[0.3-0.7]": [7.0, 7.7, 6.7]})  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "source": ["simulated", "simulated", "paper"],
+            "@[0.3-0.7]": [4.2, 4.6, None],
+            "paper @[0.3-0.7]": [7.0, 7.7, 6.7],
+        }
+    )
     ratio = np.mean([4.2 / 7.0, 4.6 / 7.7])
     note = agreement.localization_note(table)
     assert f"{1 - ratio:.0%} below" in note and note.startswith("Departs")
@@ -59,20 +70,28 @@ def test_the_localization_note_measures_the_gap():
 
 
 def test_the_oracle_violation_note_says_why_with_the_measured_share():
-    long = pd.DataFrame({"source": ["oracle"] * 2 + ["simulated-llm:llama"] * 2,
-                         "threshold": [0.0, 0.5] * 2,
-                         "violated_pct": [26.1, 23.0, 26.1, 8.2]})  # fmt: skip
+    long = pd.DataFrame(
+        {
+            "source": ["oracle"] * 2 + ["simulated-llm:llama"] * 2,
+            "threshold": [0.0, 0.5] * 2,
+            "violated_pct": [26.1, 23.0, 26.1, 8.2],
+        }
+    )
     note = agreement.oracle_violation_note(long)
     assert "23.0 %" in note and "the most of all sources" in note and "union" in note
     assert agreement.oracle_violation_note(long[long["source"] != "oracle"]) is None
 
 
 def test_the_departure_note_lists_the_simulated_rows_far_from_the_paper():
-    table = pd.DataFrame({"dataset": ["HT-Step", "HT-Step", "Ego4D", "Ego4D"],
-                          "method": ["BaGLM", "off-the-shelf LMM"] * 2,
-                          "workbench": [61.6, 40.0, 53.1, 45.2],
-                          "paper": [57.4, 52.0, 43.3, 45.2],
-                          "source": "simulated"})  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "dataset": ["HT-Step", "HT-Step", "Ego4D", "Ego4D"],
+            "method": ["BaGLM", "off-the-shelf LMM"] * 2,
+            "workbench": [61.6, 40.0, 53.1, 45.2],
+            "paper": [57.4, 52.0, 43.3, 45.2],
+            "source": "simulated",
+        }
+    )
     note = agreement.departure_note(table)
     # the calibrated off-the-shelf rows are not listed, even where far (limit: a subset)
     assert "HT-Step (BaGLM) +4.2; Ego4D (BaGLM) +9.8" in note and "off-the-shelf" not in note

@@ -76,8 +76,12 @@ def test_observed_done_is_the_running_progress_at_the_level():
     alerts = alerts_for(CHAIN, STEPS, [0, 2], progress)
     assert alerts == []
     progress[1, 1] = np.nextafter(DONE_LEVEL, 0)
-    assert _key(alerts_for(CHAIN, STEPS, [0, 2], progress))[0] == ("missing_prerequisite", 1,
-                                                                   1, (2,))  # fmt: skip
+    assert _key(alerts_for(CHAIN, STEPS, [0, 2], progress))[0] == (
+        "missing_prerequisite",
+        1,
+        1,
+        (2,),
+    )
 
 
 def test_each_pair_once_and_skipped_at_the_end_of_the_video():
@@ -143,8 +147,10 @@ def _literal(d, k, announced, progress, threshold, level):
     def seen(j, s):
         return any(announced[t] == j or progress[t][j] >= level for t in range(s + 1))
 
-    last = [any(need(a, b) for b in range(k)) and not any(need(c, a) for c in range(k))
-            for a in range(k)]  # fmt: skip
+    last = [
+        any(need(a, b) for b in range(k)) and not any(need(c, a) for c in range(k))
+        for a in range(k)
+    ]
     out, pairs, skipped = [], set(), set()
 
     def skip(s):
@@ -181,8 +187,11 @@ def test_the_monitor_is_the_literal_definition_on_real_videos(deps):
         for s in range(sim.num_segments):
             est = grounder.push_scores(sim.vsg[s], sim.progress[s])
             online += monitor.feed(est)
-            announced.append(None if est.announced is None else
-                             (list(video.steps) + ["none"]).index(est.announced))  # fmt: skip
+            announced.append(
+                None
+                if est.announced is None
+                else (list(video.steps) + ["none"]).index(est.announced)
+            )
             progress.append(est.progress.copy())
         online += monitor.finish()
         expected = _literal(d, video.num_steps, announced, progress, 0.5, DONE_LEVEL)
@@ -210,9 +219,10 @@ def test_dependent_pairs_follow_the_group_order():
             if j in starts and k in starts:
                 assert starts[j] < starts[k]
     assert dependent_pairs(video, [video]) == [
-        (a, b) for a, b in zip(order, order[1:], strict=False)
+        (a, b)
+        for a, b in zip(order, order[1:], strict=False)
         if first_starts(video)[a] < first_starts(video)[b]
-    ]  # fmt: skip
+    ]
 
 
 def test_skip_removes_the_step_from_the_scores_and_swap_exchanges_it():
@@ -221,7 +231,8 @@ def test_skip_removes_the_step_from_the_scores_and_swap_exchanges_it():
     skip = inject(video, "skip", (j, k))
     assert all(s.step_index != j for s in skip.video.segments)
     assert len(skip.video.segments) == len(video.segments) - sum(
-        s.step_index == j for s in video.segments)  # fmt: skip
+        s.step_index == j for s in video.segments
+    )
     params = default_params("htstep")
     before, after = simulate_video(video, params), simulate_video(skip.video, params)
     assert (before.truth == j).any() and not (after.truth == j).any()
@@ -230,8 +241,7 @@ def test_skip_removes_the_step_from_the_scores_and_swap_exchanges_it():
     assert not np.array_equal(before.vsg[~same], after.vsg[~same])
     swap = inject(video, "swap", (j, k))
     pairs = [(s.start, s.end, s.step_index) for s in swap.video.segments]
-    old = [(s.start, s.end, {j: k, k: j}.get(s.step_index, s.step_index))
-           for s in video.segments]  # fmt: skip
+    old = [(s.start, s.end, {j: k, k: j}.get(s.step_index, s.step_index)) for s in video.segments]
     assert pairs == old and swap.dependent_start == first_starts(video)[j]
     assert swap.video.uid == video.uid and swap.original is video
     with pytest.raises(ValueError, match="mistake kind"):
@@ -243,7 +253,8 @@ def test_mistakes_are_seeded_per_video():
     first = mistakes_of(videos, "skip")
     again = mistakes_of(videos, "skip")
     assert [(m.video.uid, m.step, m.dependent) for m in first] == [
-        (m.video.uid, m.step, m.dependent) for m in again]  # fmt: skip
+        (m.video.uid, m.step, m.dependent) for m in again
+    ]
     m = first[0]
     pairs = dependent_pairs(m.original, videos)
     rng = np.random.default_rng([0, zlib.crc32(m.original.uid.encode()), 0])
@@ -275,13 +286,16 @@ def test_alert_table_rows_are_what_their_items_give():
     # one item recomputed by hand: the first skipped video with the oracle D
     item = items[(items["mistake"] == "skip") & (items["D"] == "oracle")].iloc[0]
     every = load_dataset("htstep")
-    m = next(x for x in mistakes_of(every[:8], "skip", groups=every)
-             if x.video.uid == item.video_uid)  # fmt: skip
+    m = next(
+        x for x in mistakes_of(every[:8], "skip", groups=every) if x.video.uid == item.video_uid
+    )
     sim = simulate_video(m.video)
-    alerts = video_alerts(m.video, sim.vsg, sim.progress, sources.dependencies(
-        "oracle", "htstep").matrix(m.original))  # fmt: skip
-    hits = [a.t - m.dependent_start for a in alerts
-            if a.missing == m.step and a.t >= m.dependent_start]  # fmt: skip
+    alerts = video_alerts(
+        m.video, sim.vsg, sim.progress, sources.dependencies("oracle", "htstep").matrix(m.original)
+    )
+    hits = [
+        a.t - m.dependent_start for a in alerts if a.missing == m.step and a.t >= m.dependent_start
+    ]
     assert item.alerts == len(alerts) and bool(item.detected) == bool(hits)
     if hits:
         assert item.delay_s == min(hits)
@@ -298,37 +312,94 @@ def _cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("value", ["1.5", "-0.1", "nan"])
 def test_an_alert_threshold_outside_0_1_is_bad_input(value):
-    out = _cli("follow", "--replay", "simulated", "--dataset", "htstep",
-               "--alert-threshold", value, "--", UID)  # fmt: skip
+    out = _cli(
+        "follow",
+        "--replay",
+        "simulated",
+        "--dataset",
+        "htstep",
+        "--alert-threshold",
+        value,
+        "--",
+        UID,
+    )
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2 and len(lines) == 1
     assert lines[0].startswith("error: --alert-threshold") and value in lines[0]
 
 
 def test_alerts_asked_for_without_a_dependency_matrix_is_bad_input(tmp_path):
-    out = _cli("follow", "--replay", "simulated", "--dataset", "htstep", "--deps", "none",
-               "--alerts", "--", UID)  # fmt: skip
+    out = _cli(
+        "follow",
+        "--replay",
+        "simulated",
+        "--dataset",
+        "htstep",
+        "--deps",
+        "none",
+        "--alerts",
+        "--",
+        UID,
+    )
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
         "error: --alerts needs a dependency matrix D, and --deps none gives no prerequisites"
     ]
     video = next(v for v in load_dataset("htstep") if v.uid == UID)
     task = tmp_path / "task.json"
     task.write_text(json.dumps({"goal": video.goal, "steps": list(video.steps)}))
-    out = _cli("follow", "--replay", "simulated", "--dataset", "htstep", "--task", str(task),
-               "--alerts", "--", UID)  # fmt: skip
+    out = _cli(
+        "follow",
+        "--replay",
+        "simulated",
+        "--dataset",
+        "htstep",
+        "--task",
+        str(task),
+        "--alerts",
+        "--",
+        UID,
+    )
     assert out.returncode == 2 and "'dependency' field" in out.stderr
     zero = tmp_path / "zero.json"
-    zero.write_text(json.dumps({"goal": video.goal, "steps": list(video.steps),
-                                "dependency": np.eye(video.num_steps).tolist()}))  # fmt: skip
-    out = _cli("follow", "--replay", "simulated", "--dataset", "htstep", "--task", str(zero),
-               "--alerts", "--", UID)  # fmt: skip
+    zero.write_text(
+        json.dumps(
+            {
+                "goal": video.goal,
+                "steps": list(video.steps),
+                "dependency": np.eye(video.num_steps).tolist(),
+            }
+        )
+    )
+    out = _cli(
+        "follow",
+        "--replay",
+        "simulated",
+        "--dataset",
+        "htstep",
+        "--task",
+        str(zero),
+        "--alerts",
+        "--",
+        UID,
+    )
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
         f"error: --alerts needs a dependency matrix D, and the task file {zero} has no "
         "prerequisite in 'dependency' (all zero off the diagonal)"
     ]
     log = tmp_path / "events.jsonl"
-    out = _cli("follow", "--replay", "simulated", "--dataset", "htstep", "--task", str(task),
-               "--jsonl", str(log), "--", UID)  # fmt: skip
+    out = _cli(
+        "follow",
+        "--replay",
+        "simulated",
+        "--dataset",
+        "htstep",
+        "--task",
+        str(task),
+        "--jsonl",
+        str(log),
+        "--",
+        UID,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("alerts: off") == 1 and "has no 'dependency' field" in out.stdout
     events = [json.loads(x)["event"] for x in log.read_text().splitlines()]
@@ -337,9 +408,21 @@ def test_alerts_asked_for_without_a_dependency_matrix_is_bad_input(tmp_path):
 
 def test_follow_writes_alert_events_printed_and_in_the_report(tmp_path):
     log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
-    out = _cli("follow", "--replay", "simulated", "--dataset", "htstep", "--deps",
-               "simulated-llm:llama", "--jsonl", str(log), "--html", str(report),
-               "--", UID)  # fmt: skip
+    out = _cli(
+        "follow",
+        "--replay",
+        "simulated",
+        "--dataset",
+        "htstep",
+        "--deps",
+        "simulated-llm:llama",
+        "--jsonl",
+        str(log),
+        "--html",
+        str(report),
+        "--",
+        UID,
+    )
     assert out.returncode == 0, out.stderr
     assert "alerts: on (from D, --alert-threshold 0.5)" in out.stdout
     events = [json.loads(x) for x in log.read_text().splitlines()]
@@ -353,29 +436,61 @@ def test_follow_writes_alert_events_printed_and_in_the_report(tmp_path):
     progress = np.array([e["progress"] for e in segments])  # rounded to 1e-6 in the log
     expected = alerts_for(d, video.steps, announced, progress)
     assert [(a["kind"], a["segment"], a["missing"], tuple(a["needed_by"])) for a in alerts] == (
-        _key(expected))  # fmt: skip
+        _key(expected)
+    )
     assert alerts[-1]["t"] <= segments[-1]["t_end"]
     page = report.read_text()
     assert '<table id="alerts">' in page and 'id="alerts-timeline"' in page
     assert page.count("<tr><td>", page.index('<table id="alerts">')) >= len(alerts)
     # the same D given in a task file: alerts on by default, the same alerts
     task, again = tmp_path / "task.json", tmp_path / "again.jsonl"
-    task.write_text(json.dumps({"goal": video.goal, "steps": list(video.steps),
-                                "dependency": d.tolist()}))  # fmt: skip
-    out = _cli("follow", "--replay", "simulated", "--dataset", "htstep", "--task", str(task),
-               "--jsonl", str(again), "--", UID)  # fmt: skip
+    task.write_text(
+        json.dumps({"goal": video.goal, "steps": list(video.steps), "dependency": d.tolist()})
+    )
+    out = _cli(
+        "follow",
+        "--replay",
+        "simulated",
+        "--dataset",
+        "htstep",
+        "--task",
+        str(task),
+        "--jsonl",
+        str(again),
+        "--",
+        UID,
+    )
     assert out.returncode == 0 and "alerts: on" in out.stdout
     repeated = [json.loads(x) for x in again.read_text().splitlines()]
     assert [e for e in repeated if e["event"] == "alert"] == alerts
 
 
 def test_no_alerts_option_and_the_alerts_verb(tmp_path):
-    out = _cli("follow", "--replay", "simulated", "--dataset", "htstep", "--deps",
-               "simulated-llm:llama", "--no-alerts", "--", UID)  # fmt: skip
+    out = _cli(
+        "follow",
+        "--replay",
+        "simulated",
+        "--dataset",
+        "htstep",
+        "--deps",
+        "simulated-llm:llama",
+        "--no-alerts",
+        "--",
+        UID,
+    )
     assert out.returncode == 0 and "alerts: off (--no-alerts)" in out.stdout
     assert "] alert: " not in out.stdout
-    out = _cli("alerts", "--dataset", "htstep", "--limit", "3", "--deps", "oracle", "--out",
-               str(tmp_path / "alerts"))  # fmt: skip
+    out = _cli(
+        "alerts",
+        "--dataset",
+        "htstep",
+        "--limit",
+        "3",
+        "--deps",
+        "oracle",
+        "--out",
+        str(tmp_path / "alerts"),
+    )
     assert out.returncode == 0, out.stderr
     assert "simulated observations, not a real model" in out.stdout
     assert (tmp_path / "alerts.csv").is_file() and (tmp_path / "alerts.items.parquet").is_file()

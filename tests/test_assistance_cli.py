@@ -1,4 +1,4 @@
-"""``evaluate`` and ``follow`` with the online metrics and fixed-lag smoothing (issue 24)."""
+"""``evaluate`` and ``follow`` with the online metrics and fixed-lag smoothing."""
 
 from __future__ import annotations
 
@@ -28,8 +28,19 @@ def _one_error(err: str) -> str:
 
 
 def test_evaluate_json_reports_the_online_metrics(capsys):
-    code, out, _ = _run(capsys, "evaluate", "--dataset", "htstep", "--scores", "simulated",
-                        "--limit", "4", "--json", "--smoothing-lag", "inf")  # fmt: skip
+    code, out, _ = _run(
+        capsys,
+        "evaluate",
+        "--dataset",
+        "htstep",
+        "--scores",
+        "simulated",
+        "--limit",
+        "4",
+        "--json",
+        "--smoothing-lag",
+        "inf",
+    )
     assert code == 0
     result = json.loads(out.strip().splitlines()[-1])
     online = result["online"]
@@ -42,20 +53,43 @@ def test_evaluate_json_reports_the_online_metrics(capsys):
 
 @pytest.mark.parametrize(
     ("value", "words"),
-    [("-1", "must be a whole number >= 0 or 'inf'"), ("2.5", "whole number"),
-     ("soon", "whole number")],
-)  # fmt: skip
+    [
+        ("-1", "must be a whole number >= 0 or 'inf'"),
+        ("2.5", "whole number"),
+        ("soon", "whole number"),
+    ],
+)
 def test_evaluate_refuses_bad_lags(capsys, value, words):
-    code, _, err = _run(capsys, "evaluate", "--dataset", "htstep", "--scores", "simulated",
-                        "--limit", "1", f"--smoothing-lag={value}")  # fmt: skip
+    code, _, err = _run(
+        capsys,
+        "evaluate",
+        "--dataset",
+        "htstep",
+        "--scores",
+        "simulated",
+        "--limit",
+        "1",
+        f"--smoothing-lag={value}",
+    )
     line = _one_error(err)
     assert code == 2 and "--smoothing-lag" in line and repr(value) in line and words in line
 
 
 def test_evaluate_refuses_smoothing_in_published_precision(capsys):
-    code, _, err = _run(capsys, "evaluate", "--dataset", "htstep", "--scores", "simulated",
-                        "--limit", "1", "--precision", "float32-published",
-                        "--smoothing-lag", "4")  # fmt: skip
+    code, _, err = _run(
+        capsys,
+        "evaluate",
+        "--dataset",
+        "htstep",
+        "--scores",
+        "simulated",
+        "--limit",
+        "1",
+        "--precision",
+        "float32-published",
+        "--smoothing-lag",
+        "4",
+    )
     line = _one_error(err)
     assert code == 2 and "--smoothing-lag 4" in line and "float64 only" in line
 
@@ -69,16 +103,30 @@ def test_evaluate_refuses_a_lag_off_the_segment_grid(capsys):
 
 @pytest.mark.parametrize("value", ["-1", "1.5", "inf", "x"])
 def test_follow_refuses_bad_lags(capsys, value):
-    code, _, err = _run(capsys, "follow", "--replay", "--dataset", "htstep",
-                        f"--smoothing-lag={value}", "--", UID)  # fmt: skip
+    code, _, err = _run(
+        capsys, "follow", "--replay", "--dataset", "htstep", f"--smoothing-lag={value}", "--", UID
+    )
     line = _one_error(err)
     assert code == 2 and "--smoothing-lag" in line and repr(value) in line
 
 
 def test_follow_smoothing_emits_lagged_smoothed_estimates(capsys, tmp_path):
     jsonl, page = tmp_path / "run.jsonl", tmp_path / "run.html"
-    code, out, _ = _run(capsys, "follow", "--replay", "--dataset", "htstep", "--smoothing-lag",
-                        "3", "--jsonl", str(jsonl), "--html", str(page), "--", UID)  # fmt: skip
+    code, out, _ = _run(
+        capsys,
+        "follow",
+        "--replay",
+        "--dataset",
+        "htstep",
+        "--smoothing-lag",
+        "3",
+        "--jsonl",
+        str(jsonl),
+        "--html",
+        str(page),
+        "--",
+        UID,
+    )
     assert code == 0 and "said 6 s late" in out
     events = [json.loads(line) for line in jsonl.read_text().splitlines()]
     assert [e["segment"] for e in events] == list(range(len(events)))
@@ -108,9 +156,23 @@ def test_follow_report_metrics_match_the_core_on_the_run(capsys, tmp_path):
     from baglm_nb.core.online_metrics import announcements, dataset_metrics, video_counts
 
     jsonl, page = tmp_path / "run.jsonl", tmp_path / "run.html"
-    code, _, _ = _run(capsys, "follow", "--replay", "--dataset", "htstep", "--threshold",
-                      "0.3", "--patience", "1", "--jsonl", str(jsonl), "--html", str(page),
-                      "--", UID)  # fmt: skip
+    code, _, _ = _run(
+        capsys,
+        "follow",
+        "--replay",
+        "--dataset",
+        "htstep",
+        "--threshold",
+        "0.3",
+        "--patience",
+        "1",
+        "--jsonl",
+        str(jsonl),
+        "--html",
+        str(page),
+        "--",
+        UID,
+    )
     assert code == 0
     events = [json.loads(line) for line in jsonl.read_text().splitlines()]
     beliefs = np.repeat(np.array([e["belief"] for e in events]), 2, axis=0)

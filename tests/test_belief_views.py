@@ -1,7 +1,7 @@
 """Belief views (analyses.belief_views): what they draw, checked against the annotation files
 and real simulated scores filtered by BaGLM.
 
-The video ``-25-1nbOki0`` (HT-Step, K = 10, six annotated steps) is the one of the issue.
+The video ``-25-1nbOki0`` (HT-Step, K = 10, six annotated steps) is the one most tests draw.
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def test_blitted_redraw_matches_a_full_draw(case):
 def test_online_strip_and_a_task_without_ground_truth(case):
     video, beliefs, _ = case
     said = np.full(len(beliefs), 10)
-    said[300:400] = 8  # "Add your chopped onions" (not annotated), as in the issue
+    said[300:400] = 8  # "Add your chopped onions" (not annotated)
     said[100:104] = 5  # "Blend your tomatoes" inside its annotation (01:35-01:51)
     plot = BeliefFigure(video, len(beliefs), panels=("baglm",), announced=True)
     plot.update(beliefs, title="t", announced=said)
@@ -240,8 +240,8 @@ def test_many_steps_show_numbers_and_the_annotated_steps():
 
 
 # --------------------------------------------------------------------------------------------
-# time ticks and the caption (issue 26: duplicated mm:ss ticks; a caption describing outlines
-# on a clip that has none)
+# time ticks and the caption (no duplicated mm:ss ticks; no caption describing outlines on a
+# clip that has none)
 
 
 @pytest.mark.parametrize(
@@ -306,15 +306,21 @@ def test_the_caption_describes_only_what_is_drawn(case):
     coin = next(v for v in load_dataset("coin") if v.num_steps == 4)
     _, b4, _ = _case("coin", coin.uid)
     first = min(s.start for s in coin.segments)  # a clip that ends before any annotation
-    views = [(video, beliefs), (list(video.steps), beliefs), (coin, b4), (list(coin.steps), b4),
-             (coin, b4[: int(first) - 1])]  # fmt: skip
+    views = [
+        (video, beliefs),
+        (list(video.steps), beliefs),
+        (coin, b4),
+        (list(coin.steps), b4),
+        (coin, b4[: int(first) - 1]),
+    ]
     for subject, values in views:
         plot = BeliefFigure(subject, len(values), panels=("baglm",), announced=True, legend=False)
         plot.update(values, announced=values.argmax(axis=1))
         drawn = _drawn(plot)
         inside = plot.video is not None and bool(annotated_intervals(plot.video, len(values)))
-        text = reading_guide(plot.style, truth=plot.video is not None, announced=True,
-                             annotated=inside)  # fmt: skip
+        text = reading_guide(
+            plot.style, truth=plot.video is not None, announced=True, annotated=inside
+        )
         assert drawn["outlines"] == ("orange outlines" in text)
         assert drawn["shaded"] == ("shaded spans" in text)
         assert drawn["peaks"] == ("white dot" in text) == inside
@@ -339,8 +345,9 @@ def _extent(artist, renderer):
 def test_panel_titles_clear_the_panel_above(k):
     """At K = 38 (Ego4D) and K = 5, each panel's title lies between its panel and everything
     the panel above draws (its tick labels included), and a two-line title clears both."""
-    video = next(v for v in load_dataset("ego4d_goalstep" if k == 38 else "htstep")
-                 if v.num_steps == k)  # fmt: skip
+    video = next(
+        v for v in load_dataset("ego4d_goalstep" if k == 38 else "htstep") if v.num_steps == k
+    )
     rows = min(video.num_rows(), 600)
     values = np.full((rows, k + 1), 1.0 / (k + 1))
     plot = BeliefFigure(video, rows, style="heatmap", title_lines=2)
@@ -349,8 +356,10 @@ def test_panel_titles_clear_the_panel_above(k):
     renderer = fig.canvas.get_renderer()
     fig.draw(renderer)
     upper, lower = plot.axes["baglm"], plot.axes["off_the_shelf"]
-    titles = {ax: next(t for t in ax.texts if t.get_text() == plot.TITLES[ax.get_label()])
-              for ax in (upper, lower)}  # fmt: skip
+    titles = {
+        ax: next(t for t in ax.texts if t.get_text() == plot.TITLES[ax.get_label()])
+        for ax in (upper, lower)
+    }
     t0, t1 = _extent(titles[lower], renderer)
     assert t0 >= _extent(lower, renderer)[1]  # above its own panel
     assert t1 < upper.get_tightbbox(renderer).y0  # below the panel above, with its labels

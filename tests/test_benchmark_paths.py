@@ -19,21 +19,26 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "scoring_cost.p
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family,name", [("internvl", "InternVL3-8B"),
-                                         ("qwen2_5_vl", "Qwen2.5-VL-7B")])  # fmt: skip
+@pytest.mark.parametrize(
+    "family,name", [("internvl", "InternVL3-8B"), ("qwen2_5_vl", "Qwen2.5-VL-7B")]
+)
 def test_the_full_size_path_runs_at_toy_widths(family, name):
     out = _run("--size", "full", "--dry-run", "--compare", "--family", family)
     assert out.returncode == 0, out.stderr[-2000:]
     text = out.stdout
     assert text.startswith("DRY RUN:")
     assert f"random-init/{name}-toy-width (label random-init, torch.float32, SDPA) on CPU" in text
-    assert re.search(r"workbench: [0-9.]+ s/segment, [0-9.]+ segments/s on the CPU; phases: "
-                     r"shared [0-9.]+ s, vsg [0-9.]+ s, prog [0-9.]+ s", text)  # fmt: skip
+    assert re.search(
+        r"workbench: [0-9.]+ s/segment, [0-9.]+ segments/s on the CPU; phases: "
+        r"shared [0-9.]+ s, vsg [0-9.]+ s, prog [0-9.]+ s",
+        text,
+    )
     agree = float(re.search(r"outputs agree to ([0-9.e+-]+) relative", text).group(1))
     assert agree <= 1e-4
     # the same prompts as the tiny model's: every question's tokens are accounted for

@@ -178,8 +178,20 @@ def _open_explorer(page, base: str, token: str, tmp_path: Path) -> None:
 
 
 #: The explorer's controls in the order the test changes them (the dataset last: it resets).
-CONTROLS = ("video", "find", "deps", "transition", "prior", "stepping", "view", "binarise",
-            "threshold", "signal", "segment", "dataset")  # fmt: skip
+CONTROLS = (
+    "video",
+    "find",
+    "deps",
+    "transition",
+    "prior",
+    "stepping",
+    "view",
+    "binarise",
+    "threshold",
+    "signal",
+    "segment",
+    "dataset",
+)
 
 
 def _change(page, name: str) -> None:
@@ -280,9 +292,19 @@ def test_explorer_in_jupyterlab(lab):
                 time.sleep(1.0)  # let queued recomputes (key presses) settle
                 assert _state(page) != before, name
                 changed.append(name)
-            assert set(changed) >= {"video", "find", "deps", "transition", "prior", "stepping",
-                                    "view", "binarise", "signal", "segment",
-                                    "dataset"}  # fmt: skip
+            assert set(changed) >= {
+                "video",
+                "find",
+                "deps",
+                "transition",
+                "prior",
+                "stepping",
+                "view",
+                "binarise",
+                "signal",
+                "segment",
+                "dataset",
+            }
             explorer.scroll_into_view_if_needed()
             explorer.screenshot(path=str(ARTIFACTS / "explorer_changed.png"))  # after them all
         finally:
@@ -291,12 +313,24 @@ def test_explorer_in_jupyterlab(lab):
 
 
 def test_follow_report_in_chromium(tmp_path):
-    """The report of the issue's video: source, ground truth, per-step hit/miss, views."""
+    """The report of one HT-Step video: source, ground truth, per-step hit/miss, views."""
     from playwright import sync_api
 
     report = tmp_path / "report.html"
-    cmd = [sys.executable, "-m", "baglm_nb", "follow", "--replay", "simulated", "--dataset",
-           "htstep", "--html", str(report), "--", "-25-1nbOki0"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "baglm_nb",
+        "follow",
+        "--replay",
+        "simulated",
+        "--dataset",
+        "htstep",
+        "--html",
+        str(report),
+        "--",
+        "-25-1nbOki0",
+    ]
     subprocess.run(cmd, check=True, capture_output=True, timeout=300)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as pw:

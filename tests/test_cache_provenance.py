@@ -1,4 +1,4 @@
-"""Caches know what they were computed for (issue 25, bad cases 1 and 2): a score or dependency
+"""Caches know what they were computed for: a score or dependency
 cache stored for other steps than the annotation in use is refused, naming the file and the first
 differing step; resumed runs compute such entries again and report them (``rescored_stale``)."""
 
@@ -37,8 +37,14 @@ ROOT = Path(__file__).resolve().parent.parent
 def cli(data: Path, *args: str) -> subprocess.CompletedProcess:
     """``python -m baglm_nb ARGS`` reading the annotations under ``data`` (BAGLM_DATA_DIR)."""
     env = {**os.environ, "BAGLM_DATA_DIR": str(data)}
-    return subprocess.run([sys.executable, "-m", "baglm_nb", *args], capture_output=True,
-                          text=True, cwd=ROOT, env=env, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "baglm_nb", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
 
 
 def error_line(out: subprocess.CompletedProcess) -> str:
@@ -85,16 +91,22 @@ def test_first_difference_and_hashes():
 @pytest.mark.parametrize("edit", ["reverse", "rename"])
 def test_evaluate_refuses_a_score_cache_made_for_other_steps(data, tmp_path, edit):
     cache_root = tmp_path / "cache"
-    assert cli(data, "simulate", "--dataset", "coin", "--cache-root", str(cache_root),
-               "--limit", "2").returncode == 0  # fmt: skip
+    assert (
+        cli(
+            data, "simulate", "--dataset", "coin", "--cache-root", str(cache_root), "--limit", "2"
+        ).returncode
+        == 0
+    )
     folder = next(cache_root.rglob("config.json")).parent
     cache = ScoreCache.open(folder)
     ann = data / "annotations" / "coin_video_annots.json"
     uid0 = load_dataset("coin", data / "annotations")[0].uid
     stored = ScoreCache.open(folder).read_video(uid0)
     meta = cache.entry_meta(uid0, ("steps_sha256", "annotation_sha256"))
-    assert meta == {"steps_sha256": steps_sha256(stored.steps),
-                    "annotation_sha256": file_sha256(ann)}  # fmt: skip
+    assert meta == {
+        "steps_sha256": steps_sha256(stored.steps),
+        "annotation_sha256": file_sha256(ann),
+    }
     before = cli(data, "evaluate", "--dataset", "coin", "--scores", str(folder), "--deps", "oracle")
     assert before.returncode == 0, before.stderr
 
@@ -110,8 +122,9 @@ def test_evaluate_refuses_a_score_cache_made_for_other_steps(data, tmp_path, edi
     replay = cli(data, "follow", "--replay", str(folder), "--", uid)  # the same check
     assert replay.returncode == 2 and str(cache.file(uid)) in error_line(replay)
 
-    again = cli(data, "simulate", "--dataset", "coin", "--cache-root", str(cache_root),
-                "--limit", "2")  # fmt: skip
+    again = cli(
+        data, "simulate", "--dataset", "coin", "--cache-root", str(cache_root), "--limit", "2"
+    )
     assert again.returncode == 0, again.stderr
     assert cache.stored_steps(uid) == tuple(new)
     after = cli(data, "evaluate", "--dataset", "coin", "--scores", str(folder), "--deps", "oracle")
@@ -153,12 +166,32 @@ def test_deps_imported_under_one_order_are_refused_under_another(data, tmp_path)
     videos = load_dataset("coin", data / "annotations")[:2]
     src, cache_root = tmp_path / "src", tmp_path / "cache"
     write_authors_files(src, videos)
-    imported = cli(data, "deps", "--dataset", "coin", "--backend", "imported", "--src", str(src),
-                   "--cache-root", str(cache_root), "--no-progress")  # fmt: skip
+    imported = cli(
+        data,
+        "deps",
+        "--dataset",
+        "coin",
+        "--backend",
+        "imported",
+        "--src",
+        str(src),
+        "--cache-root",
+        str(cache_root),
+        "--no-progress",
+    )
     assert imported.returncode == 0, imported.stderr
     folder = next((cache_root / "deps").rglob("config.json")).parent
-    args = ("evaluate", "--dataset", "coin", "--scores", "simulated", "--limit", "2",
-            "--deps", str(folder))  # fmt: skip
+    args = (
+        "evaluate",
+        "--dataset",
+        "coin",
+        "--scores",
+        "simulated",
+        "--limit",
+        "2",
+        "--deps",
+        str(folder),
+    )
     assert cli(data, *args).returncode == 0
 
     uid, old, new = edit_first_video(data, lambda s: s[::-1])
@@ -169,8 +202,18 @@ def test_deps_imported_under_one_order_are_refused_under_another(data, tmp_path)
     assert str(DependencyCache.open(folder).file(group)) in line
     assert f"group {group!r}" in line and f"step 1 is {old[0]!r}" in line
 
-    other = cli(data, "evaluate", "--dataset", "htstep", "--scores", "simulated", "--limit", "1",
-                "--deps", str(folder))  # fmt: skip
+    other = cli(
+        data,
+        "evaluate",
+        "--dataset",
+        "htstep",
+        "--scores",
+        "simulated",
+        "--limit",
+        "1",
+        "--deps",
+        str(folder),
+    )
     assert other.returncode == 2
     why = f"{folder}: the dependency cache holds 'coin' matrices, not 'htstep'"
     assert why in error_line(other)
@@ -188,12 +231,12 @@ class _Backend:
 
 def test_deps_resume_recomputes_a_group_stored_for_other_steps(tmp_path):
     videos = load_dataset("coin")[:1]
-    first = dep.build_dependencies("coin", _Backend(), tmp_path, videos=videos,
-                                   show_progress=False)  # fmt: skip
+    first = dep.build_dependencies("coin", _Backend(), tmp_path, videos=videos, show_progress=False)
     assert first["computed"] == [videos[0].group] and first["rescored_stale"] == []
     flipped = [dataclasses.replace(v, steps=v.steps[::-1]) for v in videos]
-    again = dep.build_dependencies("coin", _Backend(), tmp_path, videos=flipped,
-                                   show_progress=False)  # fmt: skip
+    again = dep.build_dependencies(
+        "coin", _Backend(), tmp_path, videos=flipped, show_progress=False
+    )
     assert again["rescored_stale"] == [videos[0].group] and again["computed"] == [videos[0].group]
     cache = DependencyCache(tmp_path, DependencyKey("coin", "stand-in", "prereq-test"))
     assert cache.steps(videos[0].group) == list(videos[0].steps[::-1])

@@ -1,5 +1,5 @@
 """Doing nothing is not success, out-of-range options are bad input, and library warnings stay
-out of the terminal (issue 25, items 5 to 7): one ``error:`` line naming the option, folder or
+out of the terminal: one ``error:`` line naming the option, folder or
 file, exit 2, and nothing written."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Misnamed failures (issue 25, item 5): each ends in one line naming the server, URL, file or
+"""Misnamed failures: each ends in one line naming the server, URL, file or
 pair, exit 1 for a failed run and 2 for bad input."""
 
 from __future__ import annotations

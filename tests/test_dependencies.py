@@ -336,7 +336,7 @@ def test_openai_neither_token_is_a_failure_not_zero():
 
 @pytest.mark.parametrize("raw", [float("nan"), float("inf"), 0.5, "abc", None])
 def test_openai_invalid_logprob_fails_the_pair_never_one(raw):
-    # a NaN or positive logprob from a server used to become P(Yes) = min(1, exp(.)) = 1.0
+    # a NaN or positive logprob from a server must not become P(Yes) = min(1, exp(.)) = 1.0
     backend = OpenAIBackend("m", client=FakeClient([[("Yes", raw)]]))
     with pytest.raises(dep.DependencyError) as info:
         dep.dependency_matrix(GOAL, ["a", "b"], backend, group="G")
@@ -379,8 +379,11 @@ def test_invalid_logits_are_an_error_naming_the_model():
     for bad in (float("nan"), float("inf")):
         logits = torch.zeros(2, 5)
         logits[1, 3] = bad
-        with pytest.raises(InvalidLogprob, match=r"m: the model returned 1 NaN or \+inf logits "
-                           r"\(first at index \(1, 3\)\)"):  # fmt: skip
+        with pytest.raises(
+            InvalidLogprob,
+            match=r"m: the model returned 1 NaN or \+inf logits "
+            r"\(first at index \(1, 3\)\)",
+        ):
             check_logits(logits, what="m")
         with pytest.raises(InvalidLogprob):
             check_logits(logits.numpy(), what="m")
@@ -565,8 +568,20 @@ def test_violation_report_compares_sources_on_common_groups(tmp_path):
 
 def test_cli_oracle_writes_the_table(tmp_path, capsys):
     out = tmp_path / "viol"
-    rc = main(["deps", "--dataset", "htstep", "--backend", "oracle", "--limit", "3",
-               "--no-progress", "--out", str(out)])  # fmt: skip
+    rc = main(
+        [
+            "deps",
+            "--dataset",
+            "htstep",
+            "--backend",
+            "oracle",
+            "--limit",
+            "3",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     df = pd.read_csv(out.with_suffix(".csv"))
     assert len(df) == 11 and (df.tasks == 3).all() and (df.source == "oracle").all()
@@ -580,16 +595,42 @@ def test_cli_imported_opens_an_existing_import(tmp_path, capsys):
     g = videos[0].group
     k = videos[0].num_steps
     cache.write(g, list(videos[0].steps), np.tril(np.ones((k, k)), -1))
-    rc = main(["deps", "--dataset", "crosstask", "--backend", "imported", "--llm", "llama-x",
-               "--cache-root", str(tmp_path), "--no-progress", "--thresholds", "0.5"])  # fmt: skip
+    rc = main(
+        [
+            "deps",
+            "--dataset",
+            "crosstask",
+            "--backend",
+            "imported",
+            "--llm",
+            "llama-x",
+            "--cache-root",
+            str(tmp_path),
+            "--no-progress",
+            "--thresholds",
+            "0.5",
+        ]
+    )
     assert rc == 0
     assert "llama-x" in capsys.readouterr().out
 
 
 def test_cli_openai_without_key_is_a_clear_error(monkeypatch, capsys):
     monkeypatch.delenv("BAGLM_TEST_NO_SUCH_KEY", raising=False)
-    rc = main(["deps", "--dataset", "htstep", "--backend", "openai", "--model", "m",
-               "--api-key-env", "BAGLM_TEST_NO_SUCH_KEY", "--no-progress"])  # fmt: skip
+    rc = main(
+        [
+            "deps",
+            "--dataset",
+            "htstep",
+            "--backend",
+            "openai",
+            "--model",
+            "m",
+            "--api-key-env",
+            "BAGLM_TEST_NO_SUCH_KEY",
+            "--no-progress",
+        ]
+    )
     assert rc == 2
     assert "BAGLM_TEST_NO_SUCH_KEY is not set" in capsys.readouterr().err
 
@@ -602,8 +643,18 @@ def test_cli_stand_in_failure_exit_code(tmp_path, monkeypatch, capsys):
         "baglm_nb.inputs.datasets.load_dataset", lambda name, root=None: _toy_dataset()[0]
     )
     monkeypatch.setattr(dep, "load_dataset", lambda name, root=None: _toy_dataset()[0])
-    rc = main(["deps", "--dataset", "htstep", "--backend", "smollm2", "--cache-root",
-               str(tmp_path), "--no-progress"])  # fmt: skip
+    rc = main(
+        [
+            "deps",
+            "--dataset",
+            "htstep",
+            "--backend",
+            "smollm2",
+            "--cache-root",
+            str(tmp_path),
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 1 and "task group 'g1'" in err and "run the same command again" in err
     assert list(Path(tmp_path).glob("deps/htstep/fake-llm/prereq-test/partial/*.parquet"))

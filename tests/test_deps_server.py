@@ -115,9 +115,12 @@ def test_server_down_is_a_clear_error_and_nothing_is_lost(tmp_path, monkeypatch)
     before = cache.file("done").read_bytes()
     with pytest.raises(dep.DependencyError) as info:
         dep.build_dependencies(
-            "toy", b, root, videos=videos(("done", ["a", "b"]), ("todo", ["c", "d"])),
+            "toy",
+            b,
+            root,
+            videos=videos(("done", ["a", "b"]), ("todo", ["c", "d"])),
             show_progress=False,
-        )  # fmt: skip
+        )
     msg = str(info.value)
     assert "'todo'" in msg and "D[0, 0]" in msg and "cannot connect" in msg and url in msg
     assert "gave up after 2 attempts" in msg
@@ -149,8 +152,16 @@ def test_server_killed_mid_run_then_resume(servers, tmp_path, monkeypatch):
             KillAfter.answered += 1
             return p
 
-    b = KillAfter("smollm2", base_url=first.url, api_key_env=KEY_ENV, top_logprobs=20,
-                  timeout=30.0, max_attempts=2, backoff=0.1, chunk_size=2)  # fmt: skip
+    b = KillAfter(
+        "smollm2",
+        base_url=first.url,
+        api_key_env=KEY_ENV,
+        top_logprobs=20,
+        timeout=30.0,
+        max_attempts=2,
+        backoff=0.1,
+        chunk_size=2,
+    )
     with pytest.raises(dep.DependencyError) as info:
         dep.build_dependencies("toy", b, root, videos=data, show_progress=False)
     err = info.value
@@ -171,8 +182,15 @@ def test_server_killed_mid_run_then_resume(servers, tmp_path, monkeypatch):
             asked.append((target, prereq))
             return super()._one(goal, target, prereq)
 
-    r = Recording("smollm2", base_url=second.url, api_key_env=KEY_ENV, top_logprobs=20,
-                  timeout=30.0, max_attempts=2, chunk_size=2)  # fmt: skip
+    r = Recording(
+        "smollm2",
+        base_url=second.url,
+        api_key_env=KEY_ENV,
+        top_logprobs=20,
+        timeout=30.0,
+        max_attempts=2,
+        chunk_size=2,
+    )
     summary = dep.build_dependencies("toy", r, root, videos=data, show_progress=False)
     assert summary["reused"] == ["g1"] and summary["computed"] == ["g2"]
     steps = data[1].steps
@@ -204,11 +222,33 @@ def test_wrong_key_is_a_clear_error_without_the_key(servers, tmp_path, monkeypat
     # the CLI: exit code 1, a clear message, the key nowhere in its output
     env = {**os.environ, KEY_ENV: wrong, "OPENAI_LOG": "debug"}
     out = subprocess.run(
-        [sys.executable, "-m", "baglm_nb", "deps", "--dataset", "htstep", "--backend", "openai",
-         "--model", "smollm2", "--base-url", server.url, "--api-key-env", KEY_ENV,
-         "--limit", "1", "--cache-root", str(tmp_path / "cli"), "--no-progress"],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "baglm_nb",
+            "deps",
+            "--dataset",
+            "htstep",
+            "--backend",
+            "openai",
+            "--model",
+            "smollm2",
+            "--base-url",
+            server.url,
+            "--api-key-env",
+            KEY_ENV,
+            "--limit",
+            "1",
+            "--cache-root",
+            str(tmp_path / "cli"),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert out.returncode == 1, out.stderr
     assert "rejected the API key" in out.stderr
     assert wrong not in out.stdout + out.stderr

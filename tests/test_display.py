@@ -73,8 +73,10 @@ def test_one_missing_marker_and_no_index(observations):
     assert list(cells.columns) == words and "queries / segment" in words and len(cells) == 8
     assert (cells.loc[cells["method"].str.startswith("binary"), "workbench"] == MISSING).all()
     assert (cells.loc[cells["method"].str.startswith("multiple"), "note"] == MISSING).all()
-    assert format_cells(mixed).to_dict("list") == {"paper": ["1.5", MISSING, MISSING],
-                                                   "n": ["1", MISSING, "3"]}  # fmt: skip
+    assert format_cells(mixed).to_dict("list") == {
+        "paper": ["1.5", MISSING, MISSING],
+        "n": ["1", MISSING, "3"],
+    }
     for bad in ("nan", "None", "NaN", "<NA>"):
         assert not (cells == bad).any().any()
     page = show_table(both)._repr_html_()

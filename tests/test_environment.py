@@ -133,8 +133,17 @@ def _make_targets() -> set[str]:
 
 def test_makefile_targets():
     targets = _make_targets()
-    for t in ("setup", "test", "test-fast", "lint", "data", "figures", "lab", "clean-figures",
-              "help"):  # fmt: skip
+    for t in (
+        "setup",
+        "test",
+        "test-fast",
+        "lint",
+        "data",
+        "figures",
+        "lab",
+        "clean-figures",
+        "help",
+    ):
         assert t in targets, f"Makefile lacks target {t!r}"
     text = (ROOT / "Makefile").read_text()
     assert "scripts/setup.sh" in text and "scripts/run_notebooks.sh" in text
@@ -198,13 +207,18 @@ def test_make_lab_runs_the_venvs_jupyterlab_on_localhost(tmp_path):
     """``make lab`` (dry run; tests/test_quickstart.py starts it): .venv's JupyterLab with the
     explorer, on 127.0.0.1 without a browser, ``--allow-root`` exactly when run as root, and a
     clear error without .venv."""
-    out = subprocess.run(["make", "-n", "-C", str(ROOT), "lab", "LAB_PORT=8765"], check=True,
-                         capture_output=True, text=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["make", "-n", "-C", str(ROOT), "lab", "LAB_PORT=8765"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     assert ".venv/bin/jupyter lab notebooks/explore.ipynb --ip=127.0.0.1 --port=8765" in out
     assert "--no-browser" in out and ("--allow-root" in out) == (os.geteuid() == 0)
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")  # no .venv there
-    bare = subprocess.run(["make", "-s", "-C", str(tmp_path), "lab"], capture_output=True,
-                          text=True)  # fmt: skip
+    bare = subprocess.run(
+        ["make", "-s", "-C", str(tmp_path), "lab"], capture_output=True, text=True
+    )
     assert bare.returncode != 0 and "run 'make setup' first" in bare.stderr
 
 
@@ -213,9 +227,21 @@ def test_a_hung_test_fails_instead_of_holding_the_run(tmp_path):
         "import threading\n\n\ndef test_hang():\n    threading.Event().wait()  # never set\n"
     )
     # the project's settings (timeout method "thread"), with a 2-s limit instead of 300
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c",
-           str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path), "--timeout", "2",
-           str(tmp_path / "test_hang.py")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-c",
+        str(ROOT / "pyproject.toml"),
+        "--rootdir",
+        str(tmp_path),
+        "--timeout",
+        "2",
+        str(tmp_path / "test_hang.py"),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0
     assert "Timeout" in out.stdout + out.stderr and "test_hang" in out.stdout + out.stderr

@@ -53,13 +53,28 @@ def test_folder_fingerprint_reads_headers_not_weights(tmp_path):
 
 
 def test_served_metadata_and_fingerprint():
-    llama = {"data": [{"id": "/m/model.gguf", "owned_by": "llamacpp", "created": 17,
-                       "meta": {"n_params": 19, "size": 77}}]}  # fmt: skip
+    llama = {
+        "data": [
+            {
+                "id": "/m/model.gguf",
+                "owned_by": "llamacpp",
+                "created": 17,
+                "meta": {"n_params": 19, "size": 77},
+            }
+        ]
+    }
     meta = served_metadata(llama, "any-name")  # llama.cpp serves one model under any name
-    assert meta == {"id": "/m/model.gguf", "owned_by": "llamacpp",
-                    "meta": {"n_params": 19, "size": 77}}  # fmt: skip
-    vllm = {"data": [{"id": "a", "root": "/w/a", "max_model_len": 8192},
-                     {"id": "b", "root": "/w/b", "max_model_len": 4096}]}  # fmt: skip
+    assert meta == {
+        "id": "/m/model.gguf",
+        "owned_by": "llamacpp",
+        "meta": {"n_params": 19, "size": 77},
+    }
+    vllm = {
+        "data": [
+            {"id": "a", "root": "/w/a", "max_model_len": 8192},
+            {"id": "b", "root": "/w/b", "max_model_len": 4096},
+        ]
+    }
     assert served_metadata(vllm, "b") == {"id": "b", "root": "/w/b", "max_model_len": 4096}
     assert served_metadata(vllm, "c") == {} and served_metadata("garbage", "b") == {}
     fp = served_fingerprint("b", served_metadata(vllm, "b"), "labels")
@@ -81,8 +96,11 @@ def test_old_caches_are_read_with_one_warning_and_never_mixed(tmp_path):
         and new.uids() == []
         and new.path.parent.parent.name == "m@0123456789abcdef"
     )
-    with pytest.warns(UserWarning, match=r"older scores of 'm' without a weights fingerprint are "
-                      r"not reused; scoring into .*m@0123456789abcdef"):  # fmt: skip
+    with pytest.warns(
+        UserWarning,
+        match=r"older scores of 'm' without a weights fingerprint are "
+        r"not reused; scoring into .*m@0123456789abcdef",
+    ):
         warn_unfingerprinted(new)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning for a fingerprinted cache alone

@@ -154,9 +154,9 @@ def test_latency_bars_span_their_segments(scorer):
 
 
 def test_the_issue_cup_run_is_clean(task_file, tmp_path):
-    """The issue's run: cup.mp4, a random-init model, a task file (no ground truth). Nothing on
-    stderr (transformers' FutureWarning and its logger's deprecation line were there), and the
-    report's caption describes no outlines or right/wrong strips, which are not drawn."""
+    """cup.mp4, a random-init model, a task file (no ground truth). Nothing on stderr (neither
+    transformers' FutureWarning nor its logger's deprecation line), and the report's caption
+    describes no outlines or right/wrong strips, which are not drawn."""
     report = tmp_path / "cup.html"
     out = _cli(str(CLIPS / "cup.mp4"), "--model", "random-init:internvl", "--task",
                str(task_file), "--html", str(report))  # fmt: skip
@@ -175,7 +175,7 @@ def test_the_issue_cup_run_is_clean(task_file, tmp_path):
 # follow --replay on the command line
 
 ROOT = Path(__file__).resolve().parent.parent
-UID = "-25-1nbOki0"  # HT-Step, K = 10, six annotated steps (the video of issue 13)
+UID = "-25-1nbOki0"  # HT-Step, K = 10, six annotated steps
 
 
 def _cli(*args: str, cwd=None, timeout: float = 180) -> subprocess.CompletedProcess:
@@ -189,7 +189,7 @@ def _announced(stdout: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def htstep_cache(tmp_path_factory):
-    """A simulated HT-Step score cache of the first two videos (the issue's video first)."""
+    """A simulated HT-Step score cache of the first two videos (``UID`` first)."""
     videos = load_dataset("htstep")[:2]
     assert videos[0].uid == UID
     root = tmp_path_factory.mktemp("cache")
@@ -340,7 +340,7 @@ def test_a_file_named_by_a_dataset_uid_gets_its_ground_truth(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# follow on broken, empty or unreadable sources (issue 15): checked before the model loads,
+# follow on broken, empty or unreadable sources: checked before the model loads,
 # never exit 0 without a segment, one line of user text
 
 

@@ -87,7 +87,11 @@ def test_live_source_argument_handling():
         assert live_source(url).kind == "stream" and live_source(url).options == {}
     cam = live_source(camera=0)
     assert (cam.url, cam.kind, cam.format, cam.label) == (
-        "/dev/video0", "camera", "video4linux2", "camera /dev/video0")  # fmt: skip
+        "/dev/video0",
+        "camera",
+        "video4linux2",
+        "camera /dev/video0",
+    )
     assert live_source("/dev/video2").url == "/dev/video2" and live_source("/dev/video2").format
     assert live_source("http://h/live.ts").kind == "http"  # live or a file: decided on opening
     assert live_source("https://h/x.m3u8", live=True).kind == "stream"
@@ -138,8 +142,16 @@ def test_camera_and_live_options_fail_before_the_model_loads(
     empty.write_bytes(b"")
     fill = {"cam": str(_no_device()), "clip": str(CUP), "empty": str(empty)}
     # a model id that cannot load: reaching the model would be a different error
-    code = main(["follow", *[a.format(**fill) for a in args], "--task", str(task_file),
-                 "--model", "no-such-model"])  # fmt: skip
+    code = main(
+        [
+            "follow",
+            *[a.format(**fill) for a in args],
+            "--task",
+            str(task_file),
+            "--model",
+            "no-such-model",
+        ]
+    )
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
@@ -247,11 +259,20 @@ def from_file(scorer):
 def test_an_rtsp_stream_gives_the_beliefs_of_its_file(scorer, from_file, transport):
     ends: list[str] = []
     with RtspServer(CUP, speed=4) as server:
-        got = list(follow(server.url, grounder(scorer), lag="queue", transport=transport,
-                          timeout=10, on_end=ends.append))  # fmt: skip
+        got = list(
+            follow(
+                server.url,
+                grounder(scorer),
+                lag="queue",
+                transport=transport,
+                timeout=10,
+                on_end=ends.append,
+            )
+        )
     assert [type(e).__name__ for e in got] == ["Estimate"] * 4
-    assert [(e.segment, e.t_start, e.t_end) for e in got] == [(s, 2.0 * s, 2.0 * s + 2)
-                                                              for s in range(4)]  # fmt: skip
+    assert [(e.segment, e.t_start, e.t_end) for e in got] == [
+        (s, 2.0 * s, 2.0 * s + 2) for s in range(4)
+    ]
     # each segment's last frame is the first one at or after 2 s + 1.5 s on the stream's clock
     for e in got:
         assert 2 * e.segment + 1.5 <= e.marks["frame_time"] + 1e-3 < 2 * e.segment + 1.54
@@ -268,16 +289,30 @@ def test_the_command_line_follows_an_rtsp_stream_as_it_follows_the_file(
     --live --lag queue``, the event log and the report."""
     log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
     with RtspServer(CUP, speed=2) as server:
-        code = main(["follow", server.url, "--task", str(task_file), "--model",
-                     "random-init:internvl", "--lag", "queue", "--jsonl", str(log),
-                     "--html", str(report)])  # fmt: skip
+        code = main(
+            [
+                "follow",
+                server.url,
+                "--task",
+                str(task_file),
+                "--model",
+                "random-init:internvl",
+                "--lag",
+                "queue",
+                "--jsonl",
+                str(log),
+                "--html",
+                str(report),
+            ]
+        )
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "status: 4 segments, 8 s" in out.out and "the stream ended" in out.out
     events = [json.loads(line) for line in log.read_text().splitlines()]
     assert [e["event"] for e in events] == ["segment"] * 4
-    np.testing.assert_allclose([e["belief"] for e in events], [e.belief for e in from_file],
-                               atol=2e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        [e["belief"] for e in events], [e.belief for e in from_file], atol=2e-6
+    )
     assert all(e["lag"] > 0 and "wait" in e["latency"] for e in events)
     page = report.read_text()
     assert "4 segments, 8 s of video" in page and 'id="gaps"' not in page
@@ -287,8 +322,11 @@ def _covered(items) -> list[int]:
     """Segment numbers covered by estimates and gaps, in order."""
     out = []
     for item in items:
-        out += list(range(item.first, item.first + item.count)) if isinstance(item, Gap) else [
-            item.segment]  # fmt: skip
+        out += (
+            list(range(item.first, item.first + item.count))
+            if isinstance(item, Gap)
+            else [item.segment]
+        )
     return out
 
 
@@ -309,8 +347,9 @@ def test_lag_drop_logs_gaps_under_a_slow_scorer_and_keeps_up(scorer):
     scores the newest segment each time and logs the others as gaps; the lag stays bounded."""
     items, ends = [], []
     with RtspServer(CUP, speed=4, loop=True) as server:
-        stream = follow(server.url, grounder(SlowScorer(scorer, 1.0)), lag="drop",
-                        on_end=ends.append)  # fmt: skip
+        stream = follow(
+            server.url, grounder(SlowScorer(scorer, 1.0)), lag="drop", on_end=ends.append
+        )
         for item in stream:
             items.append(item)
             if sum(not isinstance(i, Gap) for i in items) == 4:
@@ -332,8 +371,11 @@ def test_live_http_mpegts_hls_and_udp_mpegts(scorer):
     for kind in ("http", "hls", "udp"):
         items, ends = [], []
         port = free_port(socket.SOCK_DGRAM)
-        ctx = {"http": http_ts(CUP, speed=2), "hls": http_hls(CUP, speed=2),
-               "udp": udp_ts(CUP, port, speed=2)}[kind]  # fmt: skip
+        ctx = {
+            "http": http_ts(CUP, speed=2),
+            "hls": http_hls(CUP, speed=2),
+            "udp": udp_ts(CUP, port, speed=2),
+        }[kind]
         with ctx as handle:
             url = f"udp://127.0.0.1:{port}" if kind == "udp" else handle
             stream = follow(url, grounder(scorer), timeout=10, on_end=ends.append)
@@ -364,9 +406,22 @@ def test_a_stall_ends_with_one_clear_line_and_exit_1(task_file, tmp_path, capsys
                 time.sleep(0.05)
 
         threading.Thread(target=stall_after_two_segments, daemon=True).start()
-        code = main(["follow", server.url, "--task", str(task_file), "--model",
-                     "random-init:internvl", "--timeout", "3", "--jsonl", str(log), "--html",
-                     str(report)])  # fmt: skip
+        code = main(
+            [
+                "follow",
+                server.url,
+                "--task",
+                str(task_file),
+                "--model",
+                "random-init:internvl",
+                "--timeout",
+                "3",
+                "--jsonl",
+                str(log),
+                "--html",
+                str(report),
+            ]
+        )
         ended = time.monotonic()
     err = capsys.readouterr().err
     # the reader may still be working off what arrived while the model loaded when the server
@@ -414,8 +469,9 @@ def test_a_stall_ends_within_the_timeout_plus_a_second(scorer):
 def test_a_dropped_server_is_reconnected_with_the_gap_logged(scorer):
     items, ends = [], []
     with RtspServer(CUP, loop=True, speed=2) as server:
-        stream = follow(server.url, grounder(scorer), lag="queue", reconnect=3, timeout=5,
-                        on_end=ends.append)  # fmt: skip
+        stream = follow(
+            server.url, grounder(scorer), lag="queue", reconnect=3, timeout=5, on_end=ends.append
+        )
         dropped_at = None
         for item in stream:
             items.append(item)
@@ -442,21 +498,35 @@ def test_a_dropped_rtsp_client_is_a_broken_source(scorer):
         got = list(follow(server.url, grounder(scorer), lag="queue", on_end=ends.append))
     assert len(got) >= 1 and [e.segment for e in got] == list(range(len(got)))
     assert len(ends) == 1 and ends[0].failed, ends
-    assert ends[0].startswith(f"{server.url}: the source broke: the connection closed before "
-                              "the stream's end")  # fmt: skip
+    assert ends[0].startswith(
+        f"{server.url}: the source broke: the connection closed before the stream's end"
+    )
 
 
 def _stderr_lines(err: str) -> list[str]:
     """stderr's lines, less transformers' deprecation line printed when the first tiny model
-    loads in a process (issue 25's item 7, handled elsewhere)."""
+    loads in a process (tested elsewhere)."""
     return [x for x in err.strip().splitlines() if not x.startswith("[transformers]")]
 
 
 def _follow_http(task_file, tmp_path, url, *extra: str) -> tuple[int, str]:
     """``follow URL --lag queue --html ...``: (exit status, the report's text)."""
     report = tmp_path / "report.html"
-    code = main(["follow", url, "--task", str(task_file), "--model", "random-init:internvl",
-                 "--lag", "queue", "--html", str(report), *extra])  # fmt: skip
+    code = main(
+        [
+            "follow",
+            url,
+            "--task",
+            str(task_file),
+            "--model",
+            "random-init:internvl",
+            "--lag",
+            "queue",
+            "--html",
+            str(report),
+            *extra,
+        ]
+    )
     return code, report.read_text() if report.exists() else ""
 
 
@@ -468,8 +538,9 @@ def test_a_killed_http_server_exits_1_and_a_finished_stream_exits_0(task_file, t
     out, err = capsys.readouterr()
     lines = _stderr_lines(err)
     assert code == 1 and len(lines) == 1, err
-    assert lines[0].startswith(f"error: {url}: the source broke: the connection closed before "
-                               "the stream's end")  # fmt: skip
+    assert lines[0].startswith(
+        f"error: {url}: the source broke: the connection closed before the stream's end"
+    )
     assert "the source broke" in out and "the source broke" in page
     with http_ts(CUP, loop=False, speed=4) as url:  # FFmpeg ends it with the final chunk
         code, page = _follow_http(task_file, tmp_path, url)
@@ -498,8 +569,20 @@ def test_ctrl_c_keeps_the_event_log_and_the_report_complete(task_file, tmp_path,
 
     with http_ts(CUP, speed=2) as url:
         threading.Thread(target=interrupt_after_two_events, daemon=True).start()
-        code = main(["follow", url, "--task", str(task_file), "--model", "random-init:internvl",
-                     "--jsonl", str(log), "--html", str(report)])  # fmt: skip
+        code = main(
+            [
+                "follow",
+                url,
+                "--task",
+                str(task_file),
+                "--model",
+                "random-init:internvl",
+                "--jsonl",
+                str(log),
+                "--html",
+                str(report),
+            ]
+        )
     out = capsys.readouterr().out
     assert code == 130 and sent, out
     events = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
@@ -595,14 +678,16 @@ def test_a_reconnect_window_rides_out_a_server_restart(scorer):
     port, url = server.port, server.url
     restarted: list[RtspServer] = []
     try:
-        stream = follow(url, grounder(scorer), lag="queue", timeout=3, reconnect_window=12,
-                        on_end=ends.append)  # fmt: skip
+        stream = follow(
+            url, grounder(scorer), lag="queue", timeout=3, reconnect_window=12, on_end=ends.append
+        )
         for item in stream:
             items.append(item)
             if len(items) == 2:
                 server.close()
-                threading.Timer(4.0, lambda: restarted.append(
-                    RtspServer(CUP, loop=True, speed=2, port=port))).start()  # fmt: skip
+                threading.Timer(
+                    4.0, lambda: restarted.append(RtspServer(CUP, loop=True, speed=2, port=port))
+                ).start()
             if any(isinstance(i, Gap) for i in items) and not isinstance(item, Gap):
                 stream.close()  # a segment after the gap: reconnected
         assert restarted and restarted[0].clients == 1
@@ -615,8 +700,7 @@ def test_a_reconnect_window_rides_out_a_server_restart(scorer):
     assert _covered(items) == list(range(_covered(items)[-1] + 1))
     with RtspServer(CUP, loop=True, speed=2) as server:
         threading.Timer(2.5, server.close).start()
-        got = list(follow(server.url, grounder(scorer), lag="queue", timeout=3,
-                          on_end=ends.append))  # fmt: skip
+        got = list(follow(server.url, grounder(scorer), lag="queue", timeout=3, on_end=ends.append))
     assert got and len(ends) == 1 and ends[0].failed
 
 
@@ -635,8 +719,20 @@ def test_sigterm_writes_the_report_as_ctrl_c_does(task_file, tmp_path, capsys):
     before = signal.getsignal(signal.SIGTERM)
     with http_ts(CUP, speed=2) as url:
         threading.Thread(target=terminate_after_two_events, daemon=True).start()
-        code = main(["follow", url, "--task", str(task_file), "--model", "random-init:internvl",
-                     "--jsonl", str(log), "--html", str(report)])  # fmt: skip
+        code = main(
+            [
+                "follow",
+                url,
+                "--task",
+                str(task_file),
+                "--model",
+                "random-init:internvl",
+                "--jsonl",
+                str(log),
+                "--html",
+                str(report),
+            ]
+        )
     out = capsys.readouterr().out
     assert code == 143 and "terminated (SIGTERM)" in out, out
     page = report.read_text()

@@ -26,8 +26,8 @@ from baglm_nb.analyses.localization import (
 )
 from baglm_nb.analyses.localization.detection import _local_max_3x3
 from baglm_nb.analyses.localization.metrics import _dedupe
-from baglm_nb.analyses.paper import PAPER_LOCALIZATION, paper_model
 from baglm_nb.inputs.datasets import Segment, Video, load_dataset
+from baglm_nb.inputs.paper import PAPER_LOCALIZATION, paper_model
 
 # --------------------------------------------------------------------------------------------
 # LoG response
@@ -87,11 +87,19 @@ def test_blobs_match_skimage_blob_log(method, log_scale):
     for _ in range(4):
         rows = int(rng.integers(60, 700))
         x = _smooth_signal(rng, rows)
-        ref = feature.blob_log(x, min_sigma=1, max_sigma=480, num_sigma=13,
-                               log_scale=log_scale, threshold=0.01, overlap=1.0)  # fmt: skip
+        ref = feature.blob_log(
+            x,
+            min_sigma=1,
+            max_sigma=480,
+            num_sigma=13,
+            log_scale=log_scale,
+            threshold=0.01,
+            overlap=1.0,
+        )
         scales = log_scales(log_scale=log_scale)
-        ours = find_blobs(x, scales=scales, threshold=0.01, refine=False, method=method,
-                          mode="reflect")  # fmt: skip
+        ours = find_blobs(
+            x, scales=scales, threshold=0.01, refine=False, method=method, mode="reflect"
+        )
         got = sorted(zip(ours["row"].tolist(), np.round(ours["sigma"], 9).tolist(), strict=True))
         want = sorted(zip(ref[:, 0].tolist(), np.round(ref[:, 1], 9).tolist(), strict=True))
         assert len(want) > 5
@@ -209,10 +217,15 @@ def test_confidence_is_the_mean_inside_and_options():
     assert detect_segments(np.zeros((50, 3))).empty
     assert detect_segments(np.full((50, 3), 0.4), mode="reflect").empty
     whole = detect_segments(np.full((50, 3), 0.4))  # zeros outside: the video is one box
-    assert len(whole) == 3 and np.allclose(whole[["t_start", "t_end", "score"]], [0, 50, 0.4],
-                                           atol=0.01)  # fmt: skip
-    assert list(detect_segments(np.zeros((0, 3))).columns)[:4] == ["step", "t_start", "t_end",
-                                                                   "score"]  # fmt: skip
+    assert len(whole) == 3 and np.allclose(
+        whole[["t_start", "t_end", "score"]], [0, 50, 0.4], atol=0.01
+    )
+    assert list(detect_segments(np.zeros((0, 3))).columns)[:4] == [
+        "step",
+        "t_start",
+        "t_end",
+        "score",
+    ]
 
 
 def test_refinement_off_reports_grid_scales():
@@ -281,8 +294,14 @@ def slow_official_ap(videos, preds, thresholds, match_labels=False):
             mrec = [0.0, *rec, 1.0]
             for i in range(len(mprec) - 2, -1, -1):
                 mprec[i] = max(mprec[i], mprec[i + 1])
-            aps.append(sum((mrec[i] - mrec[i - 1]) * mprec[i] for i in range(1, len(mrec))
-                           if mrec[i] != mrec[i - 1]) * 100)  # fmt: skip
+            aps.append(
+                sum(
+                    (mrec[i] - mrec[i - 1]) * mprec[i]
+                    for i in range(1, len(mrec))
+                    if mrec[i] != mrec[i - 1]
+                )
+                * 100
+            )
         out[act] = aps
     return out
 
@@ -312,8 +331,9 @@ def test_fast_matcher_equals_literal_official_loop(match_labels):
     fast = article_grounding_ap(preds, videos=videos, match_labels=match_labels)
     slow = slow_official_ap(videos, preds, thresholds, match_labels)
     assert list(fast["activity"]) == list(slow)
-    np.testing.assert_allclose(fast[[f"@{t:g}" for t in thresholds]].to_numpy(),
-                               np.array(list(slow.values())), atol=1e-9)  # fmt: skip
+    np.testing.assert_allclose(
+        fast[[f"@{t:g}" for t in thresholds]].to_numpy(), np.array(list(slow.values())), atol=1e-9
+    )
     assert fast.iloc[:, 1:6].to_numpy().max() > 10  # the test exercises real matches
 
 
@@ -332,11 +352,18 @@ def test_perfect_predictions_give_100_on_htstep():
 def _video(uid, task, segments, steps=("a", "b", "c"), ids=("1", "2", "3")):
     index = {s: i for i, s in enumerate(steps)}
     return Video(
-        dataset="htstep", uid=uid, task=task, group=f"{task}_none", goal=task, llm_goal=task,
+        dataset="htstep",
+        uid=uid,
+        task=task,
+        group=f"{task}_none",
+        goal=task,
+        llm_goal=task,
         steps=tuple(steps),
         segments=tuple(Segment(a, b, s, index[s], ids[index[s]]) for a, b, s in segments),
-        fps=30.0, num_frames=30 * 200, duration=200.0,
-    )  # fmt: skip
+        fps=30.0,
+        num_frames=30 * 200,
+        duration=200.0,
+    )
 
 
 def _preds(*rows):
@@ -345,8 +372,10 @@ def _preds(*rows):
 
 @pytest.fixture()
 def toy():
-    return [_video("v1", "act", [(10.0, 20.0, "a"), (50.0, 60.0, "b")]),
-            _video("v2", "act", [(0.0, 30.0, "c")])]  # fmt: skip
+    return [
+        _video("v1", "act", [(10.0, 20.0, "a"), (50.0, 60.0, "b")]),
+        _video("v2", "act", [(0.0, 30.0, "c")]),
+    ]
 
 
 def test_hand_made_aps(toy):
@@ -354,11 +383,13 @@ def test_hand_made_aps(toy):
     ap = article_grounding_map(_preds(("v1", "1", 10, 20, 0.9)), videos=one)
     assert ap["@0.5"] == pytest.approx(100)
     # a false positive ranked first, then the hit: precision 1/2 at recall 1 -> AP 50
-    ap = article_grounding_map(_preds(("v1", "1", 100, 120, 0.9), ("v1", "1", 10, 20, 0.5)),
-                               videos=one)  # fmt: skip
+    ap = article_grounding_map(
+        _preds(("v1", "1", 100, 120, 0.9), ("v1", "1", 10, 20, 0.5)), videos=one
+    )
     assert ap["@0.5"] == pytest.approx(50)
-    ap = article_grounding_map(_preds(("v1", "1", 10, 20, 0.9), ("v1", "1", 100, 120, 0.5)),
-                               videos=one)  # fmt: skip
+    ap = article_grounding_map(
+        _preds(("v1", "1", 10, 20, 0.9), ("v1", "1", 100, 120, 0.5)), videos=one
+    )
     assert ap["@0.5"] == pytest.approx(100)
     # two ground truths: hit, miss, hit -> 0.5 * 1 + 0.5 * 2/3
     preds = _preds(("v1", "1", 10, 20, 0.9), ("v1", "1", 100, 120, 0.8), ("v1", "2", 50, 60, 0.7))
@@ -391,8 +422,7 @@ def test_label_agnostic_by_default_and_strict_option(toy):
 
 def test_foreign_steps_dropped_ground_truth_deduplicated(toy):
     # a step id outside the video's step list is ignored, not a false positive
-    preds = _preds(("v1", "77", 10, 20, 0.99), ("v1", None, 10, 20, 0.98),
-                   ("v1", "1", 10, 20, 0.9))  # fmt: skip
+    preds = _preds(("v1", "77", 10, 20, 0.99), ("v1", None, 10, 20, 0.98), ("v1", "1", 10, 20, 0.9))
     one = [_video("v1", "act", [(10.0, 20.0, "a")])]
     assert article_grounding_map(preds, videos=one)["@0.5"] == pytest.approx(100)
     dup = [_video("v1", "act", [(10.0, 20.0, "a"), (10.0004, 20.0, "a"), (30.0, 30.0005, "b")])]
@@ -404,8 +434,13 @@ def test_foreign_steps_dropped_ground_truth_deduplicated(toy):
 
 def test_activity_average_and_unknown_videos(toy):
     videos = [*toy, _video("w1", "other", [(0.0, 10.0, "a")], ids=("11", "12", "13"))]
-    preds = _preds(("v1", "1", 10, 20, 0.9), ("v1", "2", 50, 60, 0.9), ("v2", "3", 0, 30, 0.9),
-                   ("w1", "11", 100, 110, 0.9), ("w1", "11", 0, 10, 0.5))  # fmt: skip
+    preds = _preds(
+        ("v1", "1", 10, 20, 0.9),
+        ("v1", "2", 50, 60, 0.9),
+        ("v2", "3", 0, 30, 0.9),
+        ("w1", "11", 100, 110, 0.9),
+        ("w1", "11", 0, 10, 0.5),
+    )
     table = article_grounding_ap(preds, videos=videos)
     per_activity = table.set_index("activity")["@0.5"]
     assert per_activity["act"] == pytest.approx(100) and per_activity["other"] == pytest.approx(50)
@@ -451,8 +486,15 @@ def test_localize_ground_truth_grid_scores_high():
     videos = load_dataset("htstep")[:40]
     grid = {v.uid: v.ground_truth().astype(float) for v in videos}
     preds = localize(grid, "htstep", videos)
-    assert list(preds.columns) == ["video_uid", "step_index", "step_id", "t_start", "t_end",
-                                   "score", "sigma"]  # fmt: skip
+    assert list(preds.columns) == [
+        "video_uid",
+        "step_index",
+        "step_id",
+        "t_start",
+        "t_end",
+        "score",
+        "sigma",
+    ]
     assert preds["step_id"].notna().all()  # blobs only where the annotated steps are
     result = article_grounding_map(preds, videos=videos)
     assert result["@0.3"] > 75 and result["@0.7"] > 30
@@ -464,8 +506,12 @@ def test_localize_ground_truth_grid_scores_high():
 
 def test_paper_values():
     ref = PAPER_LOCALIZATION
-    assert ref["internvl2.5-8b"]["baglm"] == {"@0.3": 15.9, "@0.5": 6.7, "@0.7": 1.5,
-                                              "@[0.3-0.7]": 7.7}  # fmt: skip
+    assert ref["internvl2.5-8b"]["baglm"] == {
+        "@0.3": 15.9,
+        "@0.5": 6.7,
+        "@0.7": 1.5,
+        "@[0.3-0.7]": 7.7,
+    }
     assert ref["nasva"]["offline"]["@[0.3-0.7]"] == 6.7
     for model, rows in ref.items():
         if model != "nasva":  # BaGLM improves every LMM at every threshold
@@ -481,16 +527,31 @@ def test_paper_values():
 
 def test_windowed_recall_nlq_convention():
     steps = ("a", "b")
-    v = Video(dataset="ego4d_goalstep", uid="e1", task="g", group="e1", goal="g", llm_goal="g",
-              steps=steps, fps=30.0, num_frames=30 * 300, duration=300.0,
-              segments=(Segment(0.0, 20.0, "a", 0), Segment(100.0, 120.0, "a", 0),
-                        Segment(50.0, 60.0, "b", 1)))  # fmt: skip
+    v = Video(
+        dataset="ego4d_goalstep",
+        uid="e1",
+        task="g",
+        group="e1",
+        goal="g",
+        llm_goal="g",
+        steps=steps,
+        fps=30.0,
+        num_frames=30 * 300,
+        duration=300.0,
+        segments=(
+            Segment(0.0, 20.0, "a", 0),
+            Segment(100.0, 120.0, "a", 0),
+            Segment(50.0, 60.0, "b", 1),
+        ),
+    )
     preds = pd.DataFrame(
-        [("e1", 0, 0.0, 10.0, 0.9),  # top-1 of step a: IoU 0.5 with its first segment
-         ("e1", 0, 100.0, 120.0, 0.5),  # perfect, but not top-1
-         ("e1", 1, 50.0, 56.0, 0.8)],  # IoU 0.6
+        [
+            ("e1", 0, 0.0, 10.0, 0.9),  # top-1 of step a: IoU 0.5 with its first segment
+            ("e1", 0, 100.0, 120.0, 0.5),  # perfect, but not top-1
+            ("e1", 1, 50.0, 56.0, 0.8),
+        ],  # IoU 0.6
         columns=["video_uid", "step_index", "t_start", "t_end", "score"],
-    )  # fmt: skip
+    )
     rec = windowed_recall(preds, videos=[v])
     assert rec["queries"] == 3
     assert rec["R@1@0.3"] == pytest.approx(200 / 3)  # a's first segment and b
@@ -509,8 +570,22 @@ def test_cli_localize_on_simulated_htstep(capsys, tmp_path):
     from baglm_nb.apps.cli.main import main
 
     out = tmp_path / "loc"
-    assert main(["localize", "--dataset", "htstep", "--scores", "simulated", "--limit", "3",
-                 "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "localize",
+                "--dataset",
+                "htstep",
+                "--scores",
+                "simulated",
+                "--limit",
+                "3",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "simulated observations, not a real model" in text
     assert "+ BaGLM" in text and "NaSVA" in text
@@ -563,13 +638,16 @@ def test_localization_table_has_the_papers_rows_and_slots_for_the_lmms_not_run()
 
     table = localization_table(sources.observations("htstep", limit=3))
     assert list(zip(table["model"], table["method"], strict=True)) == [
-        ("llava-onevision-7b", "off-the-shelf LMM"), ("llava-onevision-7b", "+ BaGLM"),
-        ("qwen2.5-vl-7b", "off-the-shelf LMM"), ("qwen2.5-vl-7b", "+ BaGLM"),
-        ("internvl3-8b", "off-the-shelf LMM"), ("internvl3-8b", "+ BaGLM"),
+        ("llava-onevision-7b", "off-the-shelf LMM"),
+        ("llava-onevision-7b", "+ BaGLM"),
+        ("qwen2.5-vl-7b", "off-the-shelf LMM"),
+        ("qwen2.5-vl-7b", "+ BaGLM"),
+        ("internvl3-8b", "off-the-shelf LMM"),
+        ("internvl3-8b", "+ BaGLM"),
         ("simulated (compared with internvl2.5-8b)", "off-the-shelf LMM"),
         ("simulated (compared with internvl2.5-8b)", "+ BaGLM"),
         ("nasva", "NaSVA (offline)"),
-    ]  # fmt: skip
+    ]
     assert table["paper @0.3"].tolist() == [14.1, 14.7, 15.5, 15.8, 15.6, 17.5, 15.0, 15.9, 13.7]
     assert table["paper @[0.3-0.7]"].tolist() == [6.6, 6.9, 7.3, 7.7, 7.2, 8.1, 7.0, 7.7, 6.7]
     slots = table[table["note"].str.startswith("slot:")]
@@ -579,9 +657,18 @@ def test_localization_table_has_the_papers_rows_and_slots_for_the_lmms_not_run()
     assert model_label("simulated") == "simulated (compared with internvl2.5-8b)"
     assert model_label("lmm:OpenGVLab/InternVL3-8B") == "internvl3-8b"
     layout = localization_layout(table)
-    assert list(layout.columns) == ["LMM", "method", "@0.3", "@0.5", "@0.7", "@[0.3-0.7]",
-                                    "paper @0.3", "paper @0.5", "paper @0.7",
-                                    "paper @[0.3-0.7]"]  # fmt: skip
+    assert list(layout.columns) == [
+        "LMM",
+        "method",
+        "@0.3",
+        "@0.5",
+        "@0.7",
+        "@[0.3-0.7]",
+        "paper @0.3",
+        "paper @0.5",
+        "paper @0.7",
+        "paper @[0.3-0.7]",
+    ]
     assert layout["@0.3"].tolist()[:6] == [SLOT_CELL] * 6
     assert layout["@0.3"].iloc[-1] == PAPER_ONLY
     assert layout["@0.3"].iloc[6] == f"{table['@0.3'].iloc[6]:.1f}"

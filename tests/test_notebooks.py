@@ -32,39 +32,90 @@ SMALL = {
     ),
     "02_dependencies": (
         {"limit": 5, "thresholds": [0.0, 0.5, 1.0]},
-        ["dependency_violations.csv", "dependency_violations.md",
-         "dependency_violations_long.csv", "dependency_violations.png",
-         "dependency_answers.csv"],
+        [
+            "dependency_violations.csv",
+            "dependency_violations.md",
+            "dependency_violations_long.csv",
+            "dependency_violations.png",
+            "dependency_answers.csv",
+        ],
     ),
     "03_main_results": (
         {"datasets": ["htstep", "crosstask"], "limit": 6},
-        ["main_results.csv", "main_results.md", "main_results.png", "transition_ablation.csv",
-         "oracles.csv", "oracles.png", "main_results.items.parquet", "main_results.summary.json",
-         "transition_ablation.items.parquet", "oracles.items.parquet"],
+        [
+            "main_results.csv",
+            "main_results.md",
+            "main_results.png",
+            "transition_ablation.csv",
+            "oracles.csv",
+            "oracles.png",
+            "main_results.items.parquet",
+            "main_results.summary.json",
+            "transition_ablation.items.parquet",
+            "oracles.items.parquet",
+        ],
     ),
     "04_ablations": (
-        {"datasets": ["htstep", "crosstask"], "limit": 5, "durations": [1, 2],
-         "duration_datasets": ["htstep"]},
-        ["prior_ablation.csv", "prior_ablation.md", "prior_ablation.png", "llm_ablation.csv",
-         "prompt_ablation.csv", "stepping_ablation.csv", "stepping_ablation.png",
-         "segment_duration.csv", "segment_duration.png", "prior_ablation.items.parquet",
-         "prior_ablation.summary.json", "segment_duration.items.parquet"],
+        {
+            "datasets": ["htstep", "crosstask"],
+            "limit": 5,
+            "durations": [1, 2],
+            "duration_datasets": ["htstep"],
+        },
+        [
+            "prior_ablation.csv",
+            "prior_ablation.md",
+            "prior_ablation.png",
+            "llm_ablation.csv",
+            "prompt_ablation.csv",
+            "stepping_ablation.csv",
+            "stepping_ablation.png",
+            "segment_duration.csv",
+            "segment_duration.png",
+            "prior_ablation.items.parquet",
+            "prior_ablation.summary.json",
+            "segment_duration.items.parquet",
+        ],
     ),
     "05_analysis": (
-        {"limit": 6, "signals": [0.5, 2.0], "sensitivity_datasets": ["htstep"],
-         "breakdown_datasets": ["htstep"], "check_datasets": ["htstep", "coin"],
-         "quality_datasets": ["htstep"], "noise_levels": [0.0, 1.0]},
-        ["sensitivity.csv", "sensitivity.md", "sensitivity.png", "position.csv", "position.md",
-         "position_htstep.png", "candidate_steps.csv", "candidate_steps_htstep.png",
-         "sensitivity.items.parquet", "position.items.parquet", "candidate_steps.items.parquet",
-         "simulation_check_gains.md", "simulation_check_gains.png",
-         "simulation_check_transitions.md", "dependency_quality.md", "dependency_quality.png",
-         "dependency_quality.items.parquet"],
+        {
+            "limit": 6,
+            "signals": [0.5, 2.0],
+            "sensitivity_datasets": ["htstep"],
+            "breakdown_datasets": ["htstep"],
+            "check_datasets": ["htstep", "coin"],
+            "quality_datasets": ["htstep"],
+            "noise_levels": [0.0, 1.0],
+        },
+        [
+            "sensitivity.csv",
+            "sensitivity.md",
+            "sensitivity.png",
+            "position.csv",
+            "position.md",
+            "position_htstep.png",
+            "candidate_steps.csv",
+            "candidate_steps_htstep.png",
+            "sensitivity.items.parquet",
+            "position.items.parquet",
+            "candidate_steps.items.parquet",
+            "simulation_check_gains.md",
+            "simulation_check_gains.png",
+            "simulation_check_transitions.md",
+            "dependency_quality.md",
+            "dependency_quality.png",
+            "dependency_quality.items.parquet",
+        ],
     ),
     "06_localization": (
         {"limit": 4},
-        ["localization.csv", "localization.md", "localization.png", "ego4d_windowed_recall.csv",
-         "ego4d_windowed_recall.md"],
+        [
+            "localization.csv",
+            "localization.md",
+            "localization.png",
+            "ego4d_windowed_recall.csv",
+            "ego4d_windowed_recall.md",
+        ],
     ),
     "07_timing": (  # the default: a run on the sample clips, random-init
         {"cache_root": "cache"},
@@ -72,32 +123,63 @@ SMALL = {
     ),
     "08_qualitative": (
         {"videos": {"coin": ["xZecGPPhbHE"]}},
-        ["qualitative.csv", "qualitative.md", "qualitative_coin_xZecGPPhbHE.png",
-         "qualitative.items.parquet", "qualitative.summary.json"],
+        [
+            "qualitative.csv",
+            "qualitative.md",
+            "qualitative_coin_xZecGPPhbHE.png",
+            "qualitative.items.parquet",
+            "qualitative.summary.json",
+        ],
     ),
     "09_assistance": (
-        {"datasets": ["htstep", "coin"], "limit": 3, "lags": [0, 2, None], "timeline_lag": 2,
-         "alert_limit": 3},
-        ["assistance_lags.csv", "assistance_lags.md", "assistance_lags.png",
-         "assistance_lags.items.parquet", "assistance_lags.summary.json",
-         "assistance_timeline.png", "assistance_lags_correlated.csv",
-         "assistance_lags_correlated.png", "assistance_alerts.csv", "assistance_alerts.md"],
+        {
+            "datasets": ["htstep", "coin"],
+            "limit": 3,
+            "lags": [0, 2, None],
+            "timeline_lag": 2,
+            "alert_limit": 3,
+        },
+        [
+            "assistance_lags.csv",
+            "assistance_lags.md",
+            "assistance_lags.png",
+            "assistance_lags.items.parquet",
+            "assistance_lags.summary.json",
+            "assistance_timeline.png",
+            "assistance_lags_correlated.csv",
+            "assistance_lags_correlated.png",
+            "assistance_alerts.csv",
+            "assistance_alerts.md",
+        ],
     ),
-}  # fmt: skip
+}
 
 
 #: Markdown tables that must say they come from simulated observations (the CPU default).
 SIMULATED_TITLES = {
-    "04_ablations": ["prior_ablation.md", "llm_ablation.md", "prompt_ablation.md",
-                     "stepping_ablation.md", "segment_duration.md"],
-    "05_analysis": ["sensitivity.md", "position.md", "candidate_steps.md",
-                    "simulation_check_gains.md", "simulation_check_transitions.md",
-                    "dependency_quality.md"],
+    "04_ablations": [
+        "prior_ablation.md",
+        "llm_ablation.md",
+        "prompt_ablation.md",
+        "stepping_ablation.md",
+        "segment_duration.md",
+    ],
+    "05_analysis": [
+        "sensitivity.md",
+        "position.md",
+        "candidate_steps.md",
+        "simulation_check_gains.md",
+        "simulation_check_transitions.md",
+        "dependency_quality.md",
+    ],
     "06_localization": ["localization.md", "ego4d_windowed_recall.md"],
     "08_qualitative": ["qualitative.md"],
-    "09_assistance": ["assistance_lags.md", "assistance_lags_correlated.md",
-                      "assistance_alerts.md"],
-}  # fmt: skip
+    "09_assistance": [
+        "assistance_lags.md",
+        "assistance_lags_correlated.md",
+        "assistance_alerts.md",
+    ],
+}
 
 
 def test_every_notebook_has_small_parameters():
@@ -123,8 +205,9 @@ def render(notebook: Path, figures: Path, params: dict) -> Path:
     env = {k: v for k, v in os.environ.items() if k not in ("PARAMS_FILE", "MPLBACKEND")}
     env.update(FIGURES_DIR=str(figures), PAPERMILL_ARGS="-y " + shlex.quote(json.dumps(params)))
     script = ROOT / "scripts" / "run_notebooks.sh"
-    done = subprocess.run(["bash", str(script), str(notebook)], env=env, capture_output=True,
-                          text=True, timeout=900)  # fmt: skip
+    done = subprocess.run(
+        ["bash", str(script), str(notebook)], env=env, capture_output=True, text=True, timeout=900
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return figures / notebook.stem
 
@@ -170,8 +253,11 @@ def check_shareable(folder: Path, stem: str) -> None:
     assert not local_paths(json.dumps(nb), ROOT, folder)
     check_offline(html)
     assert "Out[" not in re.sub(r"/\*.*?\*/", "", html, flags=re.S)  # CSS comments aside
-    bare = [o for o in outputs if o["output_type"] == "execute_result"
-            and not set(o["data"]) - {"text/plain"}]  # fmt: skip
+    bare = [
+        o
+        for o in outputs
+        if o["output_type"] == "execute_result" and not set(o["data"]) - {"text/plain"}
+    ]
     assert not bare, [o["data"]["text/plain"] for o in bare]
     injected = [c for c in nb["cells"] if "injected-parameters" in c["metadata"].get("tags", [])]
     assert all("paths relative to the repository" in "".join(c["source"]) for c in injected)
@@ -181,10 +267,6 @@ def check_shareable(folder: Path, stem: str) -> None:
     figures = sorted(folder.glob("*.png"))
     images = html_images(html)
     assert all(src.startswith("data:image/") for src in images if src != "<svg>"), images
-    if stem == "08_qualitative" and len(images) < len(figures):
-        # The belief figure of notebook 08 is being redone in a branch of its own (issue 13,
-        # part B), which displays it; until that is merged, 08 prints it as text.
-        pytest.xfail("notebook 08 does not display its belief figure yet (issue 13, part B)")
     assert len(images) == len(figures), ([p.name for p in figures], len(images))
     assert "Figure size" not in html  # a figure printed as text instead of drawn
     if stem not in DISPLAYED_OWN_WAY:  # the image shown is the file saved
@@ -207,11 +289,14 @@ def test_render_strips_widgets_and_embeds_every_image(tmp_path):
         "text/plain": "bar:  0%| 0/6",
     }
     shown = {"image/png": base64.b64encode(png).decode()}
-    cell = new_code_cell("run()", outputs=[new_output("display_data", data=bar),
-                                           new_output("display_data", data=shown)])  # fmt: skip
+    cell = new_code_cell(
+        "run()",
+        outputs=[new_output("display_data", data=bar), new_output("display_data", data=shown)],
+    )
     state = {"application/vnd.jupyter.widget-state+json": {"state": {"tqdm-model-7f3a": {}}}}
-    nb = new_notebook(cells=[new_markdown_cell("![a figure](fig.png)"), cell],
-                      metadata={"widgets": state})  # fmt: skip
+    nb = new_notebook(
+        cells=[new_markdown_cell("![a figure](fig.png)"), cell], metadata={"widgets": state}
+    )
     nbformat.write(nb, tmp_path / "nb.ipynb")
     out = render_notebook(tmp_path / "nb.ipynb")
     assert out == tmp_path / "nb.html"
@@ -237,8 +322,13 @@ def test_render_makes_paths_relative_and_the_page_offline(tmp_path):
     injected = new_code_cell(params, metadata={"tags": ["injected-parameters"]})
     warning = new_output("stream", name="stderr", text=f"{site}:3: FutureWarning: x\n")
     shown = new_output("execute_result", data={"text/plain": f"'{ROOT}/figures/a.png'"})
-    nb = new_notebook(cells=[new_markdown_cell("# $x^2$ title"), injected,
-                             new_code_cell("f()", outputs=[warning, shown])])  # fmt: skip
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell("# $x^2$ title"),
+            injected,
+            new_code_cell("f()", outputs=[warning, shown]),
+        ]
+    )
     assert relative_paths(nb) == 3
     source = nb.cells[1].source
     assert source.splitlines()[:3] == [
@@ -254,8 +344,13 @@ def test_render_makes_paths_relative_and_the_page_offline(tmp_path):
     check_offline(page)
     assert not local_paths(page, ROOT, tmp_path) and "Out[2]" not in page
     assert format_parameters("# Parameters\nx = f(1)\n").endswith("\nx = f(1)")
-    sibling = new_notebook(cells=[new_code_cell("g()", outputs=[new_output(
-        "stream", name="stdout", text=f"{ROOT}x/a {ROOT}\n")])])  # fmt: skip
+    sibling = new_notebook(
+        cells=[
+            new_code_cell(
+                "g()", outputs=[new_output("stream", name="stdout", text=f"{ROOT}x/a {ROOT}\n")]
+            )
+        ]
+    )
     relative_paths(sibling)  # a folder beside the repository is not inside it
     assert sibling.cells[0].outputs[0].text == f"{ROOT}x/a .\n"
 

@@ -34,10 +34,10 @@ def video_and_scores():
 def test_pushing_segments_equals_the_batch_filter(video_and_scores, stepping, transition):
     video, sim = video_and_scores
     dep = oracle_dependency(video)
-    g = OnlineGrounder(None, video.goal, video.steps, dep, transition=transition,
-                       stepping=stepping)  # fmt: skip
-    online = np.stack([g.push_scores(v, p).belief for v, p in zip(sim.vsg, sim.progress,
-                                                                    strict=False)])  # fmt: skip
+    g = OnlineGrounder(None, video.goal, video.steps, dep, transition=transition, stepping=stepping)
+    online = np.stack(
+        [g.push_scores(v, p).belief for v, p in zip(sim.vsg, sim.progress, strict=False)]
+    )
     per_row = np.repeat(sim.vsg, 2, axis=0), np.repeat(sim.progress, 2, axis=0)
     batch = run_filter(*per_row, dep, transition=transition, stepping=stepping)
     # the belief after a segment is the batch belief at the segment's last row
@@ -61,8 +61,20 @@ def test_estimate_fields(video_and_scores):
 
 def test_hysteresis_waits_for_patience_and_threshold():
     h = Hysteresis(threshold=0.6, patience=3)
-    seq = [(1, 0.9), (1, 0.9), (2, 0.9), (2, 0.7), (2, 0.65), (2, 0.9), (3, 0.5), (3, 0.5),
-           (3, 0.5), (1, 0.9), (1, 0.9), (1, 0.9)]  # fmt: skip
+    seq = [
+        (1, 0.9),
+        (1, 0.9),
+        (2, 0.9),
+        (2, 0.7),
+        (2, 0.65),
+        (2, 0.9),
+        (3, 0.5),
+        (3, 0.5),
+        (3, 0.5),
+        (1, 0.9),
+        (1, 0.9),
+        (1, 0.9),
+    ]
     announced = [h.update(s, c) for s, c in seq]
     assert announced == [None, None, None, None, 2, None, None, None, None, None, None, 1]
     assert h.current == 1
@@ -75,8 +87,7 @@ def test_task_files(tmp_path):
     path.write_text(json.dumps({"goal": "Make tea", "steps": ["boil water", "steep", "pour"]}))
     task = load_task(path)
     assert task.steps == ("boil water", "steep", "pour") and task.ordered
-    np.testing.assert_array_equal(task.dependency_matrix(),
-                                  [[0, 0, 0], [1, 0, 0], [0, 1, 0]])  # fmt: skip
+    np.testing.assert_array_equal(task.dependency_matrix(), [[0, 0, 0], [1, 0, 0], [0, 1, 0]])
     yaml_path = tmp_path / "task.yaml"
     yaml_path.write_text("goal: Make tea\nsteps: [a, b]\nordered: false\n")
     assert not load_task(yaml_path).dependency_matrix().any()
@@ -137,9 +148,14 @@ def test_cli_replay_writes_log_and_report(tmp_path):
     video = load_dataset("htstep")[0]
     cache = write_simulated_cache("htstep", tmp_path, videos=[video])
     log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
-    run = subprocess.run(_follow_cmd(cache, video.uid, "--jsonl", str(log), "--html", str(report),
-                                     "--threshold", "0.5"),
-                         check=True, capture_output=True, text=True)  # fmt: skip
+    run = subprocess.run(
+        _follow_cmd(
+            cache, video.uid, "--jsonl", str(log), "--html", str(report), "--threshold", "0.5"
+        ),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     out = run.stdout
     assert run.stderr == ""  # nothing but the announcements, on stdout
     lines = [json.loads(x) for x in log.read_text().splitlines()]
@@ -153,8 +169,16 @@ def test_cli_ctrl_c_keeps_a_complete_log(tmp_path):
     video = load_dataset("htstep")[0]
     cache = write_simulated_cache("htstep", tmp_path, videos=[video])
     log = tmp_path / "events.jsonl"
-    cmd = _follow_cmd(cache, video.uid, "--pace", "realtime", "--jsonl", str(log),
-                      "--html", str(tmp_path / "r.html"))  # fmt: skip
+    cmd = _follow_cmd(
+        cache,
+        video.uid,
+        "--pace",
+        "realtime",
+        "--jsonl",
+        str(log),
+        "--html",
+        str(tmp_path / "r.html"),
+    )
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     # A test runner started in the background (``cmd &`` in a script) ignores SIGINT, and an
     # ignored signal is inherited: give the child Ctrl-C back, as a terminal would.

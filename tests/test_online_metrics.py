@@ -41,8 +41,7 @@ def crosstask():
 
 def covering(video, row):
     """The steps annotated at per-second ``row`` (floor(start) <= row <= ceil(end))."""
-    return {s.step_index for s in video.segments
-            if math.floor(s.start) <= row <= math.ceil(s.end)}  # fmt: skip
+    return {s.step_index for s in video.segments if math.floor(s.start) <= row <= math.ceil(s.end)}
 
 
 def literal_counts(video, beliefs, said, d=2, lag_s=0.0):
@@ -65,8 +64,11 @@ def literal_counts(video, beliefs, said, d=2, lag_s=0.0):
         if state in covering(video, s * d):
             correct += 1
             if state not in delays:
-                start = max(x.start for x in video.segments if x.step_index == state
-                            and math.floor(x.start) <= s * d <= math.ceil(x.end))  # fmt: skip
+                start = max(
+                    x.start
+                    for x in video.segments
+                    if x.step_index == state and math.floor(x.start) <= s * d <= math.ceil(x.end)
+                )
                 delays[state] = (s + 1) * d + lag_s - start
     annotated = {s.step_index for s in video.segments if math.floor(s.start) < t_len}
     tops = [int(np.argmax(beliefs[t])) for t in range(t_len)]
@@ -75,22 +77,33 @@ def literal_counts(video, beliefs, said, d=2, lag_s=0.0):
         here = [x for x in video.segments if math.floor(x.start) <= t <= math.ceil(x.end)]
         truth.append(max(here, key=lambda x: x.start).step_index if here else k)
     return {
-        "rows": t_len, "rows_correct": rows_correct, "step_rows": step_rows,
-        "step_rows_correct": step_rows_correct, "announced": announced,
-        "announced_correct": correct, "steps_annotated": len(annotated),
-        "steps_found": len(delays), "delays": list(delays.values()),
+        "rows": t_len,
+        "rows_correct": rows_correct,
+        "step_rows": step_rows,
+        "step_rows_correct": step_rows_correct,
+        "announced": announced,
+        "announced_correct": correct,
+        "steps_annotated": len(annotated),
+        "steps_found": len(delays),
+        "delays": list(delays.values()),
         "changes": sum(tops[t] != tops[t - 1] for t in range(1, t_len)),
         "truth_changes": sum(truth[t] != truth[t - 1] for t in range(1, t_len)),
         "minutes": t_len / 60,
-    }  # fmt: skip
+    }
 
 
 def test_announcements_are_follows(htstep):
     """The batch announcements are those an OnlineGrounder replay makes on the same scores."""
     obs, beliefs = htstep
     video = obs.videos[0]
-    g = OnlineGrounder(None, video.goal, video.steps, sources.dependencies(
-        "simulated-llm:llama", "htstep").matrix(video), threshold=0.4, patience=2)  # fmt: skip
+    g = OnlineGrounder(
+        None,
+        video.goal,
+        video.steps,
+        sources.dependencies("simulated-llm:llama", "htstep").matrix(video),
+        threshold=0.4,
+        patience=2,
+    )
     vsg, prog = obs.vsg[video.uid][::2], obs.progress[video.uid][::2]
     ests = [g.push_scores(v, p) for v, p in zip(vsg, prog, strict=True)]
     followed = [(e.segment, e.step) for e in ests if e.announced]
@@ -115,8 +128,10 @@ def test_video_counts_are_a_literal_loop(htstep):
 
 def test_dataset_metrics_pool_counts(htstep):
     obs, beliefs = htstep
-    per = {v.uid: video_counts(v, beliefs[v.uid], announcements(beliefs[v.uid][1::2]))
-           for v in obs.videos}  # fmt: skip
+    per = {
+        v.uid: video_counts(v, beliefs[v.uid], announcements(beliefs[v.uid][1::2]))
+        for v in obs.videos
+    }
     got = dataset_metrics("htstep", per, obs.videos)
     assert tuple(got) == METRIC_KEYS
     total = {k: sum(c[k] for c in per.values()) for k in per[obs.uids()[0]] if k != "delays"}
@@ -125,7 +140,8 @@ def test_dataset_metrics_pool_counts(htstep):
     r = total["steps_found"] / total["steps_annotated"]
     assert got["frame_accuracy"] == pytest.approx(total["rows_correct"] / total["rows"])
     assert got["frame_accuracy_on_steps"] == pytest.approx(
-        total["step_rows_correct"] / total["step_rows"])  # fmt: skip
+        total["step_rows_correct"] / total["step_rows"]
+    )
     assert got["announce_precision"] == pytest.approx(p)
     assert got["announce_recall"] == pytest.approx(r)
     assert got["announce_f1"] == pytest.approx(2 * p * r / (p + r))
@@ -139,8 +155,10 @@ def test_dataset_metrics_pool_counts(htstep):
 
 def test_crosstask_is_averaged_per_task_over_r1_subsets(crosstask):
     obs, beliefs = crosstask
-    per = {v.uid: video_counts(v, beliefs[v.uid], announcements(beliefs[v.uid][1::2]))
-           for v in obs.videos}  # fmt: skip
+    per = {
+        v.uid: video_counts(v, beliefs[v.uid], announcements(beliefs[v.uid][1::2]))
+        for v in obs.videos
+    }
     got = dataset_metrics("crosstask", per, obs.videos)
     uids = obs.uids()
     means = []
@@ -164,8 +182,9 @@ def test_truth_states_take_the_later_start_on_a_shared_row(htstep):
     states = truth_states(video, video.num_rows())
     for t in range(len(states)):
         here = [x for x in video.segments if math.floor(x.start) <= t <= math.ceil(x.end)]
-        assert states[t] == (max(here, key=lambda x: x.start).step_index if here
-                             else video.num_steps)  # fmt: skip
+        assert states[t] == (
+            max(here, key=lambda x: x.start).step_index if here else video.num_steps
+        )
 
 
 def test_off_the_shelf_announces_on_normalised_scores(htstep):
@@ -181,8 +200,9 @@ def test_off_the_shelf_announces_on_normalised_scores(htstep):
 
 def test_compare_reports_online_metrics_with_smoothing(htstep):
     obs, _ = htstep
-    result = compare(obs, "simulated-llm:llama", online={"threshold": 0.5, "patience": 2},
-                     smoothing_lag=None)  # fmt: skip
+    result = compare(
+        obs, "simulated-llm:llama", online={"threshold": 0.5, "patience": 2}, smoothing_lag=None
+    )
     online = result["online"]
     assert online["smoothing_lag_s"] is None and online["threshold"] == 0.5
     for method in ("baglm", "off_the_shelf"):

@@ -21,18 +21,29 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM = os.environ.get("BAGLM_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 #: Small limits, default datasets: the tables have the columns they have on the full run.
 PARAMETERS = {
     "02_dependencies": {"limit": 6},
     "03_main_results": {"limit": 3},
     "04_ablations": {"limit": 3, "duration_limit": 2, "durations": [1, 2]},
-    "05_analysis": {"limit": 3, "signals": [1.0], "noise_levels": [0.0, 1.0],
-                    "sensitivity_limit": 2},
+    "05_analysis": {
+        "limit": 3,
+        "signals": [1.0],
+        "noise_levels": [0.0, 1.0],
+        "sensitivity_limit": 2,
+    },
     "06_localization": {"limit": 3},
-}  # fmt: skip
+}
 
 
 def measure_tables(html: Path, screenshot: Path) -> list[dict]:

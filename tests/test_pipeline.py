@@ -75,8 +75,19 @@ def test_cli_evaluate_from_caches_matches_the_api(tmp_path):
     deps = DependencyCache(tmp_path, DependencyKey("htstep", "oracle", "chain"))
     for v in videos:
         deps.write(v.uid, v.steps, oracle_dependency(v))
-    cmd = [sys.executable, "-m", "baglm_nb", "evaluate", "--dataset", "htstep",
-           "--scores", str(scores), "--deps", str(deps.path), "--json"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "baglm_nb",
+        "evaluate",
+        "--dataset",
+        "htstep",
+        "--scores",
+        str(scores),
+        "--deps",
+        str(deps.path),
+        "--json",
+    ]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     assert "simulated observations, not a real model" in out
     assert "videos evaluated: 12" in out
@@ -88,7 +99,15 @@ def test_cli_evaluate_from_caches_matches_the_api(tmp_path):
 
 def test_cli_rejects_a_cache_of_another_dataset(tmp_path):
     scores = write_simulated_cache("coin", tmp_path, limit=2)
-    cmd = [sys.executable, "-m", "baglm_nb", "evaluate", "--dataset", "htstep",
-           "--scores", str(scores)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "baglm_nb",
+        "evaluate",
+        "--dataset",
+        "htstep",
+        "--scores",
+        str(scores),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode != 0 and "holds 'coin', not 'htstep'" in proc.stderr

@@ -13,7 +13,6 @@ from baglm_nb.analyses import palette, plots
 from baglm_nb.analyses.ablations import llm_table, segment_duration_table, sensitivity_table
 from baglm_nb.analyses.breakdowns import breakdown_tables
 from baglm_nb.analyses.tables import concat_tables, title_for
-from baglm_nb.analyses.timing import timing_summary
 from baglm_nb.core.observations import Observations, from_simulation
 from baglm_nb.inputs.datasets import load_dataset
 from baglm_nb.inputs.video import find_video_file, frames_at
@@ -135,9 +134,11 @@ def test_duration_lines_draw_the_table():
     box, page = legend.get_window_extent(), fig.bbox
     assert box.x0 >= page.x0 and box.x1 <= page.x1 and box.y0 >= page.y0
     assert [t.get_text() for t in legend.get_texts()] == [
-        "BaGLM (simulated)", "off-the-shelf LMM (simulated)",
-        "paper: BaGLM (InternVL2.5-8B, 2 s)", "paper: off-the-shelf LMM (InternVL2.5-8B, 2 s)",
-    ]  # fmt: skip
+        "BaGLM (simulated)",
+        "off-the-shelf LMM (simulated)",
+        "paper: BaGLM (InternVL2.5-8B, 2 s)",
+        "paper: off-the-shelf LMM (InternVL2.5-8B, 2 s)",
+    ]
     assert box.y1 < ax.get_window_extent().y0  # below the panel, not on it
 
 
@@ -196,9 +197,15 @@ def test_sensitivity_lines_draw_the_table():
     # every reference line is in the legend
     [legend] = fig.legends
     entries = {t.get_text() for t in legend.get_texts()}
-    assert entries == {"BaGLM", "off-the-shelf LMM", "BaGLM gain", "paper: BaGLM gain",
-                       "paper: BaGLM (InternVL2.5-8B)", "paper: off-the-shelf (InternVL2.5-8B)",
-                       "calibrated signal (off-the-shelf = paper)"}  # fmt: skip
+    assert entries == {
+        "BaGLM",
+        "off-the-shelf LMM",
+        "BaGLM gain",
+        "paper: BaGLM gain",
+        "paper: BaGLM (InternVL2.5-8B)",
+        "paper: off-the-shelf (InternVL2.5-8B)",
+        "calibrated signal (off-the-shelf = paper)",
+    }
 
 
 def test_sensitivity_lines_one_column_per_dataset():
@@ -245,26 +252,30 @@ def test_sensitivity_lines_one_line_per_dependency_source_and_the_calibrated_mar
 
 
 def test_dependency_quality_lines_draw_the_sweep_and_the_presets():
-    df = pd.DataFrame({
-        "dataset": ["HT-Step"] * 4,
-        "D": ["noisy-oracle:1", "noisy-oracle:0", "simulated-llm:llama", "simulated-llm:gpt"],
-        "level": [1.0, 0.0, np.nan, np.nan],
-        "gain": [2.0, 9.0, 6.0, 4.0],
-        "paper_gain": [5.4] * 4,
-    })  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "dataset": ["HT-Step"] * 4,
+            "D": ["noisy-oracle:1", "noisy-oracle:0", "simulated-llm:llama", "simulated-llm:gpt"],
+            "level": [1.0, 0.0, np.nan, np.nan],
+            "gain": [2.0, 9.0, 6.0, 4.0],
+            "paper_gain": [5.4] * 4,
+        }
+    )
     fig = plots.dependency_quality_lines(df, "quality")
     [ax] = fig.axes
     line = _line(ax, "oracle chain + noise")
     assert list(line.get_xdata()) == [0.0, 1.0] and list(line.get_ydata()) == [9.0, 2.0]
     assert _levels(ax) == [0.0, 4.0, 5.4, 6.0]  # zero, the presets, the paper's gain
     assert {t.get_text() for t in ax.get_legend().get_texts()} >= {
-        "simulated-llm:llama", "simulated-llm:gpt", "paper gain (LLaMA D)",
-    }  # fmt: skip
+        "simulated-llm:llama",
+        "simulated-llm:gpt",
+        "paper gain (LLaMA D)",
+    }
 
 
 def test_violation_lines_draw_each_source_and_the_papers_rows():
-    from baglm_nb.analyses.paper import PAPER_VIOLATIONS
     from baglm_nb.analyses.violations import violation_report
+    from baglm_nb.inputs.paper import PAPER_VIOLATIONS
 
     _, long = violation_report("htstep", ["simulated-llm:llama", "oracle"], limit=10)
     fig = plots.violation_lines(long, "violations", paper=PAPER_VIOLATIONS)
@@ -285,8 +296,14 @@ def test_violation_lines_draw_each_source_and_the_papers_rows():
 
 
 def test_results_bars_draw_negative_values_below_zero():
-    df = pd.DataFrame({"dataset": ["Ego4D", "HT-Step"], "method": ["gain"] * 2,
-                       "workbench": [-2.9, 5.6], "paper": [-1.9, 5.4]})  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "dataset": ["Ego4D", "HT-Step"],
+            "method": ["gain"] * 2,
+            "workbench": [-2.9, 5.6],
+            "paper": [-1.9, 5.4],
+        }
+    )
     fig = plots.results_bars(df, "gains", ylabel="gain (points)")
     ax = fig.axes[0]
     assert [p.get_height() for p in ax.patches] == [-2.9, 5.6]
@@ -310,40 +327,6 @@ def test_steps_lines_draw_the_table(obs):
     first = steps[steps["method"] == methods[0]].sort_values("num_steps")
     assert [t.get_text() for t in ax.texts] == [str(n) for n in first["videos"]]
     assert ax.get_ylim() == (0, 100)
-
-
-def test_timing_bars_stack_the_summary():
-    videos = load_dataset("htstep")
-    a = videos[0]
-    b = next(v for v in videos if v.num_steps != a.num_steps)
-    frame = pd.DataFrame(
-        {
-            "video_uid": [a.uid] * 2 + [b.uid] * 2,
-            "segment": [0, 1, 0, 1],
-            "decode_s": [1.0, 1.2, 2.0, 2.2],
-            "vsg_s": [0.1, 0.1, 0.3, 0.3],
-            "progress_s": [0.5, 0.7, 0.4, 0.4],
-        }
-    )
-    summary = timing_summary(frame, videos)
-    title = title_for("Seconds per segment by number of steps K", "lmm:m")
-    fig = plots.timing_bars(summary, title, segment_duration=2.0)
-    [ax] = fig.axes
-    assert _text(ax.get_title()) == title and "lmm:m" in title
-    stages = ["decode_s", "vsg_s", "progress_s"]
-    assert len(ax.patches) == len(stages) * len(summary) == 6
-    bottom = np.zeros(len(summary))
-    for i, stage in enumerate(stages):
-        bars = ax.patches[2 * i : 2 * i + 2]
-        np.testing.assert_allclose([p.get_height() for p in bars], summary[stage])
-        np.testing.assert_allclose([p.get_y() for p in bars], bottom)
-        centres = [p.get_x() + p.get_width() / 2 for p in bars]
-        np.testing.assert_allclose(centres, summary["num_steps"])
-        bottom += summary[stage].to_numpy()
-    np.testing.assert_allclose(bottom, summary["total_s"])
-    assert _levels(ax) == [2.0]
-    labels = {t.get_text() for t in ax.get_legend().get_texts()}
-    assert labels == {"decode", "vsg", "progress", "real time"}
 
 
 @pytest.mark.parametrize("style", ["lines", "heatmap"])
@@ -398,8 +381,10 @@ def test_one_hue_per_method_across_the_bar_charts():
     llms = {"LLaMA-3.3-70B": "simulated-llm:llama", "GPT-4.1-mini": "simulated-llm:gpt"}
     llm = plots.results_bars(llm_table(obs, llms), "llm").axes[0]
     main_c, tr_c, or_c, llm_c = map(_bar_colours, (main, transition, oracles, llm))
-    assert main_c == {"BaGLM": palette.COLOURS["baglm"],
-                      "off-the-shelf LMM": palette.COLOURS["off_the_shelf"]}  # fmt: skip
+    assert main_c == {
+        "BaGLM": palette.COLOURS["baglm"],
+        "off-the-shelf LMM": palette.COLOURS["off_the_shelf"],
+    }
     # the full model is BaGLM's hue everywhere; no variant takes the off-the-shelf hue
     assert tr_c["both"] == or_c["LLM D, LMM progress"] == llm_c["LLaMA-3.3-70B"] == main_c["BaGLM"]
     assert main_c["off-the-shelf LMM"] not in set(tr_c.values()) | set(or_c.values())
@@ -440,8 +425,9 @@ def test_localization_bars_draw_the_computed_rows_and_the_papers_ticks():
     colours = _bar_colours(ax)
     assert set(colours) == {"off-the-shelf LMM", "+ BaGLM", "NaSVA (offline)"}  # no slot LMM
     assert colours["+ BaGLM"] == palette.colour("BaGLM")
-    heights = [p.get_height() for c in ax.containers if c.get_label() == "+ BaGLM"
-               for p in c.patches]  # fmt: skip
+    heights = [
+        p.get_height() for c in ax.containers if c.get_label() == "+ BaGLM" for p in c.patches
+    ]
     row = computed[computed["method"] == "+ BaGLM"].iloc[0]
     assert heights == [row[m] for m in ("@0.3", "@0.5", "@0.7", "@[0.3-0.7]")]
     assert [t.get_text() for t in ax.texts] == [plots.PAPER_ONLY_TEXT] * 4  # NaSVA

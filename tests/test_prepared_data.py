@@ -17,16 +17,35 @@ NOTEBOOK = ROOT / "notebooks" / "03_main_results.ipynb"
 
 def _run(tmp: Path, params: dict) -> pd.DataFrame:
     tmp.mkdir()
-    papermill.execute_notebook(str(NOTEBOOK), str(tmp / NOTEBOOK.name), parameters=params,
-                               cwd=str(tmp), kernel_name="python3", progress_bar=False)  # fmt: skip
+    papermill.execute_notebook(
+        str(NOTEBOOK),
+        str(tmp / NOTEBOOK.name),
+        parameters=params,
+        cwd=str(tmp),
+        kernel_name="python3",
+        progress_bar=False,
+    )
     return pd.read_csv(tmp / "main_results.csv")
 
 
 def test_notebook_from_prepared_caches_equals_the_in_memory_simulation(tmp_path):
     manifest = tmp_path / "prepared.json"
     cache = str(tmp_path / "cache")
-    cmd = [sys.executable, "-m", "baglm_nb", "simulate", "--dataset", "htstep", "crosstask",
-           "--limit", "6", "--cache-root", cache, "--manifest", str(manifest)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "baglm_nb",
+        "simulate",
+        "--dataset",
+        "htstep",
+        "crosstask",
+        "--limit",
+        "6",
+        "--cache-root",
+        cache,
+        "--manifest",
+        str(manifest),
+    ]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     scores = json.loads(manifest.read_text())["scores"]
     assert sorted(scores) == ["crosstask", "htstep"]
@@ -43,7 +62,8 @@ def test_notebook_from_prepared_caches_equals_the_in_memory_simulation(tmp_path)
 
 @pytest.mark.parametrize("stem", ["03_main_results", "06_localization"])
 def test_one_make_rule_per_notebook_reads_the_prepared_file(stem):
-    out = subprocess.run(["make", "-n", f"figures/{stem}"], cwd=ROOT, check=True,
-                         capture_output=True, text=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["make", "-n", f"figures/{stem}"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
     line = next(x for x in out.splitlines() if "run_notebooks.sh" in x)
     assert "PARAMS_FILE=data/cache/prepared.json" in line and f"notebooks/{stem}.ipynb" in line

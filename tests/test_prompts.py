@@ -145,8 +145,16 @@ def test_prompt_table_is_read_only_and_guards_versions():
 
 def test_excel_labels():
     assert [excel_label(i) for i in (0, 1, 25, 26, 27, 51, 52, 701, 702)] == [
-        "A", "B", "Z", "AA", "AB", "AZ", "BA", "ZZ", "AAA",
-    ]  # fmt: skip
+        "A",
+        "B",
+        "Z",
+        "AA",
+        "AB",
+        "AZ",
+        "BA",
+        "ZZ",
+        "AAA",
+    ]
     with pytest.raises(ValueError):
         excel_label(-1)
 
@@ -262,9 +270,11 @@ def test_offline_tokenizer_matches_tiktoken(qwen_tok):
         r"|\s*[\r\n]+|\s+(?!\S)|\s+"
     )
     enc = tiktoken.Encoding(
-        "qwen-test", pat_str=pat, mergeable_ranks=load_tiktoken_bpe(str(qwen_bpe_file())),
+        "qwen-test",
+        pat_str=pat,
+        mergeable_ranks=load_tiktoken_bpe(str(qwen_bpe_file())),
         special_tokens={},
-    )  # fmt: skip
+    )
     texts = [
         PROMPTS["vsg"].format(goal="Make Nigerian Style Jollof Rice", choices="A. x\nAB. y"),
         PROMPTS["prog"].format(goal="Washing the kitchen utensils`", step="rinse pot"),

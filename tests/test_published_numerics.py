@@ -88,8 +88,11 @@ def _first_row_float64(v, p):
 
 
 def _random_case(rng, k, t, confident):
-    video = toy_video([(2.0 * i, 2.0 * i + 7.0, i % k) for i in range(0, t // 2, 3)],
-                      steps=[f"s{i}" for i in range(k)], duration=t + 1.0)  # fmt: skip
+    video = toy_video(
+        [(2.0 * i, 2.0 * i + 7.0, i % k) for i in range(0, t // 2, 3)],
+        steps=[f"s{i}" for i in range(k)],
+        duration=t + 1.0,
+    )
     vsg, prog = authors_scores(rng, video, confident=confident, rows=t)
     return video, vsg.numpy(), prog.numpy(), authors_dependency(rng, k).numpy()
 
@@ -153,8 +156,14 @@ print(torch.backends.cpu.get_cpu_capability(), bad)
 def test_emulated_sums_equal_torch_under_every_cpu_capability(capability):
     # torch's sum kernel has no AVX-512 build: 8 lanes at every capability (even on AVX-512).
     env = {**os.environ, "ATEN_CPU_CAPABILITY": capability}
-    out = subprocess.run([sys.executable, "-c", _SUMS_UNDER], env=env, capture_output=True,
-                         text=True, check=True, timeout=120).stdout.split()  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", _SUMS_UNDER],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.split()
     assert out[1] == "0", f"{out[1]} sums differ from torch's under {out[0]}"
     with pytest.raises(ValueError, match="lanes must be 8 or 16"):
         pn.forward32(np.ones((2, 2)), np.zeros((2, 1, 10)), np.zeros((1, 1)), lanes=4)
@@ -202,9 +211,14 @@ def test_imported_authors_files_give_the_published_r1(tmp_path, dataset):
     videos = _chosen(dataset, extra=3 if dataset == "ego4d_goalstep" else 5)
     written = write_authors_files(tmp_path / "src", videos, seed=len(dataset))
     summary = import_reference_results(
-        tmp_path / "src", dataset, MODEL, root=tmp_path / "cache", videos=videos,
-        show_progress=False, log=[].append,
-    )  # fmt: skip
+        tmp_path / "src",
+        dataset,
+        MODEL,
+        root=tmp_path / "cache",
+        videos=videos,
+        show_progress=False,
+        log=[].append,
+    )
     assert summary["videos_imported"] == len(videos) and summary["files_refused"] == 0
     obs = sources.observations(dataset, summary["scores_path"], videos=videos)
     assert obs.precision == PUBLISHED and obs.label == f"imported:{MODEL}, {PUBLISHED}"
@@ -232,11 +246,24 @@ def test_evaluate_reports_the_precision_and_the_pairs_that_differ(tmp_path, caps
     videos = _chosen("ego4d_goalstep", extra=3)
     write_authors_files(tmp_path / "src", videos, seed=3)
     summary = import_reference_results(
-        tmp_path / "src", "ego4d_goalstep", MODEL, root=tmp_path / "cache", videos=videos,
-        show_progress=False, log=[].append,
-    )  # fmt: skip
-    args = ["evaluate", "--dataset", "ego4d_goalstep", "--scores", summary["scores_path"],
-            "--deps", summary["dependencies_path"], "--json"]  # fmt: skip
+        tmp_path / "src",
+        "ego4d_goalstep",
+        MODEL,
+        root=tmp_path / "cache",
+        videos=videos,
+        show_progress=False,
+        log=[].append,
+    )
+    args = [
+        "evaluate",
+        "--dataset",
+        "ego4d_goalstep",
+        "--scores",
+        summary["scores_path"],
+        "--deps",
+        summary["dependencies_path"],
+        "--json",
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert f"(observations: imported:{MODEL}, {PUBLISHED})" in out.splitlines()[0]
@@ -255,9 +282,9 @@ def test_evaluate_reports_the_precision_and_the_pairs_that_differ(tmp_path, caps
 
 
 def test_labels_record_the_precision():
-    from baglm_nb.analyses.paper import paper_model
     from baglm_nb.analyses.tables import title_for
     from baglm_nb.core.observations import default_precision, labelled
+    from baglm_nb.inputs.paper import paper_model
 
     assert default_precision(f"imported:{MODEL}") == PUBLISHED
     assert default_precision("lmm:internvl3-8b") == default_precision("simulated") == "float64"

@@ -1,4 +1,4 @@
-"""The README's quick start, run as written in a fresh shell (issue 26).
+"""The README's quick start, run as written in a fresh shell.
 
 The ``bash`` block under "## Quick start" is read from README.md and every command in it is run,
 in order, by one ``bash --noprofile --norc -e`` with an empty environment (``env -i``: no
@@ -105,8 +105,9 @@ def test_the_quick_start_block_names_every_command():
     assert "source .venv/bin/activate" in commands
     python = [c for c in commands if c.startswith("python ")]
     assert python and commands.index("source .venv/bin/activate") < commands.index(python[0])
-    targets = subprocess.run(["make", "-C", str(ROOT), "-s", "help"], capture_output=True,
-                             text=True, check=True).stdout  # fmt: skip
+    targets = subprocess.run(
+        ["make", "-C", str(ROOT), "-s", "help"], capture_output=True, text=True, check=True
+    ).stdout
     for command in makes:
         assert f"  {command} " in targets, f"make help does not list {command!r}"
 
@@ -120,10 +121,22 @@ def test_the_quick_start_runs_as_written_in_a_fresh_shell(fresh_copy):
         run = SMALL.get(command, command)
         if run is not None:  # make lab: the next test
             script += [f"echo '>>> {command}'", run]
-    out = subprocess.run(["env", "-i", *[f"{k}={v}" for k, v in fresh_env(fresh_copy).items()],
-                          "bash", "--noprofile", "--norc", "-c", "\n".join(script)],
-                         cwd=fresh_copy, capture_output=True, text=True,
-                         timeout=600)  # fmt: skip
+    out = subprocess.run(
+        [
+            "env",
+            "-i",
+            *[f"{k}={v}" for k, v in fresh_env(fresh_copy).items()],
+            "bash",
+            "--noprofile",
+            "--norc",
+            "-c",
+            "\n".join(script),
+        ],
+        cwd=fresh_copy,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert out.stdout.count(">>> ") == len(commands) - 1
     venv = fresh_copy / ".venv"
@@ -158,10 +171,23 @@ def test_make_lab_serves_the_explorer_on_localhost(fresh_copy):
     port, token = _free_port(), "quickstart-test"
     command = f"make lab LAB_PORT={port} LAB_ARGS=--IdentityProvider.token={token}"
     env = fresh_env(fresh_copy)
-    proc = subprocess.Popen(["env", "-i", *[f"{k}={v}" for k, v in env.items()], "bash",
-                             "--noprofile", "--norc", "-c", command], cwd=fresh_copy,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            "env",
+            "-i",
+            *[f"{k}={v}" for k, v in env.items()],
+            "bash",
+            "--noprofile",
+            "--norc",
+            "-c",
+            command,
+        ],
+        cwd=fresh_copy,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline, version = time.monotonic() + 120, None

@@ -9,7 +9,6 @@ import pytest
 from reference import reference_recall
 
 from baglm_nb.analyses import tables
-from baglm_nb.analyses.paper import PAPER, PAPER_STATS
 from baglm_nb.analyses.results import (
     comparison_table,
     dataset_table,
@@ -23,6 +22,7 @@ from baglm_nb.core.observations import from_simulation
 from baglm_nb.core.oracles import oracle_dependency
 from baglm_nb.core.pipeline import run_baglm
 from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.inputs.paper import PAPER, PAPER_STATS
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +65,14 @@ def test_tables_name_the_source_and_write_atomically(observations, tmp_path):
 def test_main_results_beside_the_paper(observations):
     table = main_results_table(observations)
     assert list(table.columns) == [
-        "dataset", "method", "workbench", "paper", "videos", "source", "D",
-    ]  # fmt: skip
+        "dataset",
+        "method",
+        "workbench",
+        "paper",
+        "videos",
+        "source",
+        "D",
+    ]
     assert list(table["dataset"]) == ["HT-Step", "HT-Step", "COIN", "COIN"]
     assert list(table["paper"]) == [57.4, 52.0, 51.0, 47.9]
     # like with like: BaGLM with the simulated LLaMA's D (the paper's LLM), named in ``D``
@@ -91,8 +97,15 @@ def test_transition_table_computes_the_baseline_once_per_dataset(observations, s
     # per dataset: one off-the-shelf evaluation, then one per variant
     assert scored_calls == [("htstep", 5)] * 5 + [("coin", 5)] * 5
     assert list(table.columns) == [
-        "dataset", "method", "workbench", "paper", "off_the_shelf", "videos", "source", "D",
-    ]  # fmt: skip
+        "dataset",
+        "method",
+        "workbench",
+        "paper",
+        "off_the_shelf",
+        "videos",
+        "source",
+        "D",
+    ]
     assert (table["D"] == "simulated-llm:llama").all()
     assert list(table["method"]) == ["static", "readiness", "validity", "both"] * 2
     assert list(table["paper"][:4]) == [55.9, 57.0, 56.4, 57.4]
@@ -131,7 +144,7 @@ def test_oracle_table_crosses_llm_or_oracle_d_with_lmm_or_oracle_progress(
         progress = "oracle" if row.progress == "oracle" else "scores"
         beliefs = run_baglm(htstep, row.D, progress=progress)
         assert row.workbench == round(evaluate("htstep", beliefs, htstep.videos), 1)
-    # the first row is BaGLM of the main table, not the off-the-shelf model (the old mislabel)
+    # the first row is BaGLM of the main table, not the off-the-shelf model
     main = main_results_table([htstep])
     assert table["workbench"].iloc[0] == main["workbench"].iloc[0]
 
@@ -166,18 +179,32 @@ def test_comparison_table_has_every_row_of_the_papers_tables(observations):
     main = main_results_table(observations)
     table = comparison_table(main)
     assert list(table.columns) == [
-        "dataset", "method", "setting", "workbench", "paper", "videos", "source", "D", "note"
-    ]  # fmt: skip
+        "dataset",
+        "method",
+        "setting",
+        "workbench",
+        "paper",
+        "videos",
+        "source",
+        "D",
+        "note",
+    ]
     ht = table[table["dataset"] == "HT-Step"]
     assert list(zip(ht["setting"], ht["method"], ht["paper"], strict=True)) == [
-        ("offline", "TAN*", 30.7), ("offline", "VINA", 39.1), ("offline", "NaSVA", 53.1),
-        ("online", "NaSVA (online)", 46.1), ("online", "off-the-shelf LMM", 52.0),
+        ("offline", "TAN*", 30.7),
+        ("offline", "VINA", 39.1),
+        ("offline", "NaSVA", 53.1),
+        ("online", "NaSVA (online)", 46.1),
+        ("online", "off-the-shelf LMM", 52.0),
         ("online", "BaGLM", 57.4),
-    ]  # fmt: skip
+    ]
     coin = table[table["dataset"] == "COIN"]
     assert list(zip(coin["method"], coin["paper"], strict=True)) == [
-        ("NaSVA", 36.8), ("NaSVA (online)", 32.1), ("off-the-shelf LMM", 47.9), ("BaGLM", 51.0)
-    ]  # fmt: skip
+        ("NaSVA", 36.8),
+        ("NaSVA (online)", 32.1),
+        ("off-the-shelf LMM", 47.9),
+        ("BaGLM", 51.0),
+    ]
     paper_only = table[table["source"] == "paper"]
     assert paper_only["workbench"].isna().all() and (paper_only["videos"] == 0).all()
     assert paper_only["note"].str.startswith("paper only").all()
@@ -199,10 +226,22 @@ def test_comparison_layouts_group_offline_and_online_as_the_paper():
     assert list(parts) == ["HT-Step and Ego4D", "CrossTask"]
     both = parts["HT-Step and Ego4D"]
     assert list(both.columns) == [
-        "setting", "method", "HT-Step", "HT-Step paper", "Ego4D", "Ego4D paper"
-    ]  # fmt: skip
-    assert list(both["method"]) == ["VSLNet", "TAN*", "VINA", "NaSVA", "NaSVA (online)",
-                                    "off-the-shelf LMM", "BaGLM"]  # fmt: skip
+        "setting",
+        "method",
+        "HT-Step",
+        "HT-Step paper",
+        "Ego4D",
+        "Ego4D paper",
+    ]
+    assert list(both["method"]) == [
+        "VSLNet",
+        "TAN*",
+        "VINA",
+        "NaSVA",
+        "NaSVA (online)",
+        "off-the-shelf LMM",
+        "BaGLM",
+    ]
     assert list(both["setting"]) == ["offline"] * 4 + ["online"] * 3
     vslnet = both.iloc[0].to_dict()
     assert vslnet["HT-Step"] is None and vslnet["Ego4D"] == PAPER_ONLY

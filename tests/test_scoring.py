@@ -74,7 +74,7 @@ def test_full_run_from_real_clips_to_the_cache(tmp_path, scorer):
 
 
 def test_a_file_whose_length_differs_from_its_annotation_is_a_failure(tmp_path, scorer):
-    # "cup" is a short clip; an annotation twice as long used to be scored without a word
+    # "cup" is a short clip; an annotation twice as long is not scored without a word
     ann = write_annotations(tmp_path / "ann", ["cup"])
     path = ann / "coin_video_annots.json"
     records = json.loads(path.read_text())
@@ -254,7 +254,7 @@ def test_a_file_whose_frames_timing_is_implausible_too_is_refused_with_the_reaso
 
 
 def test_any_per_video_failure_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch, capsys):
-    """A MemoryError while scoring one video (the MPEG-TS remux used to raise one) is recorded
+    """A MemoryError while scoring one video (as an MPEG-TS remux can raise) is recorded
     in failures.json; the next video is scored, and the command says so in one line."""
     from baglm_nb.apps.cli.main import main
     from baglm_nb.models import scoring

@@ -58,8 +58,9 @@ class Llama:
 
     def start(self) -> None:
         log = self.logs / f"server{len(list(self.logs.iterdir()))}.log"
-        self.proc = ServerProcess(self.model, log, api_key=KEY, mmproj=self.mmproj, parallel=2,
-                                  n_ctx=2048).wait_ready()  # fmt: skip
+        self.proc = ServerProcess(
+            self.model, log, api_key=KEY, mmproj=self.mmproj, parallel=2, n_ctx=2048
+        ).wait_ready()
 
     @property
     def url(self) -> str:
@@ -68,9 +69,10 @@ class Llama:
     def post(self, path: str, body: dict) -> dict:
         """A llama.cpp endpoint outside /v1 (``/apply-template``, ``/tokenize``)."""
         req = urllib.request.Request(
-            self.url.removesuffix("/v1") + path, data=json.dumps(body).encode(),
+            self.url.removesuffix("/v1") + path,
+            data=json.dumps(body).encode(),
             headers={"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"},
-        )  # fmt: skip
+        )
         with urllib.request.urlopen(req, timeout=60) as r:
             return json.loads(r.read())
 
@@ -102,8 +104,9 @@ def key(monkeypatch):
 
 def served(url: str, **kw) -> ServedScorer:
     kw.setdefault("concurrency", 2)
-    return ServedScorer(MODEL, base_url=url, api_key_env=KEY_ENV, timeout=120, max_attempts=2,
-                        backoff=0.1, **kw)  # fmt: skip
+    return ServedScorer(
+        MODEL, base_url=url, api_key_env=KEY_ENV, timeout=120, max_attempts=2, backoff=0.1, **kw
+    )
 
 
 def test_text_prompt_matches_transformers_token_for_token(llama, key):
@@ -111,9 +114,15 @@ def test_text_prompt_matches_transformers_token_for_token(llama, key):
     the logprobs of every option label and digit (text prompts: the image paths differ)."""
     local = make_random_scorer("qwen2_5_vl", vision_layers=3)
     labels = local.labels(len(STEPS) + 1)
-    questions, _, _ = build_questions(GOAL, STEPS, labels, prompt="vsg",
-                                      vsg_prompt="multiple_choice", progress=True,
-                                      next_step=False)  # fmt: skip
+    questions, _, _ = build_questions(
+        GOAL,
+        STEPS,
+        labels,
+        prompt="vsg",
+        vsg_prompt="multiple_choice",
+        progress=True,
+        next_step=False,
+    )
     questions = questions[:2]  # the VSG question (A, B, C) and one progress question (digits)
     # one request at a time: llama.cpp's results depend slightly on what shares a batch
     scorer = served(llama.url, strategy="full-vocab", concurrency=1)
@@ -151,8 +160,9 @@ def test_server_killed_mid_run_then_resumed_with_the_cli(llama, key, tmp_path, c
                 llama.kill()
             return super().question_probs(question, images)
 
-    first = KillDuringSecondVideo(MODEL, base_url=llama.url, api_key_env=KEY_ENV,
-                                  concurrency=1, max_attempts=2, backoff=0.1)  # fmt: skip
+    first = KillDuringSecondVideo(
+        MODEL, base_url=llama.url, api_key_env=KEY_ENV, concurrency=1, max_attempts=2, backoff=0.1
+    )
     with pytest.raises(ServerError, match=r"cannot connect .*\(gave up after 2 attempts\)"):
         score_dataset("coin", videos, first, root=root, annotations=ann, show_progress=False)
     cache = ScoreCache.open(next(root.glob("scores/coin/*/*/*")))
@@ -208,9 +218,26 @@ def test_wrong_key_is_a_clear_error_never_printed(llama, monkeypatch, tmp_path, 
     caplog.set_level(logging.DEBUG)  # the openai client's debug log included
     videos = short_clips(tmp_path / "videos", ["v1"], 2.2)
     ann = coin_annotations(tmp_path / "ann", ["v1"], STEPS, 2.2)
-    rc = main(["score", "--dataset", "coin", "--video-dir", str(videos), "--annotations",
-               str(ann), "--cache-root", str(tmp_path / "cache"), "--model", f"openai:{MODEL}",
-               "--base-url", llama.url, "--api-key-env", KEY_ENV, "--no-progress"])  # fmt: skip
+    rc = main(
+        [
+            "score",
+            "--dataset",
+            "coin",
+            "--video-dir",
+            str(videos),
+            "--annotations",
+            str(ann),
+            "--cache-root",
+            str(tmp_path / "cache"),
+            "--model",
+            f"openai:{MODEL}",
+            "--base-url",
+            llama.url,
+            "--api-key-env",
+            KEY_ENV,
+            "--no-progress",
+        ]
+    )
     out = capsys.readouterr()
     assert rc == 1
     assert f"error: the server at {llama.url} rejected the API key from ${KEY_ENV} (HTTP 401)" in (
@@ -232,9 +259,15 @@ def test_labels_equals_full_vocab_on_the_same_server(llama, key):
     rng = np.random.default_rng(7)
     frames = rng.integers(0, 256, (1, 4, 3, 84, 112), dtype=np.uint8)
     labels = ["A", "B", "C"]
-    questions, _, _ = build_questions(GOAL, STEPS, labels, prompt="vsg",
-                                      vsg_prompt="multiple_choice", progress=True,
-                                      next_step=False)  # fmt: skip
+    questions, _, _ = build_questions(
+        GOAL,
+        STEPS,
+        labels,
+        prompt="vsg",
+        vsg_prompt="multiple_choice",
+        progress=True,
+        next_step=False,
+    )
     questions = questions[:2]  # the VSG question (A, B, C) and one progress question (digits)
     for cache_prompt, log_tol in ((False, 1e-4), (True, 0.03)):
         full = served(llama.url, strategy="full-vocab", concurrency=1, cache_prompt=cache_prompt)
@@ -286,22 +319,29 @@ def local_image_logprobs(local, scorer: ServedScorer, question: str, frames, ans
     text = local.render_chat([*system, {"role": "user", "content": content}])
     pixels, grids = [], []
     for f in frames:
-        pix = preprocess_qwen25vl(torch.as_tensor(f)[None], min_pixels=28 * 28,
-                                  max_pixels=448 * 448)  # fmt: skip
+        pix = preprocess_qwen25vl(
+            torch.as_tensor(f)[None], min_pixels=28 * 28, max_pixels=448 * 448
+        )
         pixels.append(pix["pixel_values_videos"])
         grids.append(pix["video_grid_thw"])
         n = int(pix["video_grid_thw"].prod()) // 4
         text = text.replace("<|image_pad|>", "<|IMAGE|>" * n, 1)
-    ids = torch.tensor([local.tokenizer(text.replace("<|IMAGE|>", "<|image_pad|>"),
-                                        add_special_tokens=False)["input_ids"]])  # fmt: skip
+    ids = torch.tensor(
+        [
+            local.tokenizer(text.replace("<|IMAGE|>", "<|image_pad|>"), add_special_tokens=False)[
+                "input_ids"
+            ]
+        ]
+    )
     types = (ids == local.tokenizer.convert_tokens_to_ids("<|image_pad|>")).to(torch.int32)
     with torch.no_grad():
         local.model.model.rope_deltas = None
         pix = (
             {"pixel_values": torch.cat(pixels), "image_grid_thw": torch.cat(grids)} if grids else {}
         )
-        out = local.model(input_ids=ids, mm_token_type_ids=types, use_cache=False,
-                          logits_to_keep=1, **pix)  # fmt: skip
+        out = local.model(
+            input_ids=ids, mm_token_type_ids=types, use_cache=False, logits_to_keep=1, **pix
+        )
     lp = torch.log_softmax(out.logits[0, -1].double(), -1)
     return np.array([lp[local.tokenizer.convert_tokens_to_ids(a)].item() for a in answers]), ids
 

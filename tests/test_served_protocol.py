@@ -42,13 +42,24 @@ RAW = {**VSG, **DIGITS, "Hello": -2.0}
 
 
 def entry(token: str, logprob) -> dict:
-    return {"id": IDS.get(token, 0), "token": token, "bytes": list(token.encode()),
-            "logprob": logprob}  # fmt: skip
+    return {
+        "id": IDS.get(token, 0),
+        "token": token,
+        "bytes": list(token.encode()),
+        "logprob": logprob,
+    }
 
 
 def chat_answer(top: list[dict]) -> dict:
-    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": "x"},
-                         "logprobs": {"content": [{**top[0], "top_logprobs": top}]}}]}  # fmt: skip
+    return {
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "x"},
+                "logprobs": {"content": [{**top[0], "top_logprobs": top}]},
+            }
+        ]
+    }
 
 
 class Stub:
@@ -126,8 +137,15 @@ def server(stub, monkeypatch):
 def scorer(server: Stub, **kw) -> ServedScorer:
     kw.setdefault("strategy", "full-vocab")
     kw.setdefault("family", "qwen2_5_vl")
-    return ServedScorer("m", base_url=server.url, api_key_env=KEY_ENV, max_attempts=2,
-                        backoff=0.01, timeout=10, **kw)  # fmt: skip
+    return ServedScorer(
+        "m",
+        base_url=server.url,
+        api_key_env=KEY_ENV,
+        max_attempts=2,
+        backoff=0.01,
+        timeout=10,
+        **kw,
+    )
 
 
 def frames(s: int = 2, f: int = 4) -> np.ndarray:
@@ -189,7 +207,12 @@ def test_family_layouts_and_system_messages():
     assert [p.get("text") for p in qwen] == [None, None, "Q?"]
     internvl = user_content("internvl", "Q?", ["u1", "u2"])
     assert [p.get("text") or p["image_url"]["url"] for p in internvl] == [
-        "Frame1: ", "u1", "\nFrame2: ", "u2", "\nQ?"]  # fmt: skip
+        "Frame1: ",
+        "u1",
+        "\nFrame2: ",
+        "u2",
+        "\nQ?",
+    ]
     llava = user_content("llava_onevision", "Q?", ["u1"])
     assert llava[-1]["text"] == "\nQ?"
     assert user_content("internvl", "Q?", []) == "Q?"
@@ -201,11 +224,15 @@ def test_family_layouts_and_system_messages():
 
 @pytest.mark.parametrize(
     ("value", "match"),
-    [(float("nan"), r"answer 'B'.*invalid log-probability nan"),
-     (0.5, r"answer 'B'.*invalid log-probability 0\.5"),
-     (float("inf"), "invalid log-probability inf"), (None, "None is not a number"),
-     ("BAD", "'BAD' is not a number"), (True, "True is not a number")],
-)  # fmt: skip
+    [
+        (float("nan"), r"answer 'B'.*invalid log-probability nan"),
+        (0.5, r"answer 'B'.*invalid log-probability 0\.5"),
+        (float("inf"), "invalid log-probability inf"),
+        (None, "None is not a number"),
+        ("BAD", "'BAD' is not a number"),
+        (True, "True is not a number"),
+    ],
+)
 def test_bad_logprob_is_an_error_never_p1(value, match):
     top = [entry("A", math.log(0.2)), entry("B", value), entry("C", -3.0)]
     with pytest.raises(ScoringError, match=match):
@@ -236,8 +263,14 @@ def test_missing_label_fails_the_video_naming_segment_and_label(server, tmp_path
         return server.full_vocab(path, body)
 
     server.handler = drop_c_in_second_segment_of_v2
-    summary = score_dataset("coin", videos, scorer(server), root=tmp_path / "cache",
-                            annotations=ann, show_progress=False)  # fmt: skip
+    summary = score_dataset(
+        "coin",
+        videos,
+        scorer(server),
+        root=tmp_path / "cache",
+        annotations=ann,
+        show_progress=False,
+    )
     assert summary["scored"] == ["v1"] and list(summary["failed"]) == ["v2"]
     msg = summary["failed"]["v2"]
     assert "video 'v2', segment 1 (2-4 s)" in msg and "the VSG question" in msg
@@ -278,8 +311,10 @@ def vllm_like(stub: Stub, *, prompt_logprobs: bool):
             answer = body["messages"][-1]["content"]
             lp = {**VSG, **DIGITS}.get(answer, -1.0)
             last = {"17": {"logprob": lp, "rank": 5, "decoded_token": answer}}
-            return 200, {"choices": [{"message": {"content": "x"}}],
-                         "prompt_logprobs": [None, {"3": {"logprob": -1.0}}, last]}  # fmt: skip
+            return 200, {
+                "choices": [{"message": {"content": "x"}}],
+                "prompt_logprobs": [None, {"3": {"logprob": -1.0}}, last],
+            }
         return stub.full_vocab(path, body)
 
     return handle
@@ -337,9 +372,17 @@ def test_transient_errors_are_retried_and_a_dead_server_stops_the_run(server):
     server.handler = flaky
     r = scorer(server).score_segments(frames(1), GOAL, STEPS[:1], progress=False)
     np.testing.assert_allclose(r.vsg[0], [0.1, 0.3], rtol=1e-12)
-    dead = ServedScorer("m", family="qwen2_5_vl", base_url="http://127.0.0.1:9/v1",
-                        api_key_env=KEY_ENV, strategy="full-vocab", top_logprobs=10,
-                        max_attempts=2, backoff=0.01, timeout=5)  # fmt: skip
+    dead = ServedScorer(
+        "m",
+        family="qwen2_5_vl",
+        base_url="http://127.0.0.1:9/v1",
+        api_key_env=KEY_ENV,
+        strategy="full-vocab",
+        top_logprobs=10,
+        max_attempts=2,
+        backoff=0.01,
+        timeout=5,
+    )
     with pytest.raises(ServerError, match=r"cannot connect .*\(gave up after 2 attempts\)"):
         dead.score_segments(frames(1), GOAL, STEPS[:1])
 
@@ -358,8 +401,12 @@ def test_wrong_key_is_not_retried_and_never_shown(server, monkeypatch):
 
 
 def test_make_scorer_openai_prefix(server):
-    sc = make_scorer("openai:Qwen/Qwen2.5-VL-7B-Instruct", base_url=server.url,
-                     api_key_env=KEY_ENV, strategy="full-vocab")  # fmt: skip
+    sc = make_scorer(
+        "openai:Qwen/Qwen2.5-VL-7B-Instruct",
+        base_url=server.url,
+        api_key_env=KEY_ENV,
+        strategy="full-vocab",
+    )
     assert isinstance(sc, ServedScorer) and sc.family == "qwen2_5_vl"
     assert sc.model_id == "openai:Qwen/Qwen2.5-VL-7B-Instruct, full-vocab"
 
@@ -371,11 +418,28 @@ def test_follow_scores_through_a_served_model(server, tmp_path, capsys):
     task = tmp_path / "task.json"
     task.write_text(json.dumps({"goal": GOAL, "steps": STEPS}))
     jsonl = tmp_path / "events.jsonl"
-    code = main([
-        "follow", str(videos / "v1.mp4"), "--task", str(task), "--model", "openai:m",
-        "--base-url", server.url, "--api-key-env", KEY_ENV, "--family", "qwen2_5_vl",
-        "--strategy", "full-vocab", "--request-timeout", "10", "--jsonl", str(jsonl),
-    ])  # fmt: skip
+    code = main(
+        [
+            "follow",
+            str(videos / "v1.mp4"),
+            "--task",
+            str(task),
+            "--model",
+            "openai:m",
+            "--base-url",
+            server.url,
+            "--api-key-env",
+            KEY_ENV,
+            "--family",
+            "qwen2_5_vl",
+            "--strategy",
+            "full-vocab",
+            "--request-timeout",
+            "10",
+            "--jsonl",
+            str(jsonl),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     events = [json.loads(line) for line in jsonl.read_text().splitlines()]
     segments = [e for e in events if e.get("event", "segment") == "segment"]
@@ -393,8 +457,9 @@ def labels_server(stub: Stub, mode: str = "raw", models: dict | None = None):
 
     def handle(path, body):
         if body is None:
-            return 200, models or {"data": [{"id": "m", "owned_by": "llamacpp",
-                                             "meta": {"n_vocab": 1234, "size": 1}}]}  # fmt: skip
+            return 200, models or {
+                "data": [{"id": "m", "owned_by": "llamacpp", "meta": {"n_vocab": 1234, "size": 1}}]
+            }
         if path == "/tokenize":
             ids = [IDS[body["content"]]] * (2 if mode == "split" else 1)
             return 200, {"tokens": ids}
@@ -426,10 +491,15 @@ def test_labels_reads_each_forced_answer_raw(server):
 
 @pytest.mark.parametrize(
     ("mode", "why"),
-    [("post", r"reported logprob 0 for the forced token 'Hello' \(the biased, post-sampling "
-              r"distribution\), whose raw logprob is -2"),
-     ("ignore", r"generated 'A' instead of the forced answer 'Hello': it ignores logit_bias")],
-)  # fmt: skip
+    [
+        (
+            "post",
+            r"reported logprob 0 for the forced token 'Hello' \(the biased, post-sampling "
+            r"distribution\), whose raw logprob is -2",
+        ),
+        ("ignore", r"generated 'A' instead of the forced answer 'Hello': it ignores logit_bias"),
+    ],
+)
 def test_labels_refused_by_the_probe_and_nothing_cached(server, tmp_path, mode, why):
     server.handler = labels_server(server, mode) if mode != "ignore" else server.full_vocab
     auto = scorer(server, strategy="auto")
@@ -437,8 +507,14 @@ def test_labels_refused_by_the_probe_and_nothing_cached(server, tmp_path, mode, 
     videos = short_clips(tmp_path / "videos", ["v1"], 2.2)
     ann = coin_annotations(tmp_path / "ann", ["v1"], STEPS, 2.2)
     with pytest.raises(ServerError, match="cannot use --strategy labels: .*" + why):
-        score_dataset("coin", videos, scorer(server, strategy="labels"), root=tmp_path / "cache",
-                      annotations=ann, show_progress=False)  # fmt: skip
+        score_dataset(
+            "coin",
+            videos,
+            scorer(server, strategy="labels"),
+            root=tmp_path / "cache",
+            annotations=ann,
+            show_progress=False,
+        )
     assert not (tmp_path / "cache").exists()
 
 
@@ -470,10 +546,30 @@ def test_server_that_changes_model_mid_run_stops_it(server, tmp_path, capsys):
         return handle(path, body)
 
     server.handler = swap_during_v2
-    rc = main(["score", "--dataset", "coin", "--video-dir", str(videos), "--annotations",
-               str(ann), "--cache-root", str(tmp_path / "cache"), "--model", "openai:m",
-               "--family", "qwen2_5_vl", "--base-url", server.url, "--api-key-env", KEY_ENV,
-               "--concurrency", "1", "--no-progress"])  # fmt: skip
+    rc = main(
+        [
+            "score",
+            "--dataset",
+            "coin",
+            "--video-dir",
+            str(videos),
+            "--annotations",
+            str(ann),
+            "--cache-root",
+            str(tmp_path / "cache"),
+            "--model",
+            "openai:m",
+            "--family",
+            "qwen2_5_vl",
+            "--base-url",
+            server.url,
+            "--api-key-env",
+            KEY_ENV,
+            "--concurrency",
+            "1",
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 1
     lines = [line for line in err.splitlines() if line.startswith("error:")]

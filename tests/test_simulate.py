@@ -7,7 +7,6 @@ import dataclasses
 import numpy as np
 import pytest
 
-from baglm_nb.analyses.paper import paper_value
 from baglm_nb.core.simulate import (
     CALIBRATED_SIGNAL,
     LABEL,
@@ -23,6 +22,7 @@ from baglm_nb.core.simulate import (
     simulate_video,
 )
 from baglm_nb.inputs.datasets import Segment, Video, load_dataset
+from baglm_nb.inputs.paper import paper_value
 
 
 @pytest.fixture(scope="module")
@@ -229,14 +229,25 @@ def test_noise_corr_zero_is_the_iid_simulation_bit_for_bit(dataset) -> None:
         assert digest == BEFORE_NOISE_CORR[dataset]
     assert "corr" not in cache_key(dataset).prompt_version
     assert cache_key(dataset, default_params(dataset, noise_corr=0.8)).prompt_version.endswith(
-        "_corr0.8")  # fmt: skip
+        "_corr0.8"
+    )
 
 
 def _long_video(seconds: int) -> Video:
     """No annotated step: every segment is none, so the VSG logits are the noise alone."""
-    return Video(dataset="htstep", uid="long", task="t", group="g", goal="goal", llm_goal="goal",
-                 steps=("a", "b", "c"), segments=(), fps=1.0, num_frames=seconds,
-                 duration=float(seconds))  # fmt: skip
+    return Video(
+        dataset="htstep",
+        uid="long",
+        task="t",
+        group="g",
+        goal="goal",
+        llm_goal="goal",
+        steps=("a", "b", "c"),
+        segments=(),
+        fps=1.0,
+        num_frames=seconds,
+        duration=float(seconds),
+    )
 
 
 @pytest.mark.parametrize("corr", [0.0, 0.5, 0.8, -0.4])

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baglm_nb.analyses.paper import PAPER_VIOLATIONS
 from baglm_nb.analyses.violations import (
     FIT_STARTS,
     answer_table,
@@ -25,12 +24,24 @@ from baglm_nb.core.simulate_deps import (
     simulated_matrix,
 )
 from baglm_nb.inputs.datasets import Segment, Video, load_dataset
+from baglm_nb.inputs.paper import PAPER_VIOLATIONS
 
 
 def _video(uid: str, order: list[tuple[int, float]], k: int = 3) -> Video:
     segments = tuple(Segment(t, t + 1.0, f"s{i}", i) for i, t in order)
-    return Video("htstep", uid, "t", "g", "goal", "goal", tuple(f"s{i}" for i in range(k)),
-                 segments, 1.0, 40, 40.0)  # fmt: skip
+    return Video(
+        "htstep",
+        uid,
+        "t",
+        "g",
+        "goal",
+        "goal",
+        tuple(f"s{i}" for i in range(k)),
+        segments,
+        1.0,
+        40,
+        40.0,
+    )
 
 
 def test_order_evidence_counts_co_occurrences_and_strict_precedence():
@@ -55,8 +66,9 @@ def test_answer_probability_closed_form():
 
 def test_simulated_matrix_follows_the_generative_model():
     a = _video("a", [(0, 1.0), (1, 5.0), (2, 9.0)])
-    preset = LLMPreset("x", "LLaMA-3.3-70B", "logprob", weight=2.0, bias=-1.0, noise=0.0,
-                       spread=0.0)  # fmt: skip
+    preset = LLMPreset(
+        "x", "LLaMA-3.3-70B", "logprob", weight=2.0, bias=-1.0, noise=0.0, spread=0.0
+    )
     d = simulated_matrix([a], preset)
     e = (order_evidence([a])[1] + 0.5) / 2.0  # one video: n = 1
     np.testing.assert_allclose(d, 1 / (1 + np.exp(-(2.0 * (2 * e - 1) - 1.0))))

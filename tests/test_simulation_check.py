@@ -7,7 +7,6 @@ import sys
 
 import pytest
 
-from baglm_nb.analyses.paper import paper_value
 from baglm_nb.analyses.simulation_check import (
     gain_bars,
     held_out_of,
@@ -17,6 +16,7 @@ from baglm_nb.analyses.simulation_check import (
 from baglm_nb.analyses.tables import items_of
 from baglm_nb.core import sources
 from baglm_nb.core.pipeline import compare
+from baglm_nb.inputs.paper import paper_value
 
 DATASETS = ["htstep", "crosstask", "ego4d_goalstep", "coin"]
 LIMIT = 8

@@ -34,8 +34,9 @@ def literal_smoother(vsg, prog, dep, lag=None, transition="both", prior="uniform
     prior_vec = np.full(n, 1.0 / n)
     for t in range(t_len):
         if prior == "propagated":
-            prior_vec = np.array([sum(prior_vec[j] * a[t, j, i] for j in range(n))
-                                  for i in range(n)])  # fmt: skip
+            prior_vec = np.array(
+                [sum(prior_vec[j] * a[t, j, i] for j in range(n)) for i in range(n)]
+            )
             lik[t] = vsg[t] / prior_vec
         elif prior == "next_step":
             lik[t] = vsg[t] / nxt[t]
@@ -52,8 +53,9 @@ def literal_smoother(vsg, prog, dep, lag=None, transition="both", prior="uniform
         last = t_len - 1 if lag is None else min(t + lag, t_len - 1)
         beta = np.ones(n)
         for r in range(last, t, -1):
-            beta = np.array([sum(a[r, j, i] * lik[r, i] * beta[i] for i in range(n))
-                             for j in range(n)])  # fmt: skip
+            beta = np.array(
+                [sum(a[r, j, i] * lik[r, i] * beta[i] for i in range(n)) for j in range(n)]
+            )
         out[t] = alpha[t] * beta / (alpha[t] * beta).sum()
     return out
 
@@ -72,13 +74,18 @@ def test_lag_zero_is_the_filter_bit_for_bit():
 def test_infinite_lag_is_a_literal_forward_backward(transition, prior):
     vsg, prog, dep = inputs(seed=1)
     nxt = 0.1 + 0.9 * np.random.default_rng(5).random(vsg.shape) if prior == "next_step" else None
-    fast = run_filter(vsg, prog, dep, transition=transition, prior=prior, next_step=nxt,
-                      smoothing_lag=None)  # fmt: skip
+    fast = run_filter(
+        vsg, prog, dep, transition=transition, prior=prior, next_step=nxt, smoothing_lag=None
+    )
     slow = literal_smoother(vsg, prog, dep, None, transition, prior, nxt)
     assert np.abs(fast - slow).max() < 1e-10
     # the smoother looks ahead: it is not the filter
-    assert np.abs(fast - run_filter(vsg, prog, dep, transition=transition, prior=prior,
-                                    next_step=nxt)).max() > 1e-3  # fmt: skip
+    assert (
+        np.abs(
+            fast - run_filter(vsg, prog, dep, transition=transition, prior=prior, next_step=nxt)
+        ).max()
+        > 1e-3
+    )
 
 
 @pytest.mark.parametrize("lag", [1, 2, 3, 8, 39, 100])
@@ -119,8 +126,14 @@ def test_online_fixed_lag_equals_batch(lag, stepping):
     vsg, prog, dep = inputs(seed=4, t_len=40)
     d = 2
     batch = run_filter(vsg, prog, dep, stepping=stepping, smoothing_lag=lag * d)
-    g = OnlineGrounder(None, "goal", [f"s{i}" for i in range(dep.shape[0])], dep,
-                       stepping=stepping, smoothing_lag=lag)  # fmt: skip
+    g = OnlineGrounder(
+        None,
+        "goal",
+        [f"s{i}" for i in range(dep.shape[0])],
+        dep,
+        stepping=stepping,
+        smoothing_lag=lag,
+    )
     got = []
     for s in range(vsg.shape[0] // d):
         filtered = g.push_scores(vsg[s * d], prog[s * d])
@@ -135,8 +148,9 @@ def test_online_fixed_lag_equals_batch(lag, stepping):
 
 def test_online_smoothing_announces_on_smoothed_beliefs():
     vsg, prog, dep = inputs(seed=6, t_len=60)
-    g = OnlineGrounder(None, "goal", [f"s{i}" for i in range(5)], dep, smoothing_lag=3,
-                       threshold=0.3, patience=1)  # fmt: skip
+    g = OnlineGrounder(
+        None, "goal", [f"s{i}" for i in range(5)], dep, smoothing_lag=3, threshold=0.3, patience=1
+    )
     for s in range(30):
         g.push_scores(vsg[2 * s], prog[2 * s])
     got = g.take_smoothed() + g.finish()
@@ -158,8 +172,7 @@ def test_smoother_refuses_bad_lags():
     with pytest.raises(ValueError, match="float64 only"):
         run_filter(*inputs(), smoothing_lag=2, precision="float32-published")
     with pytest.raises(ValueError, match="prior='uniform'"):
-        OnlineGrounder(None, "g", ["a", "b"], np.zeros((2, 2)), prior="propagated",
-                       smoothing_lag=2)  # fmt: skip
+        OnlineGrounder(None, "g", ["a", "b"], np.zeros((2, 2)), prior="propagated", smoothing_lag=2)
 
 
 def test_online_smoothing_steps_over_a_gap_as_the_batch_smoother_does():

@@ -34,8 +34,13 @@ def test_dependency_round_trip_and_orientation(tmp_path: Path) -> None:
 
     df = pq.read_table(path).to_pandas()
     assert list(df.columns) == [
-        "group", "target_index", "prereq_index", "target_step", "prereq_step", "p_yes"
-    ]  # fmt: skip
+        "group",
+        "target_index",
+        "prereq_index",
+        "target_step",
+        "prereq_step",
+        "p_yes",
+    ]
     assert len(df) == 9  # every ordered pair, diagonal included
     row = df[(df.target_step == "fry") & (df.prereq_step == "cut")].iloc[0]
     assert (row.target_index, row.prereq_index, row.p_yes) == (2, 1, 0.9)

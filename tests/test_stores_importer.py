@@ -66,9 +66,13 @@ def test_import_reference_results(tmp_path: Path, htstep_videos, layout: str) ->
     have = htstep_videos[:3]
     original = _publish(tmp_path / "src", have, layout=layout)
     summary = import_reference_results(
-        tmp_path / "src", "htstep", MODEL, root=tmp_path / "cache", videos=htstep_videos,
+        tmp_path / "src",
+        "htstep",
+        MODEL,
+        root=tmp_path / "cache",
+        videos=htstep_videos,
         show_progress=False,
-    )  # fmt: skip
+    )
     assert summary["videos_imported"] == 3 and summary["videos_skipped"] == 1
     assert summary["groups_imported"] == 2
 
@@ -96,9 +100,14 @@ def test_import_reference_results(tmp_path: Path, htstep_videos, layout: str) ->
 
 def _import(tmp_path: Path, videos, lines: list | None = None) -> dict:
     return import_reference_results(
-        tmp_path / "src", "htstep", MODEL, root=tmp_path / "cache", videos=videos,
-        show_progress=False, log=(lines if lines is not None else []).append,
-    )  # fmt: skip
+        tmp_path / "src",
+        "htstep",
+        MODEL,
+        root=tmp_path / "cache",
+        videos=videos,
+        show_progress=False,
+        log=(lines if lines is not None else []).append,
+    )
 
 
 def _scores_cache(tmp_path: Path) -> ScoreCache:
@@ -134,7 +143,7 @@ VIDEO = 2  # 0BmL-FsZT1I: T = 56, K = 5, group "Make Milanesa_B"
         ("negative", r"row 4, column 2: value -0.5 is outside \[0, 1\]"),
         ("row_sum", r"row 10: the K\+1 option probabilities sum to 3 > 1 \+ 0.001"),
     ],
-)  # fmt: skip
+)
 def test_import_refuses_impossible_vsg_files(tmp_path: Path, htstep_videos, case, match) -> None:
     video = htstep_videos[VIDEO]
     original = _publish(tmp_path / "src", [video], layout="model")
@@ -153,8 +162,12 @@ def test_import_refuses_impossible_vsg_files(tmp_path: Path, htstep_videos, case
     elif case == "integer":
         torch.save(torch.zeros(t, k + 1, dtype=torch.int64), path)
     else:
-        row, col, value = {"nan": (7, 3, float("nan")), "inf": (9, 0, float("inf")),
-                           "negative": (4, 2, -0.5), "row_sum": (10, 0, 1.0)}[case]  # fmt: skip
+        row, col, value = {
+            "nan": (7, 3, float("nan")),
+            "inf": (9, 0, float("inf")),
+            "negative": (4, 2, -0.5),
+            "row_sum": (10, 0, 1.0),
+        }[case]
         vsg[row, col] = value
         if case == "row_sum":
             vsg[10:12] = 0.5  # every option at 0.5: the 6 sum to 3
@@ -170,7 +183,7 @@ def test_import_refuses_impossible_vsg_files(tmp_path: Path, htstep_videos, case
         ("nan", r"row 0, step 0, digit 9: value nan"),
         ("wrong_shape", r"shape \(56, 5, 9\) disagrees with the annotation"),
     ],
-)  # fmt: skip
+)
 def test_import_refuses_impossible_progress_files(tmp_path, htstep_videos, case, match) -> None:
     video = htstep_videos[VIDEO]
     original = _publish(tmp_path / "src", [video], layout="flat")
@@ -196,7 +209,7 @@ def test_import_refuses_impossible_progress_files(tmp_path, htstep_videos, case,
         ("wrong_k", r"shape \(4, 4\) disagrees with the annotation of group 'Make Milanesa_B'"),
         ("missing", "prerequisite file missing for group 'Make Milanesa_B'"),
     ],
-)  # fmt: skip
+)
 def test_import_refuses_impossible_prerequisite_files(tmp_path, htstep_videos, case, match):
     video = htstep_videos[VIDEO]
     _publish(tmp_path / "src", [video], layout="flat")
@@ -298,8 +311,15 @@ def test_import_cli_prints_counts_and_refusals(tmp_path, htstep_videos, monkeypa
     prog = torch.from_numpy(original["prog"][htstep_videos[0].uid]).float()
     prog[20:22, 0] = 3.0
     torch.save(prog, bad)
-    args = ["import", str(tmp_path / "src"), "--dataset", "htstep", "--no-progress",
-            "--cache-root", str(tmp_path / "cache")]  # fmt: skip
+    args = [
+        "import",
+        str(tmp_path / "src"),
+        "--dataset",
+        "htstep",
+        "--no-progress",
+        "--cache-root",
+        str(tmp_path / "cache"),
+    ]
     assert main(args) == 1
     out, err = capsys.readouterr()
     assert f"refused: {bad}: row 20, step 0, digit 0: value 3" in err

@@ -60,8 +60,15 @@ def test_round_trip(cache: ScoreCache) -> None:
     # the on-disk schema
     table = pq.read_table(path)
     assert table.column_names == [
-        "video_uid", "segment", "t_start", "t_end", "vsg", "progress", "decode_s", "vsg_s"
-    ]  # fmt: skip
+        "video_uid",
+        "segment",
+        "t_start",
+        "t_end",
+        "vsg",
+        "progress",
+        "decode_s",
+        "vsg_s",
+    ]
     assert str(table.schema.field("segment").type) == "int32"
     assert str(table.schema.field("vsg").type) == "list<element: double>"
     assert table.column("video_uid").to_pylist() == [uid] * 7

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from baglm_nb.analyses import timing as T
-from baglm_nb.analyses.paper import PAPER_TIMING
 from baglm_nb.analyses.tables import items_of
 from baglm_nb.core.simulate import write_simulated_cache
 from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.inputs.paper import PAPER_TIMING
 from baglm_nb.stores.keys import ScoreKey
 from baglm_nb.stores.scores import ScoreCache
 
@@ -78,13 +78,22 @@ def test_timing_tables_never_invent_timings(tmp_path):
 
 
 def test_run_table_names_each_videos_outcome():
-    summary = {"model": "random-init/m", "label": "random-init", "scored": ["a", "c"],
-               "already_cached": ["b"], "rescored_unreadable": ["c"],
-               "failed": {"d": "bad"}}  # fmt: skip
+    summary = {
+        "model": "random-init/m",
+        "label": "random-init",
+        "scored": ["a", "c"],
+        "already_cached": ["b"],
+        "rescored_unreadable": ["c"],
+        "failed": {"d": "bad"},
+    }
     table = T.run_table(summary)
     assert list(table["video"]) == ["b", "a", "c", "d"]
-    assert list(table["outcome"]) == ["already cached", "scored now",
-                                      "rescored (unreadable file)", "failed: bad"]  # fmt: skip
+    assert list(table["outcome"]) == [
+        "already cached",
+        "scored now",
+        "rescored (unreadable file)",
+        "failed: bad",
+    ]
     assert set(table["label"]) == {"random-init"} and set(table["model"]) == {"random-init/m"}
 
 
@@ -93,10 +102,18 @@ def test_timing_figure_draws_the_run_beside_the_papers_numbers():
 
     from baglm_nb.analyses.timing_figure import timing_figure
 
-    summary = pd.DataFrame({"num_steps": [3, 5], "videos": [2, 1], "segments": [11, 4],
-                            "decode_s": [0.2, 0.3], "vsg_s": [0.5, 0.6],
-                            "progress_s": [0.7, 1.1], "total_s": [1.4, 2.0],
-                            "realtime_share": [1.0, 0.5]})  # fmt: skip
+    summary = pd.DataFrame(
+        {
+            "num_steps": [3, 5],
+            "videos": [2, 1],
+            "segments": [11, 4],
+            "decode_s": [0.2, 0.3],
+            "vsg_s": [0.5, 0.6],
+            "progress_s": [0.7, 1.1],
+            "total_s": [1.4, 2.0],
+            "realtime_share": [1.0, 0.5],
+        }
+    )
     fig = timing_figure(summary, "lmm:random-init/m", "title", 2.0)
     run, paper = fig.axes
     heights = [p.get_height() for p in run.patches]

@@ -172,10 +172,24 @@ def test_bad_arguments():
 def test_cuda_falls_back_to_cpu_for_vp9(tmp_path, monkeypatch):
     clip = tmp_path / "tiny_vp9.webm"
     subprocess.run(
-        [FFMPEG, "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10", "-t", "2",
-         "-c:v", "libvpx-vp9", "-deadline", "realtime", str(clip)],
+        [
+            FFMPEG,
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=64x48:rate=10",
+            "-t",
+            "2",
+            "-c:v",
+            "libvpx-vp9",
+            "-deadline",
+            "realtime",
+            str(clip),
+        ],
         check=True,
-    )  # fmt: skip
+    )
     assert probe(clip).codec == "vp9"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     with pytest.warns(RuntimeWarning, match="vp9.*CPU"):

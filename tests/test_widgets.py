@@ -257,7 +257,11 @@ def test_explorer_simulates_each_dataset_with_its_calibrated_signal():
 def test_d_is_the_tables_by_default_and_every_setting_is_in_the_title(explorer):
     assert explorer.deps.value == "simulated-llm:llama"
     assert [v for _, v in explorer.deps.options] == [
-        "simulated-llm:llama", "simulated-llm:gpt", "oracle", "none"]  # fmt: skip
+        "simulated-llm:llama",
+        "simulated-llm:gpt",
+        "oracle",
+        "none",
+    ]
     title = explorer._plot.title_text
     assert "simulated observations, not a real model" in title
     settings = title.split("\n")[1]

@@ -1,6 +1,6 @@
-"""Stage 5, analyses: the paper's tables and figures from the core's numbers.
+"""Stage 5, analyses: the paper's tables and figures from the core's numbers (the paper's own
+numbers: :mod:`baglm_nb.inputs.paper`).
 
-- :mod:`.paper`: every number the paper reports, in one table;
 - :mod:`.tables`: what every result table shares (names, titles, rows, items, files);
 - :mod:`.results`, :mod:`.ablations`, :mod:`.breakdowns`, :mod:`.timing`, :mod:`.qualitative`:
   the result tables beside the paper;

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from baglm_nb.analyses.paper import PAPER_PROMPT_QUERIES, paper_value
 from baglm_nb.analyses.tables import (
     DATASET_NAMES,
     METHOD_NAMES,
@@ -38,6 +37,7 @@ from baglm_nb.core import sources
 from baglm_nb.core.observations import Observations, from_simulation
 from baglm_nb.core.simulate import SimulationParams, default_params
 from baglm_nb.inputs import grid
+from baglm_nb.inputs.paper import PAPER_PROMPT_QUERIES, paper_value
 from baglm_nb.stores.scores import ScoreCache
 
 __all__ = [

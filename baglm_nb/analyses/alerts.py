@@ -42,8 +42,19 @@ __all__ = ["ALERT_DEPS", "alert_table", "video_alerts"]
 #: The dependency sources the alert table compares.
 ALERT_DEPS = ("oracle", "simulated-llm:llama", "simulated-llm:gpt")
 
-_COLUMNS = ["dataset", "mistake", "D", "videos", "detected", "detection_pct", "delay_median_s",
-            "delay_p90_s", "unedited_videos", "false_alerts_per_video", "source"]  # fmt: skip
+_COLUMNS = [
+    "dataset",
+    "mistake",
+    "D",
+    "videos",
+    "detected",
+    "detection_pct",
+    "delay_median_s",
+    "delay_p90_s",
+    "unedited_videos",
+    "false_alerts_per_video",
+    "source",
+]
 
 
 def video_alerts(
@@ -62,11 +73,22 @@ def video_alerts(
     ``vsg`` (S, K+1) and ``progress`` (S, K, 10) are per segment; ``hysteresis`` is
     ``(threshold, patience)`` of the announcements (``follow``'s defaults).
     """
-    grounder = OnlineGrounder(None, video.goal, video.steps, dependency,
-                              segment_duration=segment_duration, threshold=hysteresis[0],
-                              patience=hysteresis[1])  # fmt: skip
-    monitor = AlertMonitor(dependency, video.steps, threshold=threshold, done_level=done_level,
-                           segment_duration=segment_duration)  # fmt: skip
+    grounder = OnlineGrounder(
+        None,
+        video.goal,
+        video.steps,
+        dependency,
+        segment_duration=segment_duration,
+        threshold=hysteresis[0],
+        patience=hysteresis[1],
+    )
+    monitor = AlertMonitor(
+        dependency,
+        video.steps,
+        threshold=threshold,
+        done_level=done_level,
+        segment_duration=segment_duration,
+    )
     out: list[Alert] = []
     for s in range(len(vsg)):
         out += monitor.feed(grounder.push_scores(vsg[s], progress[s]))
@@ -100,12 +122,19 @@ def _dataset_items(dataset, deps, limit, params, kw, seed, show_progress) -> pd.
         for source in resolved.values():
             alerts = video_alerts(video, vsg, progress, source.matrix(original), **kw)
             delay = None if mistake is None else _detection(mistake, alerts)
-            rows.append({"dataset": DATASET_NAMES.get(dataset, dataset), "mistake": kind,
-                         "D": source.label, "video_uid": video.uid,
-                         "step_index": -1 if mistake is None else mistake.step,
-                         "dependent_index": -1 if mistake is None else mistake.dependent,
-                         "alerts": len(alerts), "detected": delay is not None,
-                         "delay_s": np.nan if delay is None else delay})  # fmt: skip
+            rows.append(
+                {
+                    "dataset": DATASET_NAMES.get(dataset, dataset),
+                    "mistake": kind,
+                    "D": source.label,
+                    "video_uid": video.uid,
+                    "step_index": -1 if mistake is None else mistake.step,
+                    "dependent_index": -1 if mistake is None else mistake.dependent,
+                    "alerts": len(alerts),
+                    "detected": delay is not None,
+                    "delay_s": np.nan if delay is None else delay,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -117,17 +146,25 @@ def _summary_rows(items: pd.DataFrame) -> list[dict]:
         for kind in MISTAKE_KINDS:
             edited = part[part["mistake"] == kind]
             delays = edited.loc[edited["detected"], "delay_s"].to_numpy()
-            rows.append({
-                "dataset": dataset, "mistake": kind, "D": label, "videos": len(edited),
-                "detected": int(edited["detected"].sum()),
-                "detection_pct": round(100 * edited["detected"].mean(), 1) if len(edited)
-                else np.nan,
-                "delay_median_s": round(float(np.median(delays)), 1) if len(delays) else np.nan,
-                "delay_p90_s": round(float(np.percentile(delays, 90)), 1) if len(delays)
-                else np.nan,
-                "unedited_videos": len(clean),
-                "false_alerts_per_video": round(false, 3), "source": LABEL,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "mistake": kind,
+                    "D": label,
+                    "videos": len(edited),
+                    "detected": int(edited["detected"].sum()),
+                    "detection_pct": round(100 * edited["detected"].mean(), 1)
+                    if len(edited)
+                    else np.nan,
+                    "delay_median_s": round(float(np.median(delays)), 1) if len(delays) else np.nan,
+                    "delay_p90_s": round(float(np.percentile(delays, 90)), 1)
+                    if len(delays)
+                    else np.nan,
+                    "unedited_videos": len(clean),
+                    "false_alerts_per_video": round(false, 3),
+                    "source": LABEL,
+                }
+            )
     return rows
 
 

@@ -104,22 +104,40 @@ def lag_table(
         d = obs.segment_duration
         resolved = require_dependencies(deps, obs.dataset)
         raw = score_raw(obs)
-        raw_metrics = _rounded(measure(obs.dataset, obs.videos, obs.vsg, scores=True,
-                                       segment_duration=d, **opts))  # fmt: skip
+        raw_metrics = _rounded(
+            measure(obs.dataset, obs.videos, obs.vsg, scores=True, segment_duration=d, **opts)
+        )
         for lag in lags:
             lag_s = None if lag is None else int(lag) * d
             beliefs = run_baglm(obs, resolved, smoothing_lag=lag_s)
             scored = score(obs.dataset, beliefs, obs.videos)
-            metrics = _rounded(measure(obs.dataset, obs.videos, beliefs, segment_duration=d,
-                                       lag_s=lag_s, **opts))  # fmt: skip
+            metrics = _rounded(
+                measure(obs.dataset, obs.videos, beliefs, segment_duration=d, lag_s=lag_s, **opts)
+            )
             extra = {"lag": lag_label(lag), "lag_s": math.nan if lag_s is None else lag_s}
-            for method, s, m, dep in (("baglm", scored, metrics, resolved.label),
-                                      ("off_the_shelf", raw, raw_metrics, NOT_USED)):  # fmt: skip
+            for method, s, m, dep in (
+                ("baglm", scored, metrics, resolved.label),
+                ("off_the_shelf", raw, raw_metrics, NOT_USED),
+            ):
                 name = METHOD_NAMES[method]
-                rows.append(result_row(obs.dataset, name, s, math.nan, source=obs.label,
-                                       **extra, **m, **opts, D=dep))  # fmt: skip
-                items.append(pair_items(s.hits, dataset=obs.dataset, method=name,
-                                        source=obs.label, lag=extra["lag"]))  # fmt: skip
+                rows.append(
+                    result_row(
+                        obs.dataset,
+                        name,
+                        s,
+                        math.nan,
+                        source=obs.label,
+                        **extra,
+                        **m,
+                        **opts,
+                        D=dep,
+                    )
+                )
+                items.append(
+                    pair_items(
+                        s.hits, dataset=obs.dataset, method=name, source=obs.label, lag=extra["lag"]
+                    )
+                )
     return with_items(pd.DataFrame(rows), items)
 
 
@@ -158,8 +176,15 @@ def lag_lines(table: pd.DataFrame, title: str):
             for key, marker in (("baglm", "o"), ("off_the_shelf", "s")):
                 method = METHOD_NAMES[key]
                 m = sub[sub["method"] == method].set_index("lag").reindex(lags)
-                ax.plot(x, m[metric].to_numpy(float), marker=marker, linestyle=WORKBENCH,
-                        color=colour(method), label=method, markersize=4)  # fmt: skip
+                ax.plot(
+                    x,
+                    m[metric].to_numpy(float),
+                    marker=marker,
+                    linestyle=WORKBENCH,
+                    color=colour(method),
+                    label=method,
+                    markersize=4,
+                )
             ax.set_xticks(x, lags)
             if row == 0:
                 ax.set_title(name, fontsize=9)
@@ -202,12 +227,24 @@ def timeline_data(
         said = np.full(len(b) // d, video.num_steps, dtype=np.int64)
         for s, state in said_at:
             said[s:] = state
-        metrics = measure(obs.dataset, [video], {uid: b}, segment_duration=d, lag_s=lag_s,
-                          threshold=threshold, patience=patience)  # fmt: skip
+        metrics = measure(
+            obs.dataset,
+            [video],
+            {uid: b},
+            segment_duration=d,
+            lag_s=lag_s,
+            threshold=threshold,
+            patience=patience,
+        )
         out[name] = {"beliefs": b, "said": np.repeat(said, d), "metrics": metrics}
-    out["alerts"] = video_alerts(video, obs.vsg[uid][::d], obs.progress[uid][::d],
-                                 resolved.matrix(video), hysteresis=(threshold, patience),
-                                 segment_duration=d)  # fmt: skip
+    out["alerts"] = video_alerts(
+        video,
+        obs.vsg[uid][::d],
+        obs.progress[uid][::d],
+        resolved.matrix(video),
+        hysteresis=(threshold, patience),
+        segment_duration=d,
+    )
     return out
 
 
@@ -217,8 +254,15 @@ def _draw_alerts(ax, alerts: Sequence) -> None:
     for a in alerts:
         marker = "v" if a.kind == "missing_prerequisite" else "s"
         ax.plot(a.t, 0.5, marker=marker, markersize=7, color="black", markeredgecolor="white")
-        ax.annotate(str(a.missing + 1), (a.t, 0.5), xytext=(5, 0), textcoords="offset points",
-                    fontsize=7, va="center", color="black")  # fmt: skip
+        ax.annotate(
+            str(a.missing + 1),
+            (a.t, 0.5),
+            xytext=(5, 0),
+            textcoords="offset points",
+            fontsize=7,
+            va="center",
+            color="black",
+        )
 
 
 def timeline(data: dict[str, Any], title: str):
@@ -229,36 +273,65 @@ def timeline(data: dict[str, Any], title: str):
     filt, smooth = data["filter"], data["smoothed"]
     t_len = len(filt["beliefs"])
     palette = np.vstack([step_colours(k)[:, :3], [[0.85, 0.85, 0.85]]])
-    fig, axes = plt.subplots(5, 1, figsize=(11, 3.0 + 0.45 * k), sharex=True,
-                             gridspec_kw={"height_ratios": [k + 1, k + 1, 1, 1, 1]})  # fmt: skip
+    fig, axes = plt.subplots(
+        5,
+        1,
+        figsize=(11, 3.0 + 0.45 * k),
+        sharex=True,
+        gridspec_kw={"height_ratios": [k + 1, k + 1, 1, 1, 1]},
+    )
     extent = (0, t_len, k + 0.5, -0.5)
     names = ["filter (lag 0)", f"smoothed (lag {data['lag']} segments)"]
     for ax, part, name in zip(axes[:2], (filt, smooth), names, strict=True):
-        ax.imshow(part["beliefs"].T, aspect="auto", cmap="Blues", vmin=0, vmax=1,
-                  extent=extent, interpolation="nearest")  # fmt: skip
+        ax.imshow(
+            part["beliefs"].T,
+            aspect="auto",
+            cmap="Blues",
+            vmin=0,
+            vmax=1,
+            extent=extent,
+            interpolation="nearest",
+        )
         m = part["metrics"]
         ax.set_yticks(range(k + 1), [*(str(i + 1) for i in range(k)), "none"], fontsize=6)
-        ax.set_title(f"{name}: per-second accuracy {m['frame_accuracy']:.2f}, announcement "
-                     f"F1 {m['announce_f1']:.2f}, flicker {m['flicker_per_min']:.1f}/min",
-                     fontsize=8, loc="left")  # fmt: skip
+        ax.set_title(
+            f"{name}: per-second accuracy {m['frame_accuracy']:.2f}, announcement "
+            f"F1 {m['announce_f1']:.2f}, flicker {m['flicker_per_min']:.1f}/min",
+            fontsize=8,
+            loc="left",
+        )
     strips = (
         ("ground truth", truth_states(video, t_len)),
         ("announced: filter", filt["said"]),
         ("announced: smoothed", smooth["said"]),
     )
     for ax, (name, states) in zip(axes[2:], strips, strict=True):
-        ax.imshow(palette[np.asarray(states)][None], aspect="auto", extent=(0, t_len, 1, 0),
-                  interpolation="nearest")  # fmt: skip
+        ax.imshow(
+            palette[np.asarray(states)][None],
+            aspect="auto",
+            extent=(0, t_len, 1, 0),
+            interpolation="nearest",
+        )
         ax.set_yticks([0.5], [name], fontsize=8)
         for start, length, state in runs(np.asarray(states)):
             if state < k and length >= t_len / 60:  # number the runs wide enough to read
-                ax.text(start + length / 2, 0.5, str(state + 1), ha="center", va="center",
-                        fontsize=7, color="white")  # fmt: skip
+                ax.text(
+                    start + length / 2,
+                    0.5,
+                    str(state + 1),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white",
+                )
     alerts = data.get("alerts") or []
     _draw_alerts(axes[3], alerts)
     if alerts:
-        axes[3].set_title("\u25bc missing prerequisite, \u25a0 skipped (number: the missing step)",
-                          fontsize=7, loc="right")  # fmt: skip
+        axes[3].set_title(
+            "\u25bc missing prerequisite, \u25a0 skipped (number: the missing step)",
+            fontsize=7,
+            loc="right",
+        )
     axes[-1].set_xlabel("time (s); step numbers as in the task's step list")
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()

@@ -124,8 +124,10 @@ def reading_guide(
         top = f"Top: {method}'s belief in each step and in none over time (darker: more probable)"
         spans = "orange outlines: the annotated intervals"
     elif style == "lines":
-        top = (f"Top: {method}'s belief in each step over time, one line per step in the colour "
-               "of the steps table, and in none (dashed grey)")  # fmt: skip
+        top = (
+            f"Top: {method}'s belief in each step over time, one line per step in the colour "
+            "of the steps table, and in none (dashed grey)"
+        )
         spans = "shaded spans (in the step's colour): the annotated intervals"
     else:
         raise ValueError(f"style must be 'heatmap' or 'lines', got {style!r}")

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from baglm_nb.analyses.paper import PAPER_POSITION
 from baglm_nb.analyses.tables import (
     DATASET_NAMES,
     METHOD_NAMES,
@@ -32,6 +31,7 @@ from baglm_nb.core.evaluation import pair_hits
 from baglm_nb.core.observations import Observations
 from baglm_nb.core.pipeline import run_baglm
 from baglm_nb.inputs.datasets import Video, load_dataset
+from baglm_nb.inputs.paper import PAPER_POSITION
 
 __all__ = ["breakdown_hits", "breakdown_tables", "candidate_steps_table", "position_table"]
 

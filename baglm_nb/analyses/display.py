@@ -153,8 +153,10 @@ def _without_index(df: pd.DataFrame) -> pd.DataFrame:
     plain = index.nlevels == 1 and index.name is None and pd.api.types.is_integer_dtype(index)
     if plain:
         return df.reset_index(drop=True)
-    names = [n if n is not None else ("index" if index.nlevels == 1 else f"level_{i}")
-             for i, n in enumerate(index.names)]  # fmt: skip
+    names = [
+        n if n is not None else ("index" if index.nlevels == 1 else f"level_{i}")
+        for i, n in enumerate(index.names)
+    ]
     return df.rename_axis(names).reset_index()
 
 
@@ -208,10 +210,15 @@ class TableView:
         if long:
             styler = styler.set_properties(subset=long, **{"min-width": "18em"})
         styler = styler.set_table_styles(
-            [{"selector": "th", "props": "text-align: left; vertical-align: bottom;"},
-             {"selector": "caption", "props": "caption-side: top; text-align: left;"
-                                              " font-weight: bold; padding-bottom: 4px;"}]
-        )  # fmt: skip
+            [
+                {"selector": "th", "props": "text-align: left; vertical-align: bottom;"},
+                {
+                    "selector": "caption",
+                    "props": "caption-side: top; text-align: left;"
+                    " font-weight: bold; padding-bottom: 4px;",
+                },
+            ]
+        )
         if self.caption:
             styler = styler.set_caption(self.caption)
         page = styler.to_html(max_rows=len(self.cells) + 1, max_columns=self.cells.shape[1] + 1)

@@ -7,7 +7,7 @@ Progress oracle / Dep. matrix oracle) and an offline / online grouping in Tab. c
 :func:`paper_layout` pivots a result table that way: per dataset a workbench column and a
 ``paper`` column beside it; :data:`PAPER_ONLY` in the workbench column of a row the paper
 reports and the workbench does not run (another paper's method), :data:`SLOT_CELL` in a slot
-row's; :data:`~baglm_nb.analyses.paper.RERUN_MARK` after a paper value the paper's authors
+row's; :data:`~baglm_nb.inputs.paper.RERUN_MARK` after a paper value the paper's authors
 obtained from the method's released code. The CSV files keep the long tables.
 
 Exports :data:`CHECK`, :data:`PAPER_ONLY`, :data:`COMPARISON_NOTE`, :data:`SLOT_CELL`,
@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from baglm_nb.analyses.agreement import column_note
-from baglm_nb.analyses.paper import PAPER_COMPARISON_ORDER, RERUN_MARK
+from baglm_nb.inputs.paper import PAPER_COMPARISON_ORDER, RERUN_MARK
 
 __all__ = [
     "CHECK",
@@ -223,10 +223,26 @@ def notes(*lines: str | None) -> str | None:
 
 
 #: The columns of the gain table's two views (:func:`gain_layouts`).
-_GAIN_COLUMNS = ("dataset", "D", "off_the_shelf", "paper_off_the_shelf", "baglm", "paper_baglm",
-                 "gain", "paper_gain", "gain_difference")  # fmt: skip
-_DIAGNOSTIC_COLUMNS = ("dataset", "D_diagnostic", "baglm_diagnostic", "gain_diagnostic",
-                       "paper_gain", "videos", "source")  # fmt: skip
+_GAIN_COLUMNS = (
+    "dataset",
+    "D",
+    "off_the_shelf",
+    "paper_off_the_shelf",
+    "baglm",
+    "paper_baglm",
+    "gain",
+    "paper_gain",
+    "gain_difference",
+)
+_DIAGNOSTIC_COLUMNS = (
+    "dataset",
+    "D_diagnostic",
+    "baglm_diagnostic",
+    "gain_diagnostic",
+    "paper_gain",
+    "videos",
+    "source",
+)
 
 
 def _views(table: pd.DataFrame, parts: list[tuple[str, Sequence[str]]]) -> list[tuple]:
@@ -258,8 +274,19 @@ def pattern_layouts(patterns: pd.DataFrame) -> list[tuple[str, pd.DataFrame, str
     ``("R@1", view, note)``: the four variants, the workbench's then the paper's; ``("order
     and pattern", view, None)``: the orders and whether the paper's pattern holds, both sides.
     """
-    values = ["dataset", "D", "off_the_shelf", "static", "readiness", "validity", "both",
-              "paper_static", "paper_readiness", "paper_validity", "paper_both"]  # fmt: skip
+    values = [
+        "dataset",
+        "D",
+        "off_the_shelf",
+        "static",
+        "readiness",
+        "validity",
+        "both",
+        "paper_static",
+        "paper_readiness",
+        "paper_validity",
+        "paper_both",
+    ]
     order = ["dataset", "D", "order", "paper_order", "pattern", "paper_pattern", "videos"]
     return _views(patterns, [("R@1", values), ("order and pattern", order)])
 

@@ -83,8 +83,10 @@ def inject(video: Video, kind: str, pair: tuple[int, int]) -> Mistake:
         segments = tuple(s for s in video.segments if s.step_index != j)
     elif kind == "swap":
         other = {j: k, k: j}
-        segments = tuple(_relabel(s, video, other[s.step_index]) if s.step_index in other else s
-                         for s in video.segments)  # fmt: skip
+        segments = tuple(
+            _relabel(s, video, other[s.step_index]) if s.step_index in other else s
+            for s in video.segments
+        )
     else:
         raise ValueError(f"mistake kind must be one of {MISTAKE_KINDS}, got {kind!r}")
     edited = replace(video, segments=segments)
@@ -96,9 +98,12 @@ def _relabel(segment: Segment, video: Video, column: int) -> Segment:
 
 
 def mistakes_of(
-    videos: Sequence[Video], kind: str, *, seed: int = MISTAKE_SEED,
+    videos: Sequence[Video],
+    kind: str,
+    *,
+    seed: int = MISTAKE_SEED,
     groups: Sequence[Video] | None = None,
-) -> list[Mistake]:  # fmt: skip
+) -> list[Mistake]:
     """One ``kind`` mistake per video that has a dependent pair, in the order of ``videos``.
 
     ``groups`` are the videos whose orders define the task groups (default: ``videos``; pass
@@ -114,7 +119,8 @@ def mistakes_of(
         pairs = dependent_pairs(video, by_group.get(video.group, [video]))
         if not pairs:
             continue
-        rng = np.random.default_rng([seed, zlib.crc32(video.uid.encode()),
-                                     MISTAKE_KINDS.index(kind)])  # fmt: skip
+        rng = np.random.default_rng(
+            [seed, zlib.crc32(video.uid.encode()), MISTAKE_KINDS.index(kind)]
+        )
         out.append(inject(video, kind, pairs[int(rng.integers(len(pairs)))]))
     return out

@@ -11,22 +11,18 @@ The belief views of one video (:class:`BeliefFigure`, :func:`belief_figure`,
 from __future__ import annotations
 
 import os
+import textwrap
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.patches import Patch
 
-matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
-import textwrap  # noqa: E402
-from collections.abc import Mapping, Sequence  # noqa: E402
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-
-from baglm_nb.analyses import palette  # noqa: E402
-from baglm_nb.analyses.agreement import calibrated_mask  # noqa: E402
-from baglm_nb.analyses.belief_views import (  # noqa: E402
+from baglm_nb.analyses import palette
+from baglm_nb.analyses.agreement import calibrated_mask
+from baglm_nb.analyses.belief_views import (
     BeliefFigure,
     belief_figure,
     keyframe_times,
@@ -46,7 +42,6 @@ __all__ = [
     "save_figure",
     "sensitivity_lines",
     "steps_lines",
-    "timing_bars",
     "violation_lines",
 ]
 
@@ -86,8 +81,17 @@ def _bar_texts(ax, x, values, paper_only, colour) -> None:
     """The words at the foot of the places without a bar: slot, or paper only."""
     for xi, only in zip(x[np.isnan(values)], paper_only[np.isnan(values)], strict=True):
         text = PAPER_ONLY_TEXT if only else SLOT_TEXT
-        ax.text(xi, 0.02, text, transform=ax.get_xaxis_transform(), rotation=90,
-                ha="center", va="bottom", fontsize=7, color=colour)  # fmt: skip
+        ax.text(
+            xi,
+            0.02,
+            text,
+            transform=ax.get_xaxis_transform(),
+            rotation=90,
+            ha="center",
+            va="bottom",
+            fontsize=7,
+            color=colour,
+        )
 
 
 def _legend_columns(labels: Sequence[str], width_in: float, most: int = 4) -> int:
@@ -156,8 +160,15 @@ def results_bars(
                 patch.set_hatch(palette.CALIBRATED_HATCH)
                 patch.set_edgecolor("white")
         _bar_texts(ax, x, values, paper_only.to_numpy(dtype=bool), colour)
-        ax.scatter(x, paper, marker="_", s=300, color=palette.PAPER_TICK, zorder=3,
-                   label="paper" if b_i == 0 and has_paper else None)  # fmt: skip
+        ax.scatter(
+            x,
+            paper,
+            marker="_",
+            s=300,
+            color=palette.PAPER_TICK,
+            zorder=3,
+            label="paper" if b_i == 0 and has_paper else None,
+        )
         top = max(top, np.nanmax(np.concatenate([values, paper, [0.0]])))
         bottom = min(bottom, np.nanmin(np.concatenate([values, paper, [0.0]])))
     ax.set_ylim(bottom * 1.1, max(top * 1.1, 1.0))
@@ -168,15 +179,27 @@ def results_bars(
     if pd.to_numeric(df["workbench"], errors="coerce").isna().all():
         title = f"{SLOTS_ONLY}. {title}"
     ax.set_title(_wrapped(title, fig_w), fontsize=9)
-    handles, labels = ax.get_legend_handles_labels()
-    if marked.any():
-        handles.append(Patch(facecolor="lightgrey", edgecolor="white",
-                             hatch=palette.CALIBRATED_HATCH))  # fmt: skip
-        labels.append(CALIBRATED_LABEL)
-    ax.legend(handles, labels, fontsize=7, ncol=_legend_columns(labels, fig_w),
-              loc="upper center", bbox_to_anchor=(0.5, -0.1))  # fmt: skip
+    _legend_below(ax, fig_w, hatched=bool(marked.any()))
     fig.tight_layout()
     return fig
+
+
+def _legend_below(ax, fig_w: float, hatched: bool) -> None:
+    """The axes' legend under them, plus the calibrated hatch's entry when a bar has it."""
+    handles, labels = ax.get_legend_handles_labels()
+    if hatched:
+        handles.append(
+            Patch(facecolor="lightgrey", edgecolor="white", hatch=palette.CALIBRATED_HATCH)
+        )
+        labels.append(CALIBRATED_LABEL)
+    ax.legend(
+        handles,
+        labels,
+        fontsize=7,
+        ncol=_legend_columns(labels, fig_w),
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.1),
+    )
 
 
 def localization_bars(table: pd.DataFrame, title: str):
@@ -189,11 +212,16 @@ def localization_bars(table: pd.DataFrame, title: str):
     notes = table["note"] if "note" in table.columns else pd.Series("", index=table.index)
     kept = table[~notes.fillna("").astype(str).str.startswith("slot")]
     rows = [
-        {"tIoU": m, "method": r["method"], "workbench": r[m], "paper": r[f"paper {m}"],
-         "source": r["source"]}
+        {
+            "tIoU": m,
+            "method": r["method"],
+            "workbench": r[m],
+            "paper": r[f"paper {m}"],
+            "source": r["source"],
+        }
         for r in kept.to_dict("records")
         for m in metrics
-    ]  # fmt: skip
+    ]
     frame = pd.DataFrame(rows)
     frame["workbench"] = pd.to_numeric(frame["workbench"], errors="coerce")
     frame["paper"] = pd.to_numeric(frame["paper"], errors="coerce")
@@ -239,15 +267,28 @@ def duration_lines(df: pd.DataFrame, title: str):
                 m = m.sort_values("segment_duration")
                 if m.empty:
                     continue
-                ax.plot(m["segment_duration"], m["workbench"], palette.WORKBENCH,
-                        marker=_SOURCE_MARKERS[s_i % len(_SOURCE_MARKERS)],
-                        color=palette.colour(method), label=f"{method} ({source})")  # fmt: skip
+                ax.plot(
+                    m["segment_duration"],
+                    m["workbench"],
+                    palette.WORKBENCH,
+                    marker=_SOURCE_MARKERS[s_i % len(_SOURCE_MARKERS)],
+                    color=palette.colour(method),
+                    label=f"{method} ({source})",
+                )
         paper = sub.dropna(subset=["paper"]).drop_duplicates(["segment_duration", "method"])
         for method in methods:
             p = paper[paper["method"] == method]
-            ax.scatter(p["segment_duration"], p["paper"], marker="D", s=40, facecolor="none",
-                       edgecolor=palette.colour(method), linewidths=1.5, zorder=3,
-                       label=f"paper: {method} (InternVL2.5-8B, 2 s)")  # fmt: skip
+            ax.scatter(
+                p["segment_duration"],
+                p["paper"],
+                marker="D",
+                s=40,
+                facecolor="none",
+                edgecolor=palette.colour(method),
+                linewidths=1.5,
+                zorder=3,
+                label=f"paper: {method} (InternVL2.5-8B, 2 s)",
+            )
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("segment duration (s)")
         ax.set_xticks(sorted(sub["segment_duration"].unique()))
@@ -285,21 +326,34 @@ def sensitivity_lines(df: pd.DataFrame, title: str, calibrated: float | None = N
             suffix = f" (D={d})" if len(deps) > 1 else ""
             hue = hues["BaGLM" if d is None else d]
             top.plot(part["signal"], part["baglm"], "-o", ms=3, color=hue, label="BaGLM" + suffix)
-            bottom.plot(part["signal"], part["gain"], "-o", ms=3, color=hue,
-                        label="BaGLM gain" + suffix)  # fmt: skip
+            bottom.plot(
+                part["signal"], part["gain"], "-o", ms=3, color=hue, label="BaGLM gain" + suffix
+            )
         first = sub if deps == [None] else sub[sub["D"] == deps[0]]
-        top.plot(first["signal"], first["off_the_shelf"], "-o", ms=3, color=off,
-                 label="off-the-shelf LMM")  # fmt: skip
+        top.plot(
+            first["signal"],
+            first["off_the_shelf"],
+            "-o",
+            ms=3,
+            color=off,
+            label="off-the-shelf LMM",
+        )
         _paper_level(top, sub["paper_baglm"].iloc[0], baglm, "paper: BaGLM (InternVL2.5-8B)")
-        _paper_level(top, sub["paper_off_the_shelf"].iloc[0], off,
-                     "paper: off-the-shelf (InternVL2.5-8B)")  # fmt: skip
+        _paper_level(
+            top, sub["paper_off_the_shelf"].iloc[0], off, "paper: off-the-shelf (InternVL2.5-8B)"
+        )
         bottom.axhline(0, color="grey", lw=0.8)
         _paper_level(bottom, sub["paper_gain"].iloc[0], baglm, "paper: BaGLM gain")
         marked = sub["signal"][sub["calibrated"].astype(bool)] if "calibrated" in sub else []
         mark = calibrated if calibrated is not None or not len(marked) else marked.iloc[0]
         for ax in (top, bottom) if mark is not None else ():
-            ax.axvline(mark, color="black", lw=0.8, ls=palette.MARK,
-                       label="calibrated signal (off-the-shelf = paper)")  # fmt: skip
+            ax.axvline(
+                mark,
+                color="black",
+                lw=0.8,
+                ls=palette.MARK,
+                label="calibrated signal (off-the-shelf = paper)",
+            )
         top.set_title(name, fontsize=9)
         bottom.set_xlabel("simulated signal strength")
     axes[0, 0].set_ylabel("R@1 (%)")
@@ -323,16 +377,22 @@ def dependency_quality_lines(df: pd.DataFrame, title: str):
     for col, name in enumerate(datasets):
         sub, ax = df[df["dataset"] == name], axes[0, col]
         sweep = sub[sub["level"].notna()].sort_values("level")
-        ax.plot(sweep["level"], sweep["gain"], "-o", ms=3, color=palette.colour("oracle"),
-                label="oracle chain + noise")  # fmt: skip
+        ax.plot(
+            sweep["level"],
+            sweep["gain"],
+            "-o",
+            ms=3,
+            color=palette.colour("oracle"),
+            label="oracle chain + noise",
+        )
         refs = list(sub[sub["level"].isna()].itertuples())
         hues = palette.colours([r.D for r in refs])
         for ref in refs:
-            ax.axhline(ref.gain, color=hues[str(ref.D)], ls=palette.WORKBENCH, lw=1,
-                       label=str(ref.D))  # fmt: skip
+            ax.axhline(
+                ref.gain, color=hues[str(ref.D)], ls=palette.WORKBENCH, lw=1, label=str(ref.D)
+            )
         ax.axhline(0, color="grey", lw=0.8)
-        _paper_level(ax, sub["paper_gain"].iloc[0], palette.colour("LLaMA"),
-                     "paper gain (LLaMA D)")  # fmt: skip
+        _paper_level(ax, sub["paper_gain"].iloc[0], palette.colour("LLaMA"), "paper gain (LLaMA D)")
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("fraction of D's entries replaced by noise")
     axes[0, 0].set_ylabel("BaGLM gain (points)")
@@ -347,23 +407,41 @@ def violation_lines(long: pd.DataFrame, title: str, paper: Mapping[str, Mapping]
 
     ``long``: :func:`baglm_nb.analyses.violations.violations` rows, one solid line per
     ``source`` in its hue (:mod:`~baglm_nb.analyses.palette`); ``paper``
-    (:data:`~baglm_nb.analyses.paper.PAPER_VIOLATIONS`) adds the paper's rows, dashed, each in
+    (:data:`~baglm_nb.inputs.paper.PAPER_VIOLATIONS`) adds the paper's rows, dashed, each in
     its LLM's hue (the simulated LLaMA and the paper's LLaMA share one).
     """
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.4), squeeze=False)
-    metrics = (("violated_pct", "violated dependencies (%)"),
-               ("tasks_violated_pct", "tasks with a violation (%)"))  # fmt: skip
+    metrics = (
+        ("violated_pct", "violated dependencies (%)"),
+        ("tasks_violated_pct", "tasks with a violation (%)"),
+    )
     names = list(dict.fromkeys(long["source"]))
     for ax, (col, ylabel) in zip(axes[0], metrics, strict=True):
         llms = list((paper or {}).get(col, {}))
         hues = palette.colours([*names, *(f"paper: {llm}" for llm in llms)])
         for source, part in long.groupby("source", sort=False):
-            ax.plot(part["threshold"], part[col], palette.WORKBENCH, marker="o", ms=3,
-                    color=hues[str(source)], label=str(source))  # fmt: skip
+            ax.plot(
+                part["threshold"],
+                part[col],
+                palette.WORKBENCH,
+                marker="o",
+                ms=3,
+                color=hues[str(source)],
+                label=str(source),
+            )
         for llm, values in (paper or {}).get(col, {}).items():
             x = np.round(np.linspace(0.0, 1.0, len(values)), 1)
-            ax.plot(x, values, palette.PAPER, marker="o", mfc="none", ms=4, lw=1,
-                    color=hues[f"paper: {llm}"], label=f"paper: {llm}")  # fmt: skip
+            ax.plot(
+                x,
+                values,
+                palette.PAPER,
+                marker="o",
+                mfc="none",
+                ms=4,
+                lw=1,
+                color=hues[f"paper: {llm}"],
+                label=f"paper: {llm}",
+            )
         ax.set(xlabel="threshold t (D >= t kept)", ylabel=ylabel)
     axes[0, 1].legend(fontsize=6)
     fig.suptitle(_wrapped(title, fig.get_figwidth()), fontsize=9)
@@ -383,8 +461,9 @@ def steps_lines(df: pd.DataFrame, title: str):
     hues = palette.colours(methods)
     for i, method in enumerate(methods):
         sub = df[df["method"] == method].sort_values("num_steps")
-        ax.plot(sub["num_steps"], sub["workbench"], "-o", ms=3, color=hues[str(method)],
-                label=method)  # fmt: skip
+        ax.plot(
+            sub["num_steps"], sub["workbench"], "-o", ms=3, color=hues[str(method)], label=method
+        )
         if i == 0:
             for k, n in zip(sub["num_steps"], sub["videos"], strict=True):
                 ax.annotate(
@@ -399,30 +478,6 @@ def steps_lines(df: pd.DataFrame, title: str):
     ax.set_ylim(0, 100)
     ax.set_xlabel("candidate steps K (grey: videos per K)")
     ax.set_ylabel("R@1 (%)")
-    ax.set_title(_wrapped(title, fig.get_figwidth()), fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
-def timing_bars(summary: pd.DataFrame, title: str, segment_duration: float = 2.0):
-    """Stacked mean seconds per segment of each stage, by K (Fig. inference timing).
-
-    ``summary`` comes from :func:`baglm_nb.analyses.timing.timing_summary`; a dashed line marks
-    ``segment_duration`` (real time).
-    """
-    skip = {"num_steps", "videos", "segments", "total_s", "realtime_share"}
-    stages = [c for c in summary.columns if c not in skip]
-    fig, ax = plt.subplots(figsize=(7, 3.4))
-    x = summary["num_steps"].to_numpy()
-    bottom = np.zeros(len(summary))
-    for stage in stages:
-        values = summary[stage].fillna(0).to_numpy(dtype=float)
-        ax.bar(x, values, bottom=bottom, label=stage.removesuffix("_s"))
-        bottom += values
-    ax.axhline(segment_duration, color="black", ls="--", lw=1, label="real time")
-    ax.set_xlabel("steps in the task (K)")
-    ax.set_ylabel("seconds per segment")
     ax.set_title(_wrapped(title, fig.get_figwidth()), fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()

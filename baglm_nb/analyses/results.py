@@ -4,7 +4,7 @@ Notebooks ``00_dataset_statistics`` and ``03_main_results`` show them. Every R@1
 observation source in the ``source`` column and its dependency source in the ``D`` column (the
 oracle table also its progress source in ``progress``), as the paper's tables do, and carries
 its (video, step) items (:mod:`baglm_nb.analyses.tables`); the paper's values come from
-:mod:`baglm_nb.analyses.paper`. The default D is :data:`~baglm_nb.core.sources.SIMULATED_LLM`
+:mod:`baglm_nb.inputs.paper`. The default D is :data:`~baglm_nb.core.sources.SIMULATED_LLM`
 (the simulated LLaMA-3.3-70B, as the paper's rows use LLaMA); the oracle rows use the oracle
 chain. A row whose inputs are missing is a slot row, never a different quantity under the
 paper's label.
@@ -21,7 +21,6 @@ from typing import Any
 
 import pandas as pd
 
-from baglm_nb.analyses.paper import PAPER_BASELINES, PAPER_STATS, RERUN_MARK, paper_value
 from baglm_nb.analyses.tables import (
     DATASET_NAMES,
     METHOD_NAMES,
@@ -36,6 +35,7 @@ from baglm_nb.analyses.tables import (
 from baglm_nb.core import sources
 from baglm_nb.core.observations import Observations
 from baglm_nb.inputs.datasets import DATASETS, dataset_stats
+from baglm_nb.inputs.paper import PAPER_BASELINES, PAPER_STATS, RERUN_MARK, paper_value
 
 __all__ = [
     "comparison_table",
@@ -103,7 +103,7 @@ def comparison_table(main: pd.DataFrame) -> pd.DataFrame:
 
     ``main``: :func:`main_results_table` rows. Per dataset (in ``main``'s order): the paper's
     offline methods, then the online ones (the paper's online NaSVA, the off-the-shelf LMM,
-    BaGLM), as the paper orders them (:data:`~baglm_nb.analyses.paper.PAPER_BASELINES`). A
+    BaGLM), as the paper orders them (:data:`~baglm_nb.inputs.paper.PAPER_BASELINES`). A
     paper-only row has the paper's value, no workbench value, 0 videos, ``source`` ``"paper"``
     and the ``note`` :data:`PAPER_ONLY_NOTE`; a ``setting`` column (``offline`` / ``online``)
     follows ``method``. The items are ``main``'s.

@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from baglm_nb.analyses.paper import paper_value
 from baglm_nb.analyses.results import main_results_table, transition_table
 from baglm_nb.analyses.tables import (
     DATASET_NAMES,
@@ -42,6 +41,7 @@ from baglm_nb.analyses.tables import (
 )
 from baglm_nb.core import simulate_deps, sources
 from baglm_nb.core.observations import Observations
+from baglm_nb.inputs.paper import paper_value
 
 __all__ = [
     "gain_bars",
@@ -88,10 +88,16 @@ def gain_table(
         p_bag, p_off = paper_value("baglm", key), paper_value("off_the_shelf", key)
         gain, p_gain = round(bag["workbench"] - off["workbench"], 1), round(p_bag - p_off, 1)
         row = {
-            "dataset": name, "D": bag["D"], "off_the_shelf": off["workbench"],
-            "paper_off_the_shelf": p_off, "baglm": bag["workbench"], "paper_baglm": p_bag,
-            "gain": gain, "paper_gain": p_gain, "gain_difference": round(gain - p_gain, 1),
-        }  # fmt: skip
+            "dataset": name,
+            "D": bag["D"],
+            "off_the_shelf": off["workbench"],
+            "paper_off_the_shelf": p_off,
+            "baglm": bag["workbench"],
+            "paper_baglm": p_bag,
+            "gain": gain,
+            "paper_gain": p_gain,
+            "gain_difference": round(gain - p_gain, 1),
+        }
         if second is not None:
             other = second[second["dataset"] == name].set_index("method")
             alt = other.loc[METHOD_NAMES["baglm"]]
@@ -116,9 +122,17 @@ def gain_bars(gains: pd.DataFrame) -> pd.DataFrame:
         if "D_diagnostic" in row:
             pairs.append((row["D_diagnostic"], row["gain_diagnostic"]))
         for label, gain in pairs:
-            rows.append({"dataset": row["dataset"], "method": f"gain, D = {label}",
-                         "workbench": gain, "paper": row["paper_gain"],
-                         "videos": row["videos"], "source": row["source"], "D": label})  # fmt: skip
+            rows.append(
+                {
+                    "dataset": row["dataset"],
+                    "method": f"gain, D = {label}",
+                    "workbench": gain,
+                    "paper": row["paper_gain"],
+                    "videos": row["videos"],
+                    "source": row["source"],
+                    "D": label,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -158,15 +172,23 @@ def transition_pattern_table(
         ours = {v: float(by.loc[v, "workbench"]) for v in VARIANTS}
         paper = {v: float(by.loc[v, "paper"]) for v in VARIANTS}
         has_paper = not any(np.isnan(x) for x in paper.values())
-        row: dict[str, Any] = {"dataset": name, "D": by["D"].iloc[0],
-                               "off_the_shelf": by["off_the_shelf"].iloc[0]}  # fmt: skip
+        row: dict[str, Any] = {
+            "dataset": name,
+            "D": by["D"].iloc[0],
+            "off_the_shelf": by["off_the_shelf"].iloc[0],
+        }
         row.update(ours)
         row.update({f"paper_{v}": paper[v] for v in VARIANTS})
-        row.update({
-            "order": order_of(ours), "paper_order": order_of(paper) if has_paper else None,
-            "pattern": _pattern(ours), "paper_pattern": _pattern(paper) if has_paper else None,
-            "videos": int(by["videos"].iloc[0]), "source": by["source"].iloc[0],
-        })  # fmt: skip
+        row.update(
+            {
+                "order": order_of(ours),
+                "paper_order": order_of(paper) if has_paper else None,
+                "pattern": _pattern(ours),
+                "paper_pattern": _pattern(paper) if has_paper else None,
+                "videos": int(by["videos"].iloc[0]),
+                "source": by["source"].iloc[0],
+            }
+        )
         rows.append(row)
     return with_items(pd.DataFrame(rows), [items_of(table)])
 

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from baglm_nb.analyses.paper import PAPER_TIMING
 from baglm_nb.inputs import samples
 from baglm_nb.inputs.datasets import Video, load_dataset
+from baglm_nb.inputs.paper import PAPER_TIMING
 from baglm_nb.stores.scores import ScoreCache
 
 __all__ = [

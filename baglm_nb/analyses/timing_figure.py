@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from baglm_nb.analyses.paper import PAPER_TIMING
+from baglm_nb.inputs.paper import PAPER_TIMING
 
 __all__ = ["STAGE_STYLE", "timing_figure"]
 
@@ -35,8 +35,16 @@ def _stack(ax, x: np.ndarray, values: dict[str, np.ndarray], hatch: str | None =
     bottom = np.zeros(len(x))
     for stage, v in values.items():
         label, colour = STAGE_STYLE.get(stage, (stage.removesuffix("_s"), "#bbbbbb"))
-        ax.bar(x, v, bottom=bottom, width=0.6, color=colour, hatch=hatch, edgecolor="white",
-               label=label)  # fmt: skip
+        ax.bar(
+            x,
+            v,
+            bottom=bottom,
+            width=0.6,
+            color=colour,
+            hatch=hatch,
+            edgecolor="white",
+            label=label,
+        )
         bottom += v
     for xi, total in zip(x, bottom, strict=True):
         ax.text(xi, total, f"{total:.2f} s", ha="center", va="bottom", fontsize=8)

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from baglm_nb.analyses.paper import PAPER_VIOLATIONS
 from baglm_nb.core import simulate_deps, sources
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import first_starts
+from baglm_nb.inputs.paper import PAPER_VIOLATIONS
 from baglm_nb.stores.dependencies import DependencyCache
 
 __all__ = [
@@ -201,7 +201,7 @@ def violations_table(
     ``results`` maps a source label to a :func:`violations` frame. With ``paper`` (HT-Step,
     ``scope="group"``: what the paper's table is), each metric's rows are followed by the
     paper's two rows, ``source`` ``"paper: <LLM>"``, at the same thresholds
-    (:data:`~baglm_nb.analyses.paper.PAPER_VIOLATIONS`; NaN at a threshold it does not print).
+    (:data:`~baglm_nb.inputs.paper.PAPER_VIOLATIONS`; NaN at a threshold it does not print).
     """
     rows = []
     for metric, col in (
@@ -298,11 +298,17 @@ def answer_table(dataset: str, specs: Sequence[Any], *, limit: int | None = None
         values = np.concatenate([np.ravel(dep.matrix(v)) for v in chosen])
         n = values.size
         zeros, ones = int((values == 0).sum()), int((values == 1).sum())
-        rows.append({"source": dep.label, "matrices": len(chosen), "entries": n,
-                     "exact_0_pct": round(100 * zeros / n, 1),
-                     "exact_1_pct": round(100 * ones / n, 1),
-                     "graded_pct": round(100 * (n - zeros - ones) / n, 1),
-                     "mean": round(float(values.mean()), 3)})  # fmt: skip
+        rows.append(
+            {
+                "source": dep.label,
+                "matrices": len(chosen),
+                "entries": n,
+                "exact_0_pct": round(100 * zeros / n, 1),
+                "exact_1_pct": round(100 * ones / n, 1),
+                "graded_pct": round(100 * (n - zeros - ones) / n, 1),
+                "mean": round(float(values.mean()), 3),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -315,9 +321,13 @@ TASK_WEIGHT = 0.3
 
 #: Fixed Nelder-Mead starting points ``(weight, bias, noise, spread)`` of :func:`fit_preset`.
 FIT_STARTS: tuple[tuple[float, float, float, float], ...] = (
-    (6.0, -7.0, 6.0, 0.5), (6.0, -7.0, 6.0, 1.0), (4.0, -4.0, 3.0, 1.0),
-    (10.0, -6.0, 6.0, 1.5), (15.0, -6.0, 10.0, 0.8), (3.0, -3.0, 2.0, 1.5),
-)  # fmt: skip
+    (6.0, -7.0, 6.0, 0.5),
+    (6.0, -7.0, 6.0, 1.0),
+    (4.0, -4.0, 3.0, 1.0),
+    (10.0, -6.0, 6.0, 1.5),
+    (15.0, -6.0, 10.0, 0.8),
+    (3.0, -3.0, 2.0, 1.5),
+)
 
 
 def preset_loss(
@@ -328,7 +338,7 @@ def preset_loss(
     The loss is the sum over the thresholds 0.1 .. 1.0 of the squared differences (in points)
     of the violated-dependency percentage, plus :data:`TASK_WEIGHT` times those of the
     percentage of tasks with a violation, against the paper's row of ``preset.llm``
-    (:data:`~baglm_nb.analyses.paper.PAPER_VIOLATIONS`; threshold 0 depends on the
+    (:data:`~baglm_nb.inputs.paper.PAPER_VIOLATIONS`; threshold 0 depends on the
     annotations only). ``videos`` defaults to all of HT-Step (the paper's 150 groups).
     """
     matrices = simulate_deps.simulated_dependencies("htstep", preset, seed, videos=videos)

@@ -169,8 +169,9 @@ class AlertMonitor:
         self.need = needs(dependency, threshold)
         self.steps = tuple(steps)
         if self.need.shape[0] != len(self.steps):
-            raise ValueError(f"dependency is {self.need.shape}, the task has {len(self.steps)} "
-                             "steps")  # fmt: skip
+            raise ValueError(
+                f"dependency is {self.need.shape}, the task has {len(self.steps)} steps"
+            )
         self.threshold = float(threshold)
         self.done_level = check_level("done_level", done_level)
         self.segment_duration = float(segment_duration)
@@ -232,8 +233,15 @@ class AlertMonitor:
 
     def _alert(self, kind: str, missing: int, by: tuple[int, ...]) -> Alert:
         s = self.segment
-        return Alert(kind, s, (s + 1) * self.segment_duration, missing, self.steps[missing],
-                     by, tuple(self.steps[b] for b in by))  # fmt: skip
+        return Alert(
+            kind,
+            s,
+            (s + 1) * self.segment_duration,
+            missing,
+            self.steps[missing],
+            by,
+            tuple(self.steps[b] for b in by),
+        )
 
 
 def alerts_for(
@@ -252,8 +260,13 @@ def alerts_for(
     for nothing or none) and ``progress`` (S, K) the running progress after each segment; the
     other parameters are :class:`AlertMonitor`'s.
     """
-    monitor = AlertMonitor(dependency, steps, threshold=threshold, done_level=done_level,
-                           segment_duration=segment_duration)  # fmt: skip
+    monitor = AlertMonitor(
+        dependency,
+        steps,
+        threshold=threshold,
+        done_level=done_level,
+        segment_duration=segment_duration,
+    )
     progress = np.asarray(progress, dtype=np.float64)
     if len(announced) != len(progress):
         raise ValueError(f"announced has {len(announced)} segments, progress {len(progress)}")

@@ -203,8 +203,18 @@ class FixedLagSmoother:
         if not emit:
             return []
         if not self._held:
-            return [(item, backward_span(alpha, self.static, np.zeros((0, len(alpha))),
-                                         np.zeros((0, len(alpha))), np.zeros(0)))]  # fmt: skip
+            return [
+                (
+                    item,
+                    backward_span(
+                        alpha,
+                        self.static,
+                        np.zeros((0, len(alpha))),
+                        np.zeros((0, len(alpha))),
+                        np.zeros(0),
+                    ),
+                )
+            ]
         later = list(self._held)
         weights = np.stack([h[2] for h in later])
         lik = np.stack([h[3] for h in later])
@@ -317,15 +327,17 @@ class OnlineGrounder:
             raise ValueError(f"count must be a whole number >= 0, got {count!r}")
         if count and self.gaps == "predict":
             if self.state.prior != "uniform":
-                raise ValueError("stepping over a gap by prediction needs prior='uniform'; "
-                                 "use gaps='pause'")  # fmt: skip
+                raise ValueError(
+                    "stepping over a gap by prediction needs prior='uniform'; use gaps='pause'"
+                )
             k = len(self.steps)
             self.state.step(np.ones(k + 1), np.zeros((k, 10)), repeats=int(count) * self._repeats)
             if self.smoother is not None:  # the rows count, nothing is emitted for them
                 state = self.state
                 for _ in range(int(count)):
-                    due = self.smoother.push(state.belief, state.weights, np.ones(k + 1), None,
-                                             emit=False)  # fmt: skip
+                    due = self.smoother.push(
+                        state.belief, state.weights, np.ones(k + 1), None, emit=False
+                    )
                     self._smoothed(due)
         self.segment += int(count)
         return self.state.belief.copy()
@@ -383,8 +395,9 @@ class OnlineGrounder:
     def _smoothed(self, due: list) -> None:
         lag_s = float(self.smoother.lag * self.segment_duration)
         for (s, progress, latency), belief in due:
-            self._ready.append(self._estimate(s, belief, progress, latency, announce=True,
-                                              lag_s=lag_s))  # fmt: skip
+            self._ready.append(
+                self._estimate(s, belief, progress, latency, announce=True, lag_s=lag_s)
+            )
 
     def _estimate(self, s, belief, progress, latency, *, announce: bool, lag_s: float = 0.0):
         """The estimate of segment ``s``; ``announce`` feeds its top state to the hysteresis."""

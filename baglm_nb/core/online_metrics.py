@@ -220,8 +220,11 @@ def dataset_metrics(
 
     ``videos`` gives annotation order and tasks; only the uids in ``per_video`` count.
     """
-    rows = [{"video_uid": v.uid, "task": v.task, **per_video[v.uid]}
-            for v in videos if v.uid in per_video]  # fmt: skip
+    rows = [
+        {"video_uid": v.uid, "task": v.task, **per_video[v.uid]}
+        for v in videos
+        if v.uid in per_video
+    ]
     if not rows:
         raise ValueError(f"no videos to measure for {dataset}")
     counts = pd.DataFrame(rows)

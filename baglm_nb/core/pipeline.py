@@ -122,8 +122,7 @@ def online_quality(
     Returns ``{"threshold", "patience", "smoothing_lag_s", "baglm": {...}, "off_the_shelf":
     {...}}``.
     """
-    opts = {"segment_duration": obs.segment_duration, "threshold": threshold,
-            "patience": patience}  # fmt: skip
+    opts = {"segment_duration": obs.segment_duration, "threshold": threshold, "patience": patience}
     raw = {u: obs.vsg[u] for u in beliefs}
     return {
         "threshold": threshold,

@@ -30,8 +30,8 @@ Generative model (per video, ``S`` segments of ``d = segment_duration`` seconds,
    same noise as a step that is (``off_step_progress = "noisy"``, the default). A real LMM's
    digit probabilities are a softmax over tokens, never a point mass, and the published filter
    keeps the running maximum of the expected progress, so this noise sets a floor under every
-   step's readiness. ``off_step_progress = "zero"`` puts all mass on digit 0 instead (the
-   model before issue 16: it reads every absent step like the ground-truth oracle does).
+   step's readiness. ``off_step_progress = "zero"`` puts all mass on digit 0 instead (it reads
+   every absent step like the ground-truth oracle does).
    Rows sum to 1 (a real LMM's raw digit probabilities need not).
 
 Randomness: ``np.random.default_rng([seed, zlib.crc32(uid)])`` per video, drawing ``eps``
@@ -61,7 +61,7 @@ Calibration (per dataset)
 ``signal`` is the one calibrated parameter. :data:`CALIBRATED_SIGNAL` holds, per dataset, the
 value that :func:`calibrate` finds (seed 0, every other parameter at its default, ``tol = 0.05``)
 so that the off-the-shelf R@1 matches the paper's InternVL2.5-8B value for that dataset
-(:func:`~baglm_nb.analyses.paper.paper_value` ``("off_the_shelf", dataset)``; CrossTask: Avg.
+(:func:`~baglm_nb.inputs.paper.paper_value` ``("off_the_shelf", dataset)``; CrossTask: Avg.
 R@1); ``python -m baglm_nb calibrate`` reproduces and prints them. :func:`default_params` gives
 a dataset's calibrated parameters; every function here uses them when ``params`` is None.
 Only the off-the-shelf rows are targets: the BaGLM rows stay an out-of-sample check.
@@ -81,11 +81,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from tqdm.auto import tqdm
 
-from baglm_nb.analyses.paper import paper_value
 from baglm_nb.core.evaluation import evaluate
 from baglm_nb.inputs import grid
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import ground_truth
+from baglm_nb.inputs.paper import paper_value
 
 __all__ = [
     "CALIBRATED_SIGNAL",

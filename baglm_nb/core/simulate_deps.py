@@ -38,7 +38,7 @@ LLM's matrix belongs to the task, not to the evaluated subset.
 Presets and their calibration
 -----------------------------
 :data:`PRESETS` ``llama`` and ``gpt`` hold ``weight, bias, noise, spread`` fitted (seed 0) to the
-paper's HT-Step dependency-violation table (:data:`~baglm_nb.analyses.paper.PAPER_VIOLATIONS`)
+paper's HT-Step dependency-violation table (:data:`~baglm_nb.inputs.paper.PAPER_VIOLATIONS`)
 by :func:`baglm_nb.analyses.violations.fit_preset`; ``python -m baglm_nb calibrate --deps llama
 gpt`` reproduces them and prints the curves. Only the violation table is a target: BaGLM's rows
 are an out-of-sample check. The same presets are used on every dataset (the paper's table covers

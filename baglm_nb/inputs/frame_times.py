@@ -67,8 +67,10 @@ def implausible(
         return f"a frame rate of {fps:g} fps" if fps is not None else "no frame rate"
     if duration_s is not None and header_duration_s:
         if abs(duration_s - header_duration_s) > segment_duration:
-            return (f"a duration of {duration_s:.6g} s where its container declares "
-                    f"{header_duration_s:.6g} s")  # fmt: skip
+            return (
+                f"a duration of {duration_s:.6g} s where its container declares "
+                f"{header_duration_s:.6g} s"
+            )
     return None
 
 
@@ -190,8 +192,9 @@ def iter_timed_segments(
                 if batch and batch[-1][0] != n // per - 1:
                     yield _stack(batch)
                     batch = []
-                batch.append((n // per, np.stack([s[1] for s in mine]),
-                              np.array([s[2] for s in mine])))  # fmt: skip
+                batch.append(
+                    (n // per, np.stack([s[1] for s in mine]), np.array([s[2] for s in mine]))
+                )
             if len(batch) == batch_segments:
                 yield _stack(batch)
                 batch = []
@@ -214,36 +217,53 @@ def frame_timed_info(m, path, why: str):
     is implausible (``why``), measured by :func:`scan`; refused
     (:class:`~baglm_nb.inputs.video.VideoError`, with both reasons) when that fails too."""
     from baglm_nb.inputs.live import SourceError
-    from baglm_nb.inputs.video import VideoError, VideoInfo
+    from baglm_nb.inputs.video_records import VideoError, VideoInfo
 
     why = f"torchcodec reports {why}"
     try:
         timing = scan(path)
     except (ValueError, OSError, SourceError) as exc:
         raise VideoError(path, f"implausible timing: {why}, and {exc}") from None
-    return VideoInfo(path=path, num_frames=timing.num_frames, fps=timing.fps,
-                     duration_s=timing.duration_s, width=int(m.width), height=int(m.height),
-                     codec=str(m.codec), timing="frames", start_s=timing.start_s,
-                     timing_note=f"{why}; decoded on its frames' own timestamps")  # fmt: skip
+    return VideoInfo(
+        path=path,
+        num_frames=timing.num_frames,
+        fps=timing.fps,
+        duration_s=timing.duration_s,
+        width=int(m.width),
+        height=int(m.height),
+        codec=str(m.codec),
+        timing="frames",
+        start_s=timing.start_s,
+        timing_note=f"{why}; decoded on its frames' own timestamps",
+    )
 
 
 def timed_batches(
-    info, segment_duration: float, sampling_fps: float, batch_segments: int,
-    start_segment: int, growing: bool,
-) -> Iterator:  # fmt: skip
+    info,
+    segment_duration: float,
+    sampling_fps: float,
+    batch_segments: int,
+    start_segment: int,
+    growing: bool,
+) -> Iterator:
     """:func:`~baglm_nb.inputs.video.iter_segments` of a file read on its frames' own
     timestamps (on the CPU): :class:`~baglm_nb.inputs.video.SegmentBatch` es; a decoding
     failure is a :class:`~baglm_nb.inputs.video.VideoError` naming the file."""
     import av
 
     from baglm_nb.inputs.live import SourceError
-    from baglm_nb.inputs.video import SegmentBatch, VideoError
+    from baglm_nb.inputs.video_records import SegmentBatch, VideoError
 
     t0 = time.perf_counter()
     batches = iter_timed_segments(
-        info.path, info.start_s, segment_duration=segment_duration, sampling_fps=sampling_fps,
-        batch_segments=batch_segments, start_segment=int(start_segment), growing=growing,
-    )  # fmt: skip
+        info.path,
+        info.start_s,
+        segment_duration=segment_duration,
+        sampling_fps=sampling_fps,
+        batch_segments=batch_segments,
+        start_segment=int(start_segment),
+        growing=growing,
+    )
     while True:
         try:
             first, frames, times = next(batches)
@@ -254,6 +274,7 @@ def timed_batches(
             raise VideoError(info.path, f"cannot be decoded ({lines[0]})") from None
         b = frames.shape[0]
         t_start = torch.arange(first, first + b, dtype=torch.float64) * segment_duration
-        yield SegmentBatch(first, frames, times, t_start, t_start + segment_duration,
-                           time.perf_counter() - t0)  # fmt: skip
+        yield SegmentBatch(
+            first, frames, times, t_start, t_start + segment_duration, time.perf_counter() - t0
+        )
         t0 = time.perf_counter()

@@ -203,8 +203,9 @@ def open_live(source: LiveSource, timeout: float = 10.0) -> Any | None:
     if source.url.lower().startswith("rtsp"):
         options.setdefault("timeout", micro)  # socket I/O timeout (FFmpeg's RTSP option)
     try:
-        container = av.open(source.url, format=source.format, options=options,
-                            timeout=(timeout, timeout))  # fmt: skip
+        container = av.open(
+            source.url, format=source.format, options=options, timeout=(timeout, timeout)
+        )
     except (av.FFmpegError, OSError) as exc:
         why = _describe(exc)
         if why == "Protocol not found":
@@ -398,8 +399,9 @@ class LiveReader:
                         continue
                     for frame in frames:
                         raw = None if frame.pts is None else float(frame.pts * base)
-                        self._frame(frame, self._stream_time(raw, arrived), arrived, start,
-                                    reconnecting)  # fmt: skip
+                        self._frame(
+                            frame, self._stream_time(raw, arrived), arrived, start, reconnecting
+                        )
                         reconnecting = False
         except (av.FFmpegError, OSError) as exc:
             if self._stop.is_set():
@@ -454,8 +456,9 @@ class LiveReader:
     def _gap(self, segments: range, reason: str) -> None:
         if len(segments):
             d = self.segment_duration
-            self.buffer.put(Gap(segments.start, len(segments), segments.start * d,
-                                segments.stop * d, reason))  # fmt: skip
+            self.buffer.put(
+                Gap(segments.start, len(segments), segments.start * d, segments.stop * d, reason)
+            )
 
     def _segment(self, index: int, arrived: float) -> None:
         per, d = self.grid.per_segment, self.segment_duration
@@ -467,8 +470,18 @@ class LiveReader:
         frames = torch.from_numpy(np.stack([s[1] for s in mine])).permute(0, 3, 1, 2)
         times = np.array([s[2] for s in mine])
         pts = float(times[-1] + self._origin)
-        self.buffer.put(LiveSegment(index, frames.contiguous(), times, index * d, (index + 1) * d,
-                                    arrived, time.perf_counter(), pts))  # fmt: skip
+        self.buffer.put(
+            LiveSegment(
+                index,
+                frames.contiguous(),
+                times,
+                index * d,
+                (index + 1) * d,
+                arrived,
+                time.perf_counter(),
+                pts,
+            )
+        )
 
 
 def live_reader_for(
@@ -495,15 +508,25 @@ def live_reader_for(
     """
     if isinstance(source, LiveReader):
         return source
-    src = source if isinstance(source, LiveSource) else live_source(
-        source, camera=camera, transport=transport, live=live
-    )  # fmt: skip
+    src = (
+        source
+        if isinstance(source, LiveSource)
+        else live_source(source, camera=camera, transport=transport, live=live)
+    )
     if src is None:
         return None
     container = open_live(src, timeout)
     if container is None:
         return None
     policy = lag or ("queue" if src.kind == "file" else "drop")
-    return LiveReader(src, container, segment_duration=segment_duration, sampling_fps=sampling_fps,
-                      lag=policy, timeout=timeout, reconnect=reconnect, pace=pace,
-                      reconnect_window=reconnect_window)  # fmt: skip
+    return LiveReader(
+        src,
+        container,
+        segment_duration=segment_duration,
+        sampling_fps=sampling_fps,
+        lag=policy,
+        timeout=timeout,
+        reconnect=reconnect,
+        pace=pace,
+        reconnect_window=reconnect_window,
+    )

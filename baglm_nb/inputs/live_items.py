@@ -71,8 +71,14 @@ class Gap:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (one line of the event log)."""
-        return {"event": "gap", "first_segment": self.first, "segments": self.count,
-                "t_start": self.t_start, "t_end": self.t_end, "reason": self.reason}  # fmt: skip
+        return {
+            "event": "gap",
+            "first_segment": self.first,
+            "segments": self.count,
+            "t_start": self.t_start,
+            "t_end": self.t_end,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)

@@ -30,11 +30,9 @@ returned ``times`` are the file's own (non-monotonic) timestamps.
 from __future__ import annotations
 
 import os
-import re
 import time
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +41,7 @@ from torchcodec.decoders import VideoDecoder
 
 from baglm_nb.inputs.frame_times import frame_timed_info, implausible, timed_batches
 from baglm_nb.inputs.grid import num_segments, segment_frame_indices
+from baglm_nb.inputs.video_records import SegmentBatch, VideoError, VideoInfo, source_path
 
 __all__ = [
     "CPU_ONLY_CODECS",
@@ -60,114 +59,6 @@ __all__ = [
 CPU_ONLY_CODECS = frozenset({"av1", "vp9"})
 
 
-class VideoError(RuntimeError):
-    """A video that cannot be opened, probed or decoded.
-
-    The message always starts with the file's path; for a frame that fails to decode it also
-    gives the frame's time in seconds (frame index / fps).
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The video file.
-    message : str
-        What went wrong.
-    time_s : float, optional
-        Time in seconds of the frame that failed, when the failure is a frame's.
-
-    Attributes
-    ----------
-    path : pathlib.Path
-        The video file.
-    time_s : float or None
-        Time in seconds of the frame that failed, or None.
-    """
-
-    def __init__(self, path: str | os.PathLike, message: str, time_s: float | None = None):
-        self.path = _source(path)
-        self.time_s = time_s
-        super().__init__(f"{self.path}: {message}")
-
-
-@dataclass(frozen=True)
-class VideoInfo:
-    """Metadata of a video's best video stream (torchcodec, exact seek mode).
-
-    Attributes
-    ----------
-    path : pathlib.Path
-        The file.
-    num_frames : int
-        Frame count from a scan of the stream's packets (published ``video_num_frames``).
-    fps : float
-        Average frame rate, ``num_frames / duration_s`` (published ``video_fps``).
-    duration_s : float
-        Length of the stream in seconds, from the content scan.
-    width, height : int
-        Frame size in pixels.
-    codec : str
-        The stream's codec name as FFmpeg spells it (``h264``, ``av1``, ...).
-    timing : str
-        ``"container"``: the values above are torchcodec's and the published grid applies;
-        ``"frames"``: torchcodec's were implausible (``timing_note`` says why), so they were
-        measured from the packets' own timestamps and the file is decoded on them
-        (:mod:`baglm_nb.inputs.frame_times`).
-    start_s : float
-        The stream time (s) of the file's clock origin (``"frames"`` timing only).
-    timing_note : str
-        Why the container's timing was not used (empty for ``"container"``).
-    """
-
-    path: Path
-    num_frames: int
-    fps: float
-    duration_s: float
-    width: int
-    height: int
-    codec: str
-    timing: str = "container"
-    start_s: float = 0.0
-    timing_note: str = ""
-
-
-@dataclass(frozen=True)
-class SegmentBatch:
-    """Decoded frames of ``B`` consecutive segments.
-
-    Attributes
-    ----------
-    first_segment : int
-        Index (in the whole video) of the first segment of the batch.
-    frames : torch.Tensor
-        uint8, shape ``(B, F, 3, H, W)``, on the decoder's device; ``F`` frames per segment.
-    times : torch.Tensor
-        float64, shape ``(B, F)``: each frame's presentation time in seconds (its pts).
-    t_start, t_end : torch.Tensor
-        float64, shape ``(B,)``: ``segment * segment_duration`` and that plus
-        ``segment_duration``, the segments' nominal time spans.
-    decode_s : float
-        Wall-clock seconds spent decoding this batch.
-    """
-
-    first_segment: int
-    frames: torch.Tensor
-    times: torch.Tensor
-    t_start: torch.Tensor
-    t_end: torch.Tensor
-    decode_s: float
-
-    @property
-    def num_segments(self) -> int:
-        """B, the number of segments in this batch."""
-        return int(self.frames.shape[0])
-
-    @property
-    def segment_indices(self) -> range:
-        """Indices (in the whole video) of the batch's segments."""
-        return range(self.first_segment, self.first_segment + self.num_segments)
-
-
-# ---------------------------------------------------------------------------------------------
 # ---------------------------------------------------------------------------------------------
 # Opening and probing
 
@@ -175,16 +66,6 @@ class SegmentBatch:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0].strip() if text else type(exc).__name__
-
-
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-
-def _source(path: str | os.PathLike) -> Path | str:
-    """A local path as a Path; a URL (``scheme://...``, read by FFmpeg) stays a string."""
-    if isinstance(path, str) and _URL.match(path):
-        return path
-    return Path(path)
 
 
 def _open(path: Path | str, device: str = "cpu", num_threads: int = 1) -> VideoDecoder:
@@ -266,7 +147,7 @@ def probe(path: str | os.PathLike, *, allow_truncated: bool = False) -> VideoInf
         If the file is missing, is not a video (no video stream, unreadable container), holds
         no frames, or is truncated (unless ``allow_truncated``). The message names the file.
     """
-    path = _source(path)
+    path = source_path(path)
     return _info(_open(path), path, allow_truncated)
 
 
@@ -308,7 +189,7 @@ def check_video_file(
     ValueError
         For anything else, naming the file and the reason (FFmpeg's last error included).
     """
-    src = _source(path)
+    src = source_path(path)
     if isinstance(src, str):
         return
     if not src.exists():
@@ -468,7 +349,7 @@ def iter_segments(
     ValueError
         For an invalid argument.
     """
-    path = _source(path)
+    path = source_path(path)
     dev = _check_device(device)
     if int(batch_segments) != batch_segments or batch_segments < 1:
         raise ValueError(f"batch_segments must be a positive integer, got {batch_segments!r}")
@@ -478,8 +359,9 @@ def iter_segments(
     cpu_decoder = _open(path, "cpu", num_threads)
     info = _info(cpu_decoder, path, allow_truncated)
     if info.timing == "frames":
-        return timed_batches(info, segment_duration, sampling_fps, int(batch_segments),
-                             start_segment, growing)  # fmt: skip
+        return timed_batches(
+            info, segment_duration, sampling_fps, int(batch_segments), start_segment, growing
+        )
     segments = segment_frame_indices(info.num_frames, info.fps, segment_duration, sampling_fps)
     reader = _reader_for(path, dev, num_threads, info, cpu_decoder)
     return _generate(reader, segments, int(start_segment), int(batch_segments), segment_duration)
@@ -539,9 +421,24 @@ def _glob_escape(text: str) -> str:
 #: File extensions :func:`find_video_file` takes for a video (yt-dlp leaves sidecars such as
 #: ``<uid>.en.vtt``, ``<uid>.info.json`` or ``<uid>.mp4.part`` beside the video).
 VIDEO_EXTENSIONS = frozenset(
-    {"mp4", "m4v", "mkv", "webm", "mov", "avi", "ts", "mts", "m2ts", "mpg", "mpeg", "flv",
-     "3gp", "ogv", "wmv"}
-)  # fmt: skip
+    {
+        "mp4",
+        "m4v",
+        "mkv",
+        "webm",
+        "mov",
+        "avi",
+        "ts",
+        "mts",
+        "m2ts",
+        "mpg",
+        "mpeg",
+        "flv",
+        "3gp",
+        "ogv",
+        "wmv",
+    }
+)
 
 
 def find_video_file(video_dir: str | os.PathLike | None, uid: str) -> Path | None:
@@ -577,7 +474,7 @@ def frames_at(
     ``(time_s, (H, W, 3) uint8)`` pairs in the order of ``times``; a file that cannot be
     decoded raises :class:`VideoError` naming it.
     """
-    src = _source(path)
+    src = source_path(path)
     decoder = _open(src)
     meta = decoder.metadata
     end = meta.end_stream_seconds or meta.duration_seconds or 0.0

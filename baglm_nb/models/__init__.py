@@ -1,4 +1,4 @@
-"""Stage 2, models: the LMM that scores segments and the LLM that estimates dependencies.
+"""Stage 3, models: the LMM that scores segments and the LLM that estimates dependencies.
 
 - :mod:`.prompts`, :mod:`.tokenizers`: the published prompts, option labels, offline tokenizers;
 - LMM: :mod:`.registry` (the models and loading them), :mod:`.families` (one spec per family:

@@ -5,9 +5,9 @@ replicated) and return float32 tensors. torchvision is not used (it is broken be
 2.13 here); its uint8 resize is reproduced by :func:`resize_uint8` as ``F.interpolate`` on float
 followed by round and clamp to [0, 255], which is what torchvision does for a uint8 input. On
 the CPU, InternVL and Qwen frames go through :func:`baglm_nb.models.resample.resize_normalize`
-instead, a numba kernel with torch's own filter weights, about 3x faster and equal to
-:func:`resize_uint8` up to one uint8 level at about 12 values per million (its module notes say
-why); on other devices the torch path runs.
+instead, a numba kernel with torch's own filter weights, faster and equal to
+:func:`resize_uint8` up to one uint8 level at a few values per million (its module notes say
+why; ``benchmarks/decode_speed.py`` measures both); on other devices the torch path runs.
 
 * :func:`preprocess_internvl` - one 448x448 tile per frame (squash, no thumbnail), bicubic
   antialiased, ImageNet mean/std (§1.4). Output ``(N, 3, 448, 448)``.

@@ -394,8 +394,8 @@ MAX_CHARS_PER_TOKEN = 32
 def check_task_text(goal: str, steps: Sequence[str], *, context_tokens: int | None) -> None:
     """Refuse a goal and steps that cannot fit a model's context, before tokenising them.
 
-    A 10 MB goal would take a minute to tokenise and then fail on allocation; this check takes
-    microseconds. The message quotes at most the goal's first 60 characters.
+    A goal far longer than any context would take long to tokenise and then fail on allocation;
+    this check only counts characters. The message quotes at most the goal's first 60 characters.
 
     Raises
     ------

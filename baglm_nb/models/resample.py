@@ -4,9 +4,9 @@ The reference preprocessing (reference-protocol §1.4, §8.2) is torchvision's r
 tensor: ``F.interpolate`` in float32 (bicubic, ``antialias=True``, ``align_corners=False``),
 rounded and clamped back to uint8, then ``/255`` and ``(x - mean) / std``.
 :func:`baglm_nb.models.preprocess.resize_uint8` does exactly that with torch, and is kept as the
-reference. On 2 CPU cores torch's generic antialiased float kernel keeps decode plus
-preprocessing of 640x480 clips near 42x real time, under the 50x goal, so the CPU default uses
-this kernel instead, about 3x faster (``benchmarks/decode_speed.py`` prints both).
+reference. On the CPU torch's generic antialiased float kernel is too slow for the decode speed
+goal, so the CPU default uses this kernel instead (``benchmarks/decode_speed.py`` prints both
+speeds and the ratio to the goal).
 
 How it stays faithful:
 
@@ -16,8 +16,8 @@ How it stays faithful:
 * **Same order.** Horizontal pass first, then vertical, each a float32 sum over the taps from
   the first input pixel on, as torch's separable kernel does; then round half to even, clamp,
   ``/255``, ``- mean``, ``/ std`` in float32.
-* **Measured difference.** The result equals the torch path except at about 12 values per
-  million on the test clips (``benchmarks/decode_speed.py`` prints it), which differ by one
+* **Measured difference.** The result equals the torch path except at a few values per
+  million on the test clips (``benchmarks/decode_speed.py`` prints how many), which differ by one
   uint8 level: float32 rounding, as the compiled loop of torch is not reproduced operation
   for operation (some of its sums match only with fused multiply-adds). The published code
   resized on a GPU, whose kernel also differs from torch's CPU kernel by such roundings, so

@@ -126,7 +126,7 @@ def random_gguf(
 
     Returns ``(model.gguf, mmproj.gguf)`` (float32), for serving it with llama.cpp's server
     (``tests/gguf_server.py``) and comparing with the same weights run locally. Built once with
-    :func:`baglm_nb.models.gguf.export_gguf` (about 30 s) into a folder under
+    :func:`baglm_nb.models.gguf.export_gguf` (slow) into a folder under
     :func:`~baglm_nb.models.gguf.model_cache_dir` named by a digest of the arguments, the
     torch / transformers versions and the conversion script, then reused; the folder is renamed
     into place when complete. Only Qwen2.5-VL is supported: it needs ``vision_layers >= 3``

@@ -23,10 +23,10 @@ Each family tokenizer also gets a minimal ChatML chat template (:data:`CHAT_TEMP
 renders system/user turns and the ``video`` content item the way this project's scorers need;
 real checkpoints ship their own templates, which the scorers use instead.
 
-The conversion (merges from BPE ranks) takes a few seconds, so each family's tokenizer is saved
+The conversion (merges from BPE ranks) is slow, so each family's tokenizer is saved
 once as a ``tokenizers`` JSON file under :func:`tokenizer_cache_dir` (``$BAGLM_TOKENIZER_CACHE``,
 else ``$XDG_CACHE_HOME/baglm_nb/tokenizers`` or ``~/.cache/baglm_nb/tokenizers``, else the temp
-dir), keyed by a digest of ``qwen.tiktoken``, and reloaded from there (about 1 s); files are
+dir), keyed by a digest of ``qwen.tiktoken``, and reloaded from there; files are
 written atomically. :func:`build_tokenizer` returns a new tokenizer object on each call.
 """
 
@@ -251,8 +251,8 @@ def build_tokenizer(
     Returns
     -------
     transformers.PreTrainedTokenizerFast
-        A new object on each call (about 1 s from the disk cache; the first build of a
-        family converts the BPE ranks, a few seconds). ``len(tokenizer)`` is 151,643 plus the
+        A new object on each call (read from the disk cache; the first build of a family
+        converts the BPE ranks). ``len(tokenizer)`` is 151,643 plus the
         family's special tokens.
     """
     if family not in FAMILY_SPECIAL_TOKENS:

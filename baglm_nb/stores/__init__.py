@@ -1,4 +1,4 @@
-"""Stage 3, stores: what is computed once and read many times.
+"""Stage 2, stores: what is computed once and read many times.
 
 - :mod:`.atomic`: the one atomic file writer (temp file, fsync, rename);
 - :mod:`.keys`: :class:`~.keys.ScoreKey` and :class:`~.keys.DependencyKey`, the identity and

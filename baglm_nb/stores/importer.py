@@ -170,8 +170,11 @@ def _import_all(run: _Run, videos: Sequence[Video], show_progress: bool) -> dict
 def _unmatched(src: Path, videos: Sequence[Video]) -> list[str]:
     """The ``.pt`` files under ``src`` (relative paths) that name no video or group of
     ``videos``: another dataset's files, or misnamed ones."""
-    names = {"vsg": {v.uid for v in videos}, "prog": {v.uid for v in videos},
-             "prereq": {v.group for v in videos}}  # fmt: skip
+    names = {
+        "vsg": {v.uid for v in videos},
+        "prog": {v.uid for v in videos},
+        "prereq": {v.group for v in videos},
+    }
     return sorted(
         str(path.relative_to(src))
         for kind, known in names.items()

@@ -204,6 +204,33 @@ def _checked_scores(
 # the cache
 
 
+def _score_columns(
+    uid: str,
+    v: np.ndarray,
+    p: np.ndarray | None,
+    d: float,
+    timing_cols: Mapping[str, np.ndarray],
+) -> dict[str, pa.Array]:
+    """A score file's columns, one row per segment of ``d`` seconds."""
+    num_segments, k = v.shape[0], v.shape[1] - 1
+    seg = np.arange(num_segments, dtype=np.int32)
+    columns: dict[str, pa.Array] = {
+        "video_uid": pa.array([uid] * num_segments, type=pa.string()),
+        "segment": pa.array(seg, type=pa.int32()),
+        "t_start": pa.array(seg * d, type=pa.float64()),
+        "t_end": pa.array((seg + 1) * d, type=pa.float64()),
+        "vsg": _list_column(v, num_segments, k + 1),
+        "progress": (
+            pa.nulls(num_segments, type=_LIST_F64)
+            if p is None
+            else _list_column(p, num_segments, k * 10)
+        ),
+    }
+    for name, arr in timing_cols.items():
+        columns[name] = pa.array(arr, type=pa.float64())
+    return columns
+
+
 class ScoreCache(ParquetFolder):
     """VSG/progress scores of one :class:`~baglm_nb.stores.keys.ScoreKey`, one file per video.
 
@@ -296,24 +323,11 @@ class ScoreCache(ParquetFolder):
         num_segments, k = v.shape[0], v.shape[1] - 1
         full = num_segments * self.key.segment_duration
         if num_rows is not None and not full - self.key.segment_duration < num_rows <= full:
-            raise ValueError(f"video {uid!r}: num_rows {num_rows} does not end in the last of "
-                             f"{num_segments} segments")  # fmt: skip
-        d = float(self.key.segment_duration)
-        seg = np.arange(num_segments, dtype=np.int32)
-        columns: dict[str, pa.Array] = {
-            "video_uid": pa.array([uid] * num_segments, type=pa.string()),
-            "segment": pa.array(seg, type=pa.int32()),
-            "t_start": pa.array(seg * d, type=pa.float64()),
-            "t_end": pa.array((seg + 1) * d, type=pa.float64()),
-            "vsg": _list_column(v, num_segments, k + 1),
-            "progress": (
-                pa.nulls(num_segments, type=_LIST_F64)
-                if p is None
-                else _list_column(p, num_segments, k * 10)
-            ),
-        }
-        for name, arr in timing_cols.items():
-            columns[name] = pa.array(arr, type=pa.float64())
+            raise ValueError(
+                f"video {uid!r}: num_rows {num_rows} does not end in the last of "
+                f"{num_segments} segments"
+            )
+        columns = _score_columns(uid, v, p, float(self.key.segment_duration), timing_cols)
         meta: dict[str, Any] = {
             "uid": uid,
             "num_steps": k,
@@ -409,7 +423,7 @@ class ScoreCache(ParquetFolder):
         if len(wanted) < 16 or workers < 4:
             return {uid: self.read_video(uid) for uid in wanted}
         # pyarrow releases the GIL while decoding, so threads overlap the I/O and decoding of
-        # large files (about 1 ms per file is Python overhead, so few cores gain nothing).
+        # large files (each file's Python overhead does not overlap, so few cores gain nothing).
         with ThreadPoolExecutor(max_workers=workers) as pool:
             return dict(zip(wanted, pool.map(self.read_video, wanted), strict=True))
 

@@ -281,8 +281,14 @@ def detect_segments(
     ``response``, ordered by step and start. The choices: ``docs/design/localization.md``.
     """
     a = _as_alignment(alignment)
-    opts = {"threshold": threshold, "refine": refine, "top_n": top_n, "method": method,
-            "mode": mode, "overlap": overlap}  # fmt: skip
+    opts = {
+        "threshold": threshold,
+        "refine": refine,
+        "top_n": top_n,
+        "method": method,
+        "mode": mode,
+        "overlap": overlap,
+    }
     return pd.DataFrame(_detect(a, fps_rows, _scales(scales), **opts))
 
 

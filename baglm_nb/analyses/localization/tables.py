@@ -2,7 +2,7 @@
 
 :func:`localization_table` is Tab. htstep_localization / off_the_shelf_vs_baglm_localization for
 one observation set: article-grounding mAP (%) of segments detected on the LMM's raw scores and
-on BaGLM's beliefs, beside the paper's values (:data:`baglm_nb.analyses.paper.PAPER_LOCALIZATION`)
+on BaGLM's beliefs, beside the paper's values (:data:`baglm_nb.inputs.paper.PAPER_LOCALIZATION`)
 and NaSVA's reported row. :func:`windowed_recall_table` is the Ego4D Goal-Step windowed R@1
 beside the point-wise R@1 of the same beliefs (no paper values exist). Both name BaGLM's
 dependency source in a ``D`` column (default: the simulated LLaMA, as the paper uses LLaMA).
@@ -20,11 +20,11 @@ import pandas as pd
 from baglm_nb.analyses.agreement import is_simulated
 from baglm_nb.analyses.localization.detection import localize
 from baglm_nb.analyses.localization.metrics import article_grounding_map, windowed_recall
-from baglm_nb.analyses.paper import PAPER_LMM_NAMES, PAPER_LOCALIZATION, paper_model
 from baglm_nb.analyses.results import PAPER_ONLY_NOTE
 from baglm_nb.analyses.tables import NOT_USED
 from baglm_nb.core import sources
 from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.inputs.paper import PAPER_LMM_NAMES, PAPER_LOCALIZATION, paper_model
 
 __all__ = ["METRIC_NAMES", "localization_table", "model_label", "windowed_recall_table"]
 

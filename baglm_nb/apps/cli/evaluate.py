@@ -49,8 +49,8 @@ def format_table(
 
     ``deps`` (the dependency source's label) is printed under the table.
     """
-    from baglm_nb.analyses.paper import paper_value
     from baglm_nb.analyses.tables import title_for
+    from baglm_nb.inputs.paper import paper_value
 
     ds = result["dataset"]
     metric = "Avg. R@1" if ds == "crosstask" else "R@1"

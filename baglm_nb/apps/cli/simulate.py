@@ -101,9 +101,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 def _calibrate_deps(names: list[str]) -> int:
     """Fit simulated-LLM presets and print their values and curves beside the stored ones."""
-    from baglm_nb.analyses.paper import PAPER_VIOLATIONS
     from baglm_nb.analyses.violations import fit_preset
     from baglm_nb.core.simulate_deps import PRESETS
+    from baglm_nb.inputs.paper import PAPER_VIOLATIONS
 
     for name in dict.fromkeys(names):
         fit = fit_preset(name)
