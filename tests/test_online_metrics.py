@@ -90,7 +90,7 @@ def test_announcements_are_follows(htstep):
     obs, beliefs = htstep
     video = obs.videos[0]
     g = OnlineGrounder(None, video.goal, video.steps, sources.dependencies(
-        "simulated-llm:llama", "htstep").matrix(video), threshold=0.4, patience=2)  # fmt: skip
+        "htstep", "simulated-llm:llama").matrix(video), threshold=0.4, patience=2)  # fmt: skip
     vsg, prog = obs.vsg[video.uid][::2], obs.progress[video.uid][::2]
     ests = [g.push_scores(v, p) for v, p in zip(vsg, prog, strict=True)]
     followed = [(e.segment, e.step) for e in ests if e.announced]

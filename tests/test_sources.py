@@ -79,21 +79,21 @@ def test_observation_settings_and_labels(shuffled_cache, tmp_path):
 def test_dependency_settings(tmp_path):
     video = load_dataset("htstep")[0]
     k = video.num_steps
-    oracle = sources.dependencies("oracle", "htstep")
+    oracle = sources.dependencies("htstep", "oracle")
     assert oracle.label == "oracle"
     np.testing.assert_array_equal(oracle.matrix(video), oracle_dependency(video))
-    none = sources.dependencies("none", "htstep")
+    none = sources.dependencies("htstep", "none")
     np.testing.assert_array_equal(none.matrix(video), np.zeros((k, k)))
     cache = DependencyCache(tmp_path, DependencyKey("htstep", "llm-x", "p"))
     cache.write(video.group, list(video.steps), np.full((k, k), 0.25))
     for setting in (cache, str(cache.path), {"htstep": str(cache.path)}):
-        resolved = sources.dependencies(setting, "htstep")
+        resolved = sources.dependencies("htstep", setting)
         assert resolved.label == "llm-x"
         np.testing.assert_array_equal(resolved.matrix(video), np.full((k, k), 0.25))
-    assert sources.dependencies({"coin": "oracle"}, "htstep") is None
-    assert sources.dependencies(oracle, "htstep") is oracle
+    assert sources.dependencies("htstep", {"coin": "oracle"}) is None
+    assert sources.dependencies("htstep", oracle) is oracle
     with pytest.raises(ValueError, match="'orcle'"):
-        sources.dependencies("orcle", "htstep")
+        sources.dependencies("htstep", "orcle")
     assert (oracle.kind, none.kind, resolved.kind) == ("oracle", "none", "llm")
     assert not (oracle.simulated or resolved.simulated)
     # the per-dataset mapping reaches the filter: the same beliefs as the opened cache
@@ -113,28 +113,28 @@ def test_simulated_dependency_settings():
         ("simulated-llm:llama", "llama", "simulated-llm:llama"),
         ("simulated-llm:gpt", "gpt", "simulated-llm:gpt"),
     ):
-        d = sources.dependencies(setting, "htstep")
+        d = sources.dependencies("htstep", setting)
         assert (d.label, d.kind, d.simulated) == (label, "llm", True)
         np.testing.assert_array_equal(d.matrix(video), simulated_matrix(group, preset))
         assert sources.label_of(d) == label
-    held = sources.dependencies("simulated-llm:gpt:held-out", "htstep")
+    held = sources.dependencies("htstep", "simulated-llm:gpt:held-out")
     assert held.label == "simulated-llm:gpt:held-out" and held.simulated
     n, b = order_evidence(group)
     own_n, own_b = order_evidence([video])
     expected = simulated_matrix(group, "gpt", evidence=(n - own_n, b - own_b))
     np.testing.assert_array_equal(held.matrix(video), expected)
-    noisy = sources.dependencies("noisy-oracle:0", "htstep")
+    noisy = sources.dependencies("htstep", "noisy-oracle:0")
     assert (noisy.label, noisy.kind, noisy.simulated) == ("noisy-oracle:0", "noisy-oracle", True)
     np.testing.assert_array_equal(noisy.matrix(video), oracle_dependency(video))
-    assert sources.dependencies("noisy-oracle:0.25", "htstep").label == "noisy-oracle:0.25"
+    assert sources.dependencies("htstep", "noisy-oracle:0.25").label == "noisy-oracle:0.25"
     with pytest.raises(ValueError, match="unknown simulated-LLM preset 'mistral'"):
-        sources.dependencies("simulated-llm:mistral", "htstep")
+        sources.dependencies("htstep", "simulated-llm:mistral")
     with pytest.raises(ValueError, match="held-out"):
-        sources.dependencies("simulated-llm:llama:loo", "htstep")
+        sources.dependencies("htstep", "simulated-llm:llama:loo")
     with pytest.raises(ValueError, match="noisy-oracle:<level"):
-        sources.dependencies("noisy-oracle:lots", "htstep")
+        sources.dependencies("htstep", "noisy-oracle:lots")
     with pytest.raises(ValueError, match=r"level must be in \[0, 1\]"):
-        sources.dependencies("noisy-oracle:2", "htstep")
+        sources.dependencies("htstep", "noisy-oracle:2")
 
 
 def test_a_folder_above_one_score_cache_names_it(shuffled_cache, tmp_path):

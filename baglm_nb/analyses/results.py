@@ -146,7 +146,7 @@ def _variants_table(
         off = round(score_raw(obs).value, 1)
         resolved = {"oracle": require_dependencies("oracle", obs.dataset)}
         if any(v[2] == "given" for v in variants):
-            resolved["given"] = sources.dependencies(deps, obs.dataset)
+            resolved["given"] = sources.dependencies(obs.dataset, deps)
         for label, key, which, kwargs in variants:
             d, paper = resolved[which], paper_value(key, obs.dataset)
             progress = {"progress": obs.label if kwargs.get("progress") != "oracle" else "oracle"}

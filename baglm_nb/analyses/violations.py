@@ -119,7 +119,7 @@ def violations(
     videos = load_dataset(dataset) if isinstance(dataset, str) else list(dataset)
     if not videos:
         raise ValueError("no videos")
-    resolved = sources.dependencies(deps, videos[0].dataset)
+    resolved = sources.dependencies(videos[0].dataset, deps)
     if resolved is None:
         raise ValueError(f"no dependency source for {videos[0].dataset}")
     source = resolved.label if source is None else source
@@ -240,7 +240,6 @@ def violation_report(
     limit: int | None = None,
     thresholds: Sequence[float] = THRESHOLDS,
     scope: str = "group",
-    show_progress: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The violation table of several sources over the same videos.
 
@@ -259,10 +258,7 @@ def violation_report(
     keys = list(dict.fromkeys(v.group for v in videos))
     if limit is not None:
         keys = keys[:limit]
-    opened = [
-        sources.dependencies(s, dataset, root=root, limit=limit, show_progress=show_progress)
-        for s in specs
-    ]
+    opened = [sources.dependencies(dataset, s, root=root) for s in specs]
     selected = set(keys)
     for dep in opened:
         if isinstance(dep.source, DependencyCache):
@@ -294,7 +290,7 @@ def answer_table(dataset: str, specs: Sequence[Any], *, limit: int | None = None
     chosen = list(firsts.values())[:limit]
     rows = []
     for spec in specs:
-        dep = sources.dependencies(spec, dataset)
+        dep = sources.dependencies(dataset, spec)
         values = np.concatenate([np.ravel(dep.matrix(v)) for v in chosen])
         n = values.size
         zeros, ones = int((values == 0).sum()), int((values == 1).sum())

@@ -100,7 +100,7 @@ def compute_video(
         label = "simulated"
     else:
         vsg, progress = rows
-    resolved = sources.dependencies(deps, video.dataset)
+    resolved = sources.dependencies(video.dataset, deps)
     d = binarise(
         resolved.matrix(video) if resolved else np.zeros((video.num_steps,) * 2), threshold
     )

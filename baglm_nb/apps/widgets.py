@@ -380,7 +380,7 @@ class Explorer:
         """``(resolved D or "none", status text)`` of dataset ``name``, resolved once."""
         key = (str(self.deps.value), name)
         if key not in self._resolved:
-            d = sources.dependencies(self.deps_setting, name)
+            d = sources.dependencies(name, self.deps_setting)
             self._resolved[key] = (
                 ("none", "no dependency cache for this dataset: D = 0")
                 if d is None
@@ -415,7 +415,7 @@ class Explorer:
             out["signal"] = out["segment"] = why
         if int(self.segment_duration.value) == 1:
             out["stepping"] = "1-s segments: stepping per second and per segment are the same"
-        resolved = sources.dependencies(deps, video.dataset)
+        resolved = sources.dependencies(video.dataset, deps)
         label = resolved.label if resolved else "none"
         d = resolved.matrix(video) if resolved else np.zeros((video.num_steps,) * 2)
         if np.isin(d, (0.0, 1.0)).all():

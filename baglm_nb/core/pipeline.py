@@ -49,7 +49,7 @@ def run_baglm(
     """
     if progress not in ("scores", "oracle"):
         raise ValueError(f"progress must be 'scores' or 'oracle', got {progress!r}")
-    resolved = sources.dependencies(deps, obs.dataset)
+    resolved = sources.dependencies(obs.dataset, deps)
     if resolved is None:
         raise KeyError(f"no dependency source for {obs.dataset}; add it to deps")
     todo = [v for v in (obs.videos if videos is None else videos) if v.uid in obs.vsg]

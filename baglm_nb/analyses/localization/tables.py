@@ -45,7 +45,7 @@ def _resolved(deps: Any, dataset: str, beliefs: Any) -> tuple[Any, str | None]:
     """``(deps resolved, its label)``; with given ``beliefs`` the label of ``deps`` if any."""
     if deps is None:
         return None, None
-    d = sources.dependencies(deps, dataset)
+    d = sources.dependencies(dataset, deps)
     if d is None and beliefs is None:
         raise KeyError(f"no dependency source for {dataset}; pass one in deps")
     return d, (d.label if d is not None else None)
