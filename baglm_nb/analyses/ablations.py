@@ -52,7 +52,9 @@ _NO_DEPS = "no dependency source for this dataset"
 _DEFAULT_D = sources.SIMULATED_LLM
 
 
-def prior_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D) -> pd.DataFrame:
+def prior_table(
+    observations: Iterable[Observations], deps: sources.DependencySource = _DEFAULT_D
+) -> pd.DataFrame:
     """Tab. prior: the state prior divided out in the update.
 
     Rows per dataset: 1) the LMM's next-step scores (only when the source has them, else a
@@ -93,7 +95,9 @@ def _paper_key_for_llm(name: str) -> str | None:
     return None
 
 
-def llm_table(observations: Iterable[Observations], llms: Mapping[str, Any]) -> pd.DataFrame:
+def llm_table(
+    observations: Iterable[Observations], llms: Mapping[str, sources.DependencySource | None]
+) -> pd.DataFrame:
     """Tab. LLM: BaGLM with the dependency matrices of two (or more) LLMs.
 
     ``llms`` maps an LLM's display name to a deps setting (:mod:`baglm_nb.core.sources`): e.g.
@@ -153,7 +157,9 @@ def prompt_table(
     return table.frame()
 
 
-def stepping_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D) -> pd.DataFrame:
+def stepping_table(
+    observations: Iterable[Observations], deps: sources.DependencySource = _DEFAULT_D
+) -> pd.DataFrame:
     """Per-second vs per-segment stepping (a new ablation; the paper does not report it).
 
     The published code steps the filter once per second row, so each 2-s segment's observation
@@ -189,7 +195,7 @@ def segment_duration_table(
     datasets: Iterable[str],
     durations: Sequence[int] = (1, 2, 3, 4),
     *,
-    deps: Any = _DEFAULT_D,
+    deps: sources.DependencySource = _DEFAULT_D,
     params: SimulationParams | None = None,
     limit: int | None = None,
     caches: Iterable[str | os.PathLike] = (),
@@ -247,7 +253,7 @@ def sensitivity_table(
     dataset: str,
     signals: Sequence[float],
     *,
-    deps: Any = _DEFAULT_D,
+    deps: sources.DependencySource = _DEFAULT_D,
     params: SimulationParams | None = None,
     limit: int | None = None,
     with_calibrated: bool = True,
@@ -309,7 +315,7 @@ def dependency_quality_table(
     levels: Sequence[float] = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0),
     *,
     presets: Sequence[str] = ("simulated-llm:llama", "simulated-llm:gpt"),
-    scores: Any = sources.SIMULATED,
+    scores: sources.ObservationSource = sources.SIMULATED,
     limit: int | None = None,
 ) -> pd.DataFrame:
     """BaGLM's gain as the dependency matrix degrades from the oracle chain to noise.

@@ -30,7 +30,7 @@ def qualitative_case(
     uid: str,
     *,
     scores: Mapping[str, str | os.PathLike] | None = None,
-    deps: Any = sources.SIMULATED_LLM,
+    deps: sources.DependencySource = sources.SIMULATED_LLM,
     video_dir: str | os.PathLike | None = None,
     keyframes: int = 4,
     style: str = "heatmap",

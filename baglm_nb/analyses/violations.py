@@ -59,7 +59,7 @@ def _first_times(video: Video) -> dict[str, float]:
 
 
 def violations(
-    deps: Any,
+    deps: sources.DependencySource,
     dataset: str | Sequence[Video],
     thresholds: Sequence[float] = THRESHOLDS,
     *,
@@ -234,7 +234,7 @@ def _paper_rows(metric: str, col: str, thresholds: Sequence[float]) -> list[dict
 
 def violation_report(
     dataset: str,
-    specs: Sequence[Any],
+    specs: Sequence[sources.DependencySource],
     *,
     root: str | os.PathLike | None = None,
     limit: int | None = None,
@@ -271,7 +271,9 @@ def violation_report(
     return violations_table(frames, paper=paper), pd.concat(frames.values(), ignore_index=True)
 
 
-def answer_table(dataset: str, specs: Sequence[Any], *, limit: int | None = None) -> pd.DataFrame:
+def answer_table(
+    dataset: str, specs: Sequence[sources.DependencySource], *, limit: int | None = None
+) -> pd.DataFrame:
     """How each source's D values are spread: exact 0, exact 1, or graded (in percent).
 
     One matrix per group of ``dataset`` (the first ``limit`` groups), the first video's for a

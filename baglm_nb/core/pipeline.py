@@ -30,7 +30,7 @@ __all__ = ["compare", "online_quality", "precision_agreement", "run_baglm"]
 
 def run_baglm(
     obs: Observations,
-    deps: Any = "oracle",
+    deps: sources.DependencySource = "oracle",
     *,
     transition: str = "both",
     prior: str = "uniform",
@@ -79,7 +79,7 @@ def run_baglm(
 
 def compare(
     obs: Observations,
-    deps: Any = "oracle",
+    deps: sources.DependencySource = "oracle",
     *,
     online: dict | None = None,
     **kwargs,
@@ -134,7 +134,9 @@ def online_quality(
     }
 
 
-def precision_agreement(obs: Observations, deps: Any = "oracle", **kwargs) -> dict[str, Any]:
+def precision_agreement(
+    obs: Observations, deps: sources.DependencySource = "oracle", **kwargs
+) -> dict[str, Any]:
     """How far the two precisions disagree on ``obs``: best rows, hits and R@1 of each.
 
     Runs the filter in ``float64`` and in ``float32-published`` on the same videos and
