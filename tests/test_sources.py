@@ -152,3 +152,67 @@ def test_a_folder_above_one_score_cache_names_it(shuffled_cache, tmp_path):
     write_simulated_cache("crosstask", tmp_path / "two", videos=videos[:1])
     with pytest.raises(ValueError, match="holds 2 score caches"):
         sources.score_cache_folder(tmp_path / "two")
+
+
+def test_named_settings_come_from_the_registry(monkeypatch, tmp_path):
+    """A named setting's prefix picks its resolver; unknown ones list the registry's forms."""
+    named = ["oracle", "none", "simulated-llm", "noisy-oracle", "imported"]
+    assert list(sources.DEPENDENCY_RESOLVERS) == named
+    assert list(sources.OBSERVATION_RESOLVERS) == ["simulated"]
+    forms = [form for form, _ in sources.DEPENDENCY_RESOLVERS.values()]
+    assert forms[2:4] == ["simulated-llm[:<preset>][:held-out]", "noisy-oracle:<level>"]
+    for unknown in ("orcle", "smollm2"):  # smollm2's matrices are built first, then named
+        with pytest.raises(ValueError) as err:
+            sources.dependencies("htstep", unknown)
+        assert all(repr(form) in str(err.value) for form in forms)
+        assert "python -m baglm_nb deps" in str(err.value)
+    for argued in ("oracle:x", "none:0", "imported:llama"):
+        with pytest.raises(ValueError, match="takes no argument"):
+            sources.dependencies("htstep", argued)
+    with pytest.raises(FileNotFoundError, match=r"python -m baglm_nb import --dataset coin SRC"):
+        sources.dependencies("coin", "imported", root=tmp_path)
+    # one row in the table is a new named setting, and the messages list it
+    video = load_dataset("htstep")[0]
+    k = video.num_steps
+
+    def halves(dataset, setting, options):
+        return sources.Dependencies(setting, {video.group: np.full((k, k), 0.5)}, "matrices")
+
+    table = {**sources.DEPENDENCY_RESOLVERS, "halves": ("halves", halves)}
+    monkeypatch.setattr(sources, "DEPENDENCY_RESOLVERS", table)
+    resolved = sources.dependencies("htstep", "halves")
+    assert resolved.label == "halves"
+    np.testing.assert_array_equal(resolved.matrix(video), np.full((k, k), 0.5))
+    with pytest.raises(ValueError, match="'imported', 'halves' and no existing"):
+        sources.dependencies("htstep", "orcle")
+    # scores: the same rule
+    with pytest.raises(FileNotFoundError, match="scores 'simulatd': no such folder.*'simulated'"):
+        sources.observations("coin", "simulatd")
+    with pytest.raises(ValueError, match="'simulated' takes no argument"):
+        sources.observations("coin", "simulated:x")
+
+
+def test_observations_keep_source_and_precision_apart(shuffled_cache):
+    """``source`` and ``precision`` are two fields; ``label`` joins them for output only."""
+    _, folder = shuffled_cache
+    obs = sources.observations("crosstask", folder, limit=2)
+    assert (obs.source, obs.precision, obs.label) == ("simulated", "float64", "simulated")
+    published = obs.with_precision("float32-published")
+    assert (published.source, published.precision) == ("simulated", "float32-published")
+    assert published.label == "simulated, float32-published"
+    assert published.subset(obs.uids()[:1]).source == "simulated"
+    assert published.with_precision(None).label == "simulated"  # back to the source's default
+    again = type(obs)("crosstask", published.label, 2, obs.vsg, obs.progress, videos=obs.videos)
+    assert (again.source, again.precision) == ("simulated", "float64")  # a label's suffix drops
+    imported = type(obs)("crosstask", "imported:m", 2, obs.vsg, obs.progress, videos=obs.videos)
+    assert (imported.source, imported.precision) == ("imported:m", "float32-published")
+    assert imported.label == "imported:m, float32-published"
+
+
+def test_score_cache_contents_and_open(shuffled_cache):
+    videos, folder = shuffled_cache
+    dataset, uids = sources.score_cache_contents(folder.parent.parent)  # a folder above it
+    assert dataset == "crosstask" and sorted(uids) == sorted(v.uid for v in videos)
+    assert sources.open_score_cache(folder).key.dataset == "crosstask"
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        sources.score_cache_contents(folder / "missing")
