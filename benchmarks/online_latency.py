@@ -28,9 +28,9 @@ def load_segments(scores: str | None):
     """Per-segment (vsg, progress) per video and the source label."""
     videos = load_dataset("htstep")
     if scores:
-        from baglm_nb.stores.scores import ScoreCache
+        from baglm_nb.core.sources import open_score_cache
 
-        cache = ScoreCache.open(scores)
+        cache = open_score_cache(scores)
         data = {u: (s.vsg, s.progress) for u, s in cache.read_all().items()}
         return videos, data, f"{cache.key.source}:{cache.key.model}"
     from baglm_nb.core.simulate import simulate_dataset

@@ -92,7 +92,7 @@ def agreement(n: int) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             written, summary = _import(Path(tmp), dataset, videos)
             obs = sources.observations(dataset, summary["scores_path"], videos=videos)
-            deps = sources.dependencies(summary["dependencies_path"], dataset)
+            deps = sources.dependencies(dataset, summary["dependencies_path"])
             runs = {p: run_baglm(obs.with_precision(p), deps) for p in (PUBLISHED, "float64")}
         runs["torch"] = {
             v.uid: published_filter_torch(

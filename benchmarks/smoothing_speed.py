@@ -70,7 +70,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     obs = sources.observations("htstep", "simulated")
-    deps = sources.dependencies("simulated-llm:llama", "htstep")
+    deps = sources.dependencies("htstep", "simulated-llm:llama")
     inputs = [(obs.vsg[v.uid], obs.progress[v.uid], deps.matrix(v)) for v in obs.videos]
     rows = sum(x[0].shape[0] for x in inputs)
     filt, smooth = offline_ratio(inputs, args.repeats)

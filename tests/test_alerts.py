@@ -121,7 +121,7 @@ def test_done_level_separates_steps_on_screen_from_the_others(dataset):
     """Why ``DONE_LEVEL`` is 0.7 (docs/alerts.md): on the simulated default no step that is
     never a segment's true state reaches 0.5, and nine in ten of the others reach 0.7."""
     on, off = [], []
-    oracle = sources.dependencies("oracle", dataset)
+    oracle = sources.dependencies(dataset, "oracle")
     for video in load_dataset(dataset)[:30]:
         sim = simulate_video(video)
         grounder = OnlineGrounder(None, video.goal, video.steps, oracle.matrix(video))
@@ -176,7 +176,7 @@ def _literal(d, k, announced, progress, threshold, level):
 @pytest.mark.parametrize("deps", ["simulated-llm:llama", "simulated-llm:gpt", "oracle"])
 def test_the_monitor_is_the_literal_definition_on_real_videos(deps):
     videos = load_dataset("htstep")[:6]
-    resolved = sources.dependencies(deps, "htstep")
+    resolved = sources.dependencies("htstep", deps)
     total = 0
     for video in videos:
         d = resolved.matrix(video)
@@ -291,7 +291,7 @@ def test_alert_table_rows_are_what_their_items_give():
     )
     sim = simulate_video(m.video)
     alerts = video_alerts(
-        m.video, sim.vsg, sim.progress, sources.dependencies("oracle", "htstep").matrix(m.original)
+        m.video, sim.vsg, sim.progress, sources.dependencies("htstep", "oracle").matrix(m.original)
     )
     hits = [
         a.t - m.dependent_start for a in alerts if a.missing == m.step and a.t >= m.dependent_start
@@ -430,7 +430,7 @@ def test_follow_writes_alert_events_printed_and_in_the_report(tmp_path):
     alerts = [e for e in events if e["event"] == "alert"]
     assert alerts and out.stdout.count("] alert: ") == len(alerts)
     video = next(v for v in load_dataset("htstep") if v.uid == UID)
-    d = sources.dependencies("simulated-llm:llama", "htstep").matrix(video)
+    d = sources.dependencies("htstep", "simulated-llm:llama").matrix(video)
     names = list(video.steps) + ["none"]
     announced = [None if e["announced"] is None else names.index(e["announced"]) for e in segments]
     progress = np.array([e["progress"] for e in segments])  # rounded to 1e-6 in the log

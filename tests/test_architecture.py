@@ -454,3 +454,33 @@ def test_light_inputs_modules_import_no_heavy_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+#: Where score and dependency caches may be opened: their stores and the two resolver modules.
+CACHE_OPENERS = ("baglm_nb/stores/", "baglm_nb/core/sources.py", "baglm_nb/core/observations.py")
+
+
+def _cache_opens(path: Path) -> list[int]:
+    """Lines of ``path`` that call ``ScoreCache.open`` or ``DependencyCache.open``."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute)
+        and node.attr == "open"
+        and isinstance(node.value, ast.Name)
+        and node.value.id in ("ScoreCache", "DependencyCache")
+    ]
+
+
+def test_caches_are_opened_only_by_the_resolvers():
+    """The resolver rule: every other module hands its setting to core/sources.py."""
+    outside, inside = [], set()
+    for path in MODULES:
+        lines = _cache_opens(path)
+        if _rel(path).startswith(CACHE_OPENERS):
+            inside.update([_rel(path)] if lines else [])
+        else:
+            outside += [f"{_rel(path)}:{n}" for n in lines]
+    assert not outside, f"caches opened outside the resolvers: {outside}"
+    # the scan does find the calls where they belong
+    assert {"baglm_nb/core/sources.py", "baglm_nb/core/observations.py"} <= inside

@@ -98,7 +98,7 @@ def test_timeline_draws_the_alerts_follow_raises(observations):
     video = next(v for v in obs.videos if v.uid == uid)
     data = assistance.timeline_data(obs, "simulated-llm:llama", uid, 1)
     d = obs.segment_duration
-    dep = sources.dependencies("simulated-llm:llama", "htstep").matrix(video)
+    dep = sources.dependencies("htstep", "simulated-llm:llama").matrix(video)
     expected = video_alerts(video, obs.vsg[uid][::d], obs.progress[uid][::d], dep)
     assert expected and [a.to_json() for a in data["alerts"]] == [a.to_json() for a in expected]
     fig = assistance.timeline(data, "t")

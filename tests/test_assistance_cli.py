@@ -133,7 +133,7 @@ def test_follow_smoothing_emits_lagged_smoothed_estimates(capsys, tmp_path):
     assert {e["lag_s"] for e in events} == {6.0}
     # each emitted belief is the batch fixed-lag smoother's (6 s) on the segment's last row
     obs = sources.observations("htstep", "simulated", videos=[v for v in obs_videos(UID)])
-    dep = sources.dependencies("oracle", "htstep").matrix(obs.videos[0])
+    dep = sources.dependencies("htstep", "oracle").matrix(obs.videos[0])
     batch = run_filter(obs.vsg[UID], obs.progress[UID], dep, smoothing_lag=6)[1::2]
     assert np.abs(np.array([e["belief"] for e in events]) - batch).max() < 1e-6
     k = len(obs.videos[0].steps)

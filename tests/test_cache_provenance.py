@@ -256,13 +256,17 @@ def test_old_cache_without_steps_is_read_with_one_warning(tmp_path, capsys):
 
 
 def test_the_binary_prompt_table_refuses_a_stale_cache_too(tmp_path):
-    from baglm_nb.analyses.ablations import vsg_from_cache
+    from baglm_nb.core.sources import vsg_rows
 
     video = load_dataset("coin")[0]
     cache = ScoreCache(tmp_path, ScoreKey("coin", "binary-lmm", "bin-v1", source="lmm"))
     vsg = np.full((3, video.num_steps + 1), 0.1)
     cache.write_video(video.uid, vsg, steps=video.steps)
-    assert vsg_from_cache(cache.path)[0] == "coin"
+    label, rows = vsg_rows("coin", cache.path)
+    assert label == "lmm:binary-lmm" and list(rows) == [video.uid]
+    np.testing.assert_array_equal(rows[video.uid], np.repeat(vsg, 2, axis=0))  # per second
+    with pytest.raises(ValueError, match="holds 'coin', not 'htstep'"):
+        vsg_rows("htstep", cache.path)
     cache.write_video(video.uid, vsg, steps=video.steps[::-1])
     with pytest.raises(StaleCacheError, match=f"{video.uid}.*step 1 is"):
-        vsg_from_cache(cache.path)
+        vsg_rows("coin", cache.path)

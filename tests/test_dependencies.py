@@ -285,7 +285,7 @@ def test_smollm2_cache_reuse(smollm2, tmp_path):
     from baglm_nb.core import sources
 
     for v in videos:
-        np.testing.assert_array_equal(sources.dependencies(cache, v.dataset).matrix(v), d)
+        np.testing.assert_array_equal(sources.dependencies(v.dataset, cache).matrix(v), d)
 
 
 # --------------------------------------------------------------------------------------------
@@ -549,8 +549,8 @@ def test_violation_report_compares_sources_on_common_groups(tmp_path):
     k = first.num_steps
     cache.write(first.group, list(first.steps), np.ones((k, k)))
     with pytest.raises(FileNotFoundError, match="import the authors"):
-        sources.dependencies("imported", "htstep", root=tmp_path)  # not the default LLM key
-    imported = sources.dependencies("imported", "htstep", root=tmp_path, llm="llama-x")
+        sources.dependencies("htstep", "imported", root=tmp_path)  # not the default LLM key
+    imported = sources.dependencies("htstep", "imported", root=tmp_path, llm="llama-x")
     assert imported.label == "llama-x" and imported.source.groups() == [first.group]
     table, long = violation_report(
         "htstep", ["oracle", str(cache.path)], root=tmp_path, thresholds=[0.0, 1.0]

@@ -100,7 +100,7 @@ def test_announcements_are_follows(htstep):
         None,
         video.goal,
         video.steps,
-        sources.dependencies("simulated-llm:llama", "htstep").matrix(video),
+        sources.dependencies("htstep", "simulated-llm:llama").matrix(video),
         threshold=0.4,
         patience=2,
     )

@@ -63,10 +63,10 @@ def test_dependency_sources_agree(htstep_obs):
         np.testing.assert_array_equal(a[uid], b[uid])
     video = videos[0]
     with pytest.raises(ValueError, match="K=10"):
-        sources.dependencies({video.uid: np.zeros((3, 3))}, "htstep").matrix(video)
+        sources.dependencies("htstep", {video.uid: np.zeros((3, 3))}).matrix(video)
     with pytest.raises(KeyError, match=video.uid):
-        sources.dependencies({"other": np.zeros((3, 3))}, "htstep").matrix(video)
-    assert sources.dependencies({}, "htstep") is None  # an empty per-dataset mapping
+        sources.dependencies("htstep", {"other": np.zeros((3, 3))}).matrix(video)
+    assert sources.dependencies("htstep", {}) is None  # an empty per-dataset mapping
 
 
 def test_cli_evaluate_from_caches_matches_the_api(tmp_path):

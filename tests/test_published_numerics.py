@@ -222,7 +222,7 @@ def test_imported_authors_files_give_the_published_r1(tmp_path, dataset):
     assert summary["videos_imported"] == len(videos) and summary["files_refused"] == 0
     obs = sources.observations(dataset, summary["scores_path"], videos=videos)
     assert obs.precision == PUBLISHED and obs.label == f"imported:{MODEL}, {PUBLISHED}"
-    deps = sources.dependencies(summary["dependencies_path"], dataset)
+    deps = sources.dependencies(dataset, summary["dependencies_path"])
     published = {
         v.uid: published_filter_torch(
             written["vsg"][v.uid], written["prog"][v.uid], written["prereq"][v.group]
@@ -270,7 +270,7 @@ def test_evaluate_reports_the_precision_and_the_pairs_that_differ(tmp_path, caps
     result = json.loads(out.splitlines()[-1])
     agreement = result["precision_agreement"]
     obs = sources.observations("ego4d_goalstep", summary["scores_path"])
-    deps = sources.dependencies(summary["dependencies_path"], "ego4d_goalstep")
+    deps = sources.dependencies("ego4d_goalstep", summary["dependencies_path"])
     runs = {p: run_baglm(obs.with_precision(p), deps) for p in PRECISIONS}
     best = {p: [best_rows(v, runs[p][v.uid])[1] for v in obs.videos] for p in PRECISIONS}
     differ = sum(int((a != b).sum()) for a, b in zip(*best.values(), strict=True))

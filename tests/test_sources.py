@@ -79,21 +79,21 @@ def test_observation_settings_and_labels(shuffled_cache, tmp_path):
 def test_dependency_settings(tmp_path):
     video = load_dataset("htstep")[0]
     k = video.num_steps
-    oracle = sources.dependencies("oracle", "htstep")
+    oracle = sources.dependencies("htstep", "oracle")
     assert oracle.label == "oracle"
     np.testing.assert_array_equal(oracle.matrix(video), oracle_dependency(video))
-    none = sources.dependencies("none", "htstep")
+    none = sources.dependencies("htstep", "none")
     np.testing.assert_array_equal(none.matrix(video), np.zeros((k, k)))
     cache = DependencyCache(tmp_path, DependencyKey("htstep", "llm-x", "p"))
     cache.write(video.group, list(video.steps), np.full((k, k), 0.25))
     for setting in (cache, str(cache.path), {"htstep": str(cache.path)}):
-        resolved = sources.dependencies(setting, "htstep")
+        resolved = sources.dependencies("htstep", setting)
         assert resolved.label == "llm-x"
         np.testing.assert_array_equal(resolved.matrix(video), np.full((k, k), 0.25))
-    assert sources.dependencies({"coin": "oracle"}, "htstep") is None
-    assert sources.dependencies(oracle, "htstep") is oracle
+    assert sources.dependencies("htstep", {"coin": "oracle"}) is None
+    assert sources.dependencies("htstep", oracle) is oracle
     with pytest.raises(ValueError, match="'orcle'"):
-        sources.dependencies("orcle", "htstep")
+        sources.dependencies("htstep", "orcle")
     assert (oracle.kind, none.kind, resolved.kind) == ("oracle", "none", "llm")
     assert not (oracle.simulated or resolved.simulated)
     # the per-dataset mapping reaches the filter: the same beliefs as the opened cache
@@ -113,28 +113,28 @@ def test_simulated_dependency_settings():
         ("simulated-llm:llama", "llama", "simulated-llm:llama"),
         ("simulated-llm:gpt", "gpt", "simulated-llm:gpt"),
     ):
-        d = sources.dependencies(setting, "htstep")
+        d = sources.dependencies("htstep", setting)
         assert (d.label, d.kind, d.simulated) == (label, "llm", True)
         np.testing.assert_array_equal(d.matrix(video), simulated_matrix(group, preset))
         assert sources.label_of(d) == label
-    held = sources.dependencies("simulated-llm:gpt:held-out", "htstep")
+    held = sources.dependencies("htstep", "simulated-llm:gpt:held-out")
     assert held.label == "simulated-llm:gpt:held-out" and held.simulated
     n, b = order_evidence(group)
     own_n, own_b = order_evidence([video])
     expected = simulated_matrix(group, "gpt", evidence=(n - own_n, b - own_b))
     np.testing.assert_array_equal(held.matrix(video), expected)
-    noisy = sources.dependencies("noisy-oracle:0", "htstep")
+    noisy = sources.dependencies("htstep", "noisy-oracle:0")
     assert (noisy.label, noisy.kind, noisy.simulated) == ("noisy-oracle:0", "noisy-oracle", True)
     np.testing.assert_array_equal(noisy.matrix(video), oracle_dependency(video))
-    assert sources.dependencies("noisy-oracle:0.25", "htstep").label == "noisy-oracle:0.25"
+    assert sources.dependencies("htstep", "noisy-oracle:0.25").label == "noisy-oracle:0.25"
     with pytest.raises(ValueError, match="unknown simulated-LLM preset 'mistral'"):
-        sources.dependencies("simulated-llm:mistral", "htstep")
+        sources.dependencies("htstep", "simulated-llm:mistral")
     with pytest.raises(ValueError, match="held-out"):
-        sources.dependencies("simulated-llm:llama:loo", "htstep")
+        sources.dependencies("htstep", "simulated-llm:llama:loo")
     with pytest.raises(ValueError, match="noisy-oracle:<level"):
-        sources.dependencies("noisy-oracle:lots", "htstep")
+        sources.dependencies("htstep", "noisy-oracle:lots")
     with pytest.raises(ValueError, match=r"level must be in \[0, 1\]"):
-        sources.dependencies("noisy-oracle:2", "htstep")
+        sources.dependencies("htstep", "noisy-oracle:2")
 
 
 def test_a_folder_above_one_score_cache_names_it(shuffled_cache, tmp_path):
@@ -152,3 +152,67 @@ def test_a_folder_above_one_score_cache_names_it(shuffled_cache, tmp_path):
     write_simulated_cache("crosstask", tmp_path / "two", videos=videos[:1])
     with pytest.raises(ValueError, match="holds 2 score caches"):
         sources.score_cache_folder(tmp_path / "two")
+
+
+def test_named_settings_come_from_the_registry(monkeypatch, tmp_path):
+    """A named setting's prefix picks its resolver; unknown ones list the registry's forms."""
+    named = ["oracle", "none", "simulated-llm", "noisy-oracle", "imported"]
+    assert list(sources.DEPENDENCY_RESOLVERS) == named
+    assert list(sources.OBSERVATION_RESOLVERS) == ["simulated"]
+    forms = [form for form, _ in sources.DEPENDENCY_RESOLVERS.values()]
+    assert forms[2:4] == ["simulated-llm[:<preset>][:held-out]", "noisy-oracle:<level>"]
+    for unknown in ("orcle", "smollm2"):  # smollm2's matrices are built first, then named
+        with pytest.raises(ValueError) as err:
+            sources.dependencies("htstep", unknown)
+        assert all(repr(form) in str(err.value) for form in forms)
+        assert "python -m baglm_nb deps" in str(err.value)
+    for argued in ("oracle:x", "none:0", "imported:llama"):
+        with pytest.raises(ValueError, match="takes no argument"):
+            sources.dependencies("htstep", argued)
+    with pytest.raises(FileNotFoundError, match=r"python -m baglm_nb import --dataset coin SRC"):
+        sources.dependencies("coin", "imported", root=tmp_path)
+    # one row in the table is a new named setting, and the messages list it
+    video = load_dataset("htstep")[0]
+    k = video.num_steps
+
+    def halves(dataset, setting, options):
+        return sources.Dependencies(setting, {video.group: np.full((k, k), 0.5)}, "matrices")
+
+    table = {**sources.DEPENDENCY_RESOLVERS, "halves": ("halves", halves)}
+    monkeypatch.setattr(sources, "DEPENDENCY_RESOLVERS", table)
+    resolved = sources.dependencies("htstep", "halves")
+    assert resolved.label == "halves"
+    np.testing.assert_array_equal(resolved.matrix(video), np.full((k, k), 0.5))
+    with pytest.raises(ValueError, match="'imported', 'halves' and no existing"):
+        sources.dependencies("htstep", "orcle")
+    # scores: the same rule
+    with pytest.raises(FileNotFoundError, match="scores 'simulatd': no such folder.*'simulated'"):
+        sources.observations("coin", "simulatd")
+    with pytest.raises(ValueError, match="'simulated' takes no argument"):
+        sources.observations("coin", "simulated:x")
+
+
+def test_observations_keep_source_and_precision_apart(shuffled_cache):
+    """``source`` and ``precision`` are two fields; ``label`` joins them for output only."""
+    _, folder = shuffled_cache
+    obs = sources.observations("crosstask", folder, limit=2)
+    assert (obs.source, obs.precision, obs.label) == ("simulated", "float64", "simulated")
+    published = obs.with_precision("float32-published")
+    assert (published.source, published.precision) == ("simulated", "float32-published")
+    assert published.label == "simulated, float32-published"
+    assert published.subset(obs.uids()[:1]).source == "simulated"
+    assert published.with_precision(None).label == "simulated"  # back to the source's default
+    again = type(obs)("crosstask", published.label, 2, obs.vsg, obs.progress, videos=obs.videos)
+    assert (again.source, again.precision) == ("simulated", "float64")  # a label's suffix drops
+    imported = type(obs)("crosstask", "imported:m", 2, obs.vsg, obs.progress, videos=obs.videos)
+    assert (imported.source, imported.precision) == ("imported:m", "float32-published")
+    assert imported.label == "imported:m, float32-published"
+
+
+def test_score_cache_contents_and_open(shuffled_cache):
+    videos, folder = shuffled_cache
+    dataset, uids = sources.score_cache_contents(folder.parent.parent)  # a folder above it
+    assert dataset == "crosstask" and sorted(uids) == sorted(v.uid for v in videos)
+    assert sources.open_score_cache(folder).key.dataset == "crosstask"
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        sources.score_cache_contents(folder / "missing")

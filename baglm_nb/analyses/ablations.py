@@ -7,9 +7,8 @@ rows (default :data:`~baglm_nb.core.sources.SIMULATED_LLM`, the simulated LLaMA-
 paper uses LLaMA), and the (video, step) items behind each row. Rows that the inputs cannot
 fill (no next-step scores, no dependency source, no binary-prompt scores) are slot rows.
 
-Exports :func:`prior_table`, :func:`llm_table`, :func:`prompt_table` with
-:func:`vsg_from_cache`, :func:`stepping_table`, :func:`segment_duration_table`,
-:func:`sensitivity_table` and :func:`dependency_quality_table`.
+Exports :func:`prior_table`, :func:`llm_table`, :func:`prompt_table`, :func:`stepping_table`,
+:func:`segment_duration_table`, :func:`sensitivity_table` and :func:`dependency_quality_table`.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,9 +34,7 @@ from baglm_nb.analyses.tables import (
 from baglm_nb.core import sources
 from baglm_nb.core.observations import Observations, from_simulation
 from baglm_nb.core.simulate import SimulationParams, default_params
-from baglm_nb.inputs import grid
 from baglm_nb.inputs.paper import PAPER_PROMPT_QUERIES, paper_value
-from baglm_nb.stores.scores import ScoreCache
 
 __all__ = [
     "dependency_quality_table",
@@ -48,7 +44,6 @@ __all__ = [
     "segment_duration_table",
     "sensitivity_table",
     "stepping_table",
-    "vsg_from_cache",
 ]
 
 _NO_DEPS = "no dependency source for this dataset"
@@ -57,7 +52,9 @@ _NO_DEPS = "no dependency source for this dataset"
 _DEFAULT_D = sources.SIMULATED_LLM
 
 
-def prior_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D) -> pd.DataFrame:
+def prior_table(
+    observations: Iterable[Observations], deps: sources.DependencySource = _DEFAULT_D
+) -> pd.DataFrame:
     """Tab. prior: the state prior divided out in the update.
 
     Rows per dataset: 1) the LMM's next-step scores (only when the source has them, else a
@@ -66,7 +63,7 @@ def prior_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D) ->
     """
     table = TableBuilder()
     for obs in observations:
-        d = sources.dependencies(deps, obs.dataset)
+        d = sources.dependencies(obs.dataset, deps)
         name = "1) next-step scores (pi_next)"
         paper = paper_value("prior_next_step", obs.dataset)
         label = sources.label_of(d) if d is not None else None
@@ -98,7 +95,9 @@ def _paper_key_for_llm(name: str) -> str | None:
     return None
 
 
-def llm_table(observations: Iterable[Observations], llms: Mapping[str, Any]) -> pd.DataFrame:
+def llm_table(
+    observations: Iterable[Observations], llms: Mapping[str, sources.DependencySource | None]
+) -> pd.DataFrame:
     """Tab. LLM: BaGLM with the dependency matrices of two (or more) LLMs.
 
     ``llms`` maps an LLM's display name to a deps setting (:mod:`baglm_nb.core.sources`): e.g.
@@ -112,7 +111,7 @@ def llm_table(observations: Iterable[Observations], llms: Mapping[str, Any]) -> 
         for name, setting in llms.items():
             key = _paper_key_for_llm(name)
             paper = paper_value(key, obs.dataset) if key else float("nan")
-            d = sources.dependencies(setting, obs.dataset) if setting else None
+            d = sources.dependencies(obs.dataset, setting) if setting else None
             if d is None:
                 why = f"pass a {name} dependency source (02_dependencies) for {obs.dataset}"
                 table.slot(obs.dataset, name, paper, why, D=None)
@@ -122,30 +121,9 @@ def llm_table(observations: Iterable[Observations], llms: Mapping[str, Any]) -> 
     return table.frame()
 
 
-def vsg_from_cache(path: str | os.PathLike) -> tuple[str, str, dict[str, np.ndarray]]:
-    """Per-second VSG rows of every video of a score cache; progress is not needed.
-
-    Returns ``(dataset, label, {uid: (T, K+1) array})``; used for off-the-shelf comparisons
-    such as the binary prompt, whose caches may hold no progress scores.
-    """
-    from baglm_nb.inputs.datasets import annotation_path, load_dataset
-    from baglm_nb.stores.provenance import check_steps
-
-    cache = ScoreCache.open(Path(path))
-    key = cache.key
-    stored = cache.read_all()
-    for video in load_dataset(key.dataset):  # a stale video is refused, as in from_cache
-        if video.uid in stored:
-            check_steps(stored[video.uid].steps, video.steps, file=cache.file(video.uid),
-                        annotation=annotation_path(key.dataset), what=f"video {video.uid!r}",
-                        redo="score it again")  # fmt: skip
-    rows = {u: grid.per_second(s.vsg, key.segment_duration) for u, s in stored.items()}
-    return key.dataset, key.source_label, rows
-
-
 def prompt_table(
     observations: Iterable[Observations],
-    binary: Mapping[str, str | os.PathLike | Mapping[str, np.ndarray]] | None = None,
+    binary: Mapping[str, sources.VsgSetting] | None = None,
 ) -> pd.DataFrame:
     """Tab. prompt: the off-the-shelf LMM with the multiple-choice vs the binary VSG prompt.
 
@@ -158,11 +136,8 @@ def prompt_table(
     for obs in observations:
         videos, bi, bin_label = obs.videos, None, "none"
         if obs.dataset in binary:
-            value = binary[obs.dataset]
-            if isinstance(value, Mapping):
-                bin_label, bin_rows = obs.label, dict(value)
-            else:
-                _, bin_label, bin_rows = vsg_from_cache(value)
+            bin_label, bin_rows = sources.vsg_rows(obs.dataset, binary[obs.dataset])
+            bin_label = obs.label if bin_label is None else bin_label
             videos = [v for v in obs.videos if v.uid in bin_rows]
             if not videos:
                 raise ValueError(f"the binary-prompt scores share no video with {obs.dataset}")
@@ -182,7 +157,9 @@ def prompt_table(
     return table.frame()
 
 
-def stepping_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D) -> pd.DataFrame:
+def stepping_table(
+    observations: Iterable[Observations], deps: sources.DependencySource = _DEFAULT_D
+) -> pd.DataFrame:
     """Per-second vs per-segment stepping (a new ablation; the paper does not report it).
 
     The published code steps the filter once per second row, so each 2-s segment's observation
@@ -191,7 +168,7 @@ def stepping_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D)
     """
     table = TableBuilder()
     for obs in observations:
-        d = sources.dependencies(deps, obs.dataset)
+        d = sources.dependencies(obs.dataset, deps)
         for label, stepping, paper, note in (
             (
                 "per second (published code)",
@@ -218,7 +195,7 @@ def segment_duration_table(
     datasets: Iterable[str],
     durations: Sequence[int] = (1, 2, 3, 4),
     *,
-    deps: Any = _DEFAULT_D,
+    deps: sources.DependencySource = _DEFAULT_D,
     params: SimulationParams | None = None,
     limit: int | None = None,
     caches: Iterable[str | os.PathLike] = (),
@@ -245,13 +222,13 @@ def segment_duration_table(
             p = replace(base, segment_duration=int(d))
             observed.append(from_simulation(name, p, videos=videos))
     for folder in caches:
-        dataset = ScoreCache.open(Path(folder)).key.dataset
+        dataset, _ = sources.score_cache_contents(folder)
         observed.append(sources.observations(dataset, folder, limit=limit))
     resolved: dict[str, Any] = {}
     table = TableBuilder()
     for obs in observed:
         if obs.dataset not in resolved:
-            resolved[obs.dataset] = sources.dependencies(deps, obs.dataset)
+            resolved[obs.dataset] = sources.dependencies(obs.dataset, deps)
         dep = resolved[obs.dataset]
         group = {"segment_duration": obs.segment_duration}
         for key in ("baglm", "off_the_shelf"):
@@ -276,7 +253,7 @@ def sensitivity_table(
     dataset: str,
     signals: Sequence[float],
     *,
-    deps: Any = _DEFAULT_D,
+    deps: sources.DependencySource = _DEFAULT_D,
     params: SimulationParams | None = None,
     limit: int | None = None,
     with_calibrated: bool = True,
@@ -299,7 +276,7 @@ def sensitivity_table(
     calibrated = default_params(dataset).signal
     signals = sorted({float(x) for x in signals} | ({calibrated} if with_calibrated else set()))
     videos = sources.select_videos(dataset, limit)
-    dep = sources.dependencies(deps, dataset)
+    dep = sources.dependencies(dataset, deps)
     label = dep.label if dep is not None else None
     p_off, p_bag = paper_value("off_the_shelf", dataset), paper_value("baglm", dataset)
     table = TableBuilder()
@@ -338,7 +315,7 @@ def dependency_quality_table(
     levels: Sequence[float] = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0),
     *,
     presets: Sequence[str] = ("simulated-llm:llama", "simulated-llm:gpt"),
-    scores: Any = sources.SIMULATED,
+    scores: sources.ObservationSource = sources.SIMULATED,
     limit: int | None = None,
 ) -> pd.DataFrame:
     """BaGLM's gain as the dependency matrix degrades from the oracle chain to noise.
@@ -362,7 +339,7 @@ def dependency_quality_table(
     settings = [(f"{sources.NOISY}:{x:g}", float(x)) for x in levels]
     settings += [(p, float("nan")) for p in presets]
     for setting, level in settings:
-        dep = sources.dependencies(setting, dataset)
+        dep = sources.dependencies(dataset, setting)
         bag = score_baglm(obs, dep)
         row = {"dataset": name, "D": dep.label, "level": level,
                "off_the_shelf": round(off.value, 1),

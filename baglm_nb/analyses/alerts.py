@@ -110,7 +110,7 @@ def _dataset_items(dataset, deps, limit, params, kw, seed, show_progress) -> pd.
     """One row per (video, mistake kind or ``none``, D): what the alerts did on it."""
     every = load_dataset(dataset)
     videos = sources.select_videos(dataset, limit, videos=every)
-    resolved = {name: sources.dependencies(name, dataset) for name in deps}
+    resolved = {name: sources.dependencies(dataset, name) for name in deps}
     cases = [("none", v, None) for v in videos]
     for kind in MISTAKE_KINDS:
         cases += [(kind, m.video, m) for m in mistakes_of(videos, kind, seed=seed, groups=every)]

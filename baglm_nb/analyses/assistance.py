@@ -85,7 +85,7 @@ def _rounded(metrics: dict) -> dict:
 
 def lag_table(
     observations: Sequence[Observations],
-    deps: Any,
+    deps: sources.DependencySource,
     lags: Sequence[int | None] = LAGS,
     *,
     threshold: float = 0.5,
@@ -201,7 +201,7 @@ def lag_lines(table: pd.DataFrame, title: str):
 
 def timeline_data(
     obs: Observations,
-    deps: Any,
+    deps: sources.DependencySource,
     uid: str,
     lag: int,
     *,

@@ -13,7 +13,6 @@ Exports :func:`breakdown_hits`, :func:`position_table`, :func:`candidate_steps_t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -142,7 +141,7 @@ def candidate_steps_table(
 
 
 def breakdown_tables(
-    obs: Observations, deps: Any = sources.SIMULATED_LLM, *, bins: int = 5
+    obs: Observations, deps: sources.DependencySource = sources.SIMULATED_LLM, *, bins: int = 5
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Position and candidate-step breakdowns of BaGLM and the off-the-shelf model on ``obs``.
 

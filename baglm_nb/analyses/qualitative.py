@@ -30,7 +30,7 @@ def qualitative_case(
     uid: str,
     *,
     scores: Mapping[str, str | os.PathLike] | None = None,
-    deps: Any = sources.SIMULATED_LLM,
+    deps: sources.DependencySource = sources.SIMULATED_LLM,
     video_dir: str | os.PathLike | None = None,
     keyframes: int = 4,
     style: str = "heatmap",
@@ -62,7 +62,7 @@ def qualitative_case(
     obs = sources.observations(dataset, scores or {}, videos=[video])
     if uid not in obs.vsg:
         raise KeyError(f"video {uid!r} is not in the score cache {scores[dataset]}")
-    d = sources.dependencies(deps, dataset)
+    d = sources.dependencies(dataset, deps)
     beliefs = run_baglm(obs, "none" if d is None else d, videos=[video])[uid]
     raw = obs.vsg[uid]
     path = find_video_file(video_dir, uid)

@@ -71,7 +71,7 @@ def dataset_table(names: Iterable[str] = tuple(DATASETS)) -> pd.DataFrame:
 
 
 def main_results_table(
-    observations: Iterable[Observations], deps: Any = sources.SIMULATED_LLM
+    observations: Iterable[Observations], deps: sources.DependencySource = sources.SIMULATED_LLM
 ) -> pd.DataFrame:
     """Tab. comparison: BaGLM and the off-the-shelf LMM per dataset, beside the paper.
 
@@ -130,7 +130,7 @@ def comparison_table(main: pd.DataFrame) -> pd.DataFrame:
 
 def _variants_table(
     observations: Iterable[Observations],
-    deps: Any,
+    deps: sources.DependencySource,
     variants: list[tuple[str, str, str, dict]],
     columns: tuple[str, ...] = _VARIANT_COLUMNS,
 ) -> pd.DataFrame:
@@ -146,7 +146,7 @@ def _variants_table(
         off = round(score_raw(obs).value, 1)
         resolved = {"oracle": require_dependencies("oracle", obs.dataset)}
         if any(v[2] == "given" for v in variants):
-            resolved["given"] = sources.dependencies(deps, obs.dataset)
+            resolved["given"] = sources.dependencies(obs.dataset, deps)
         for label, key, which, kwargs in variants:
             d, paper = resolved[which], paper_value(key, obs.dataset)
             progress = {"progress": obs.label if kwargs.get("progress") != "oracle" else "oracle"}
@@ -170,7 +170,7 @@ def _why_slot(d: Any, dataset: str) -> str:
 
 
 def transition_table(
-    observations: Iterable[Observations], deps: Any = sources.SIMULATED_LLM
+    observations: Iterable[Observations], deps: sources.DependencySource = sources.SIMULATED_LLM
 ) -> pd.DataFrame:
     """Tab. transition model: static, readiness only, validity only, both (with ``deps``).
 
@@ -191,7 +191,7 @@ ORACLE_ROWS = (
 
 
 def oracle_table(
-    observations: Iterable[Observations], deps: Any = sources.SIMULATED_LLM
+    observations: Iterable[Observations], deps: sources.DependencySource = sources.SIMULATED_LLM
 ) -> pd.DataFrame:
     """Tab. oracle: the LLM's or the oracle D, crossed with the LMM's or the oracle progress.
 

@@ -60,7 +60,7 @@ _KEYS = {v: k for k, v in DATASET_NAMES.items()}
 
 def gain_table(
     observations: Iterable[Observations],
-    deps: Any = sources.SIMULATED_LLM,
+    deps: sources.DependencySource = sources.SIMULATED_LLM,
     *,
     diagnostic: Any = None,
 ) -> pd.DataFrame:
@@ -152,7 +152,7 @@ def _pattern(values: Mapping[str, float]) -> bool:
 
 
 def transition_pattern_table(
-    observations: Iterable[Observations], deps: Any = sources.SIMULATED_LLM
+    observations: Iterable[Observations], deps: sources.DependencySource = sources.SIMULATED_LLM
 ) -> pd.DataFrame:
     """The transition ablation per dataset, its order and the paper's pattern, both sides.
 
@@ -193,7 +193,7 @@ def transition_pattern_table(
     return with_items(pd.DataFrame(rows), [items_of(table)])
 
 
-def held_out_of(deps: Any) -> str | None:
+def held_out_of(deps: sources.DependencySource) -> str | None:
     """The held-out variant of a ``simulated-llm`` setting (None for any other setting)."""
     if not isinstance(deps, str) or not deps.startswith(simulate_deps.PREFIX):
         return None
@@ -206,8 +206,8 @@ def held_out_of(deps: Any) -> str | None:
 def simulation_check(
     datasets: Iterable[str] = ("htstep", "crosstask", "ego4d_goalstep", "coin"),
     *,
-    scores: Any = sources.SIMULATED,
-    deps: Any = sources.SIMULATED_LLM,
+    scores: sources.ObservationSource = sources.SIMULATED,
+    deps: sources.DependencySource = sources.SIMULATED_LLM,
     limit: int | None = None,
     transition_datasets: Iterable[str] = ("htstep", "crosstask", "ego4d_goalstep"),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -135,7 +135,7 @@ def score_raw(obs: Observations, videos: Sequence[Video] | None = None) -> Score
 
 def require_dependencies(deps: Any, dataset: str) -> sources.Dependencies:
     """The deps setting resolved once for ``dataset``; ``KeyError`` when it has no source."""
-    resolved = sources.dependencies(deps, dataset)
+    resolved = sources.dependencies(dataset, deps)
     if resolved is None:
         raise KeyError(f"no dependency source for {dataset}; pass one in deps")
     return resolved

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from baglm_nb.core import sources
 from baglm_nb.inputs import samples
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.paper import PAPER_TIMING
-from baglm_nb.stores.scores import ScoreCache
 
 __all__ = [
     "TIMING_ORDER",
@@ -146,7 +145,7 @@ def timing_tables(
             "table": no_timings_table(reason),
             "message": f"No timings available: {reason}; none are invented.",
         }
-    cache = ScoreCache.open(Path(folder))
+    cache = sources.open_score_cache(folder)
     key = cache.key
     source = key.source_label
     frame = cache.timings_frame()

@@ -59,7 +59,7 @@ def _first_times(video: Video) -> dict[str, float]:
 
 
 def violations(
-    deps: Any,
+    deps: sources.DependencySource,
     dataset: str | Sequence[Video],
     thresholds: Sequence[float] = THRESHOLDS,
     *,
@@ -119,7 +119,7 @@ def violations(
     videos = load_dataset(dataset) if isinstance(dataset, str) else list(dataset)
     if not videos:
         raise ValueError("no videos")
-    resolved = sources.dependencies(deps, videos[0].dataset)
+    resolved = sources.dependencies(videos[0].dataset, deps)
     if resolved is None:
         raise ValueError(f"no dependency source for {videos[0].dataset}")
     source = resolved.label if source is None else source
@@ -234,13 +234,12 @@ def _paper_rows(metric: str, col: str, thresholds: Sequence[float]) -> list[dict
 
 def violation_report(
     dataset: str,
-    specs: Sequence[Any],
+    specs: Sequence[sources.DependencySource],
     *,
     root: str | os.PathLike | None = None,
     limit: int | None = None,
     thresholds: Sequence[float] = THRESHOLDS,
     scope: str = "group",
-    show_progress: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The violation table of several sources over the same videos.
 
@@ -259,10 +258,7 @@ def violation_report(
     keys = list(dict.fromkeys(v.group for v in videos))
     if limit is not None:
         keys = keys[:limit]
-    opened = [
-        sources.dependencies(s, dataset, root=root, limit=limit, show_progress=show_progress)
-        for s in specs
-    ]
+    opened = [sources.dependencies(dataset, s, root=root) for s in specs]
     selected = set(keys)
     for dep in opened:
         if isinstance(dep.source, DependencyCache):
@@ -275,7 +271,9 @@ def violation_report(
     return violations_table(frames, paper=paper), pd.concat(frames.values(), ignore_index=True)
 
 
-def answer_table(dataset: str, specs: Sequence[Any], *, limit: int | None = None) -> pd.DataFrame:
+def answer_table(
+    dataset: str, specs: Sequence[sources.DependencySource], *, limit: int | None = None
+) -> pd.DataFrame:
     """How each source's D values are spread: exact 0, exact 1, or graded (in percent).
 
     One matrix per group of ``dataset`` (the first ``limit`` groups), the first video's for a
@@ -294,7 +292,7 @@ def answer_table(dataset: str, specs: Sequence[Any], *, limit: int | None = None
     chosen = list(firsts.values())[:limit]
     rows = []
     for spec in specs:
-        dep = sources.dependencies(spec, dataset)
+        dep = sources.dependencies(dataset, spec)
         values = np.concatenate([np.ravel(dep.matrix(v)) for v in chosen])
         n = values.size
         zeros, ones = int((values == 0).sum()), int((values == 1).sum())

@@ -1,8 +1,9 @@
 """The explorer's computation, without widgets: one video filtered and scored.
 
 :func:`compute_video` is what every change of :class:`baglm_nb.apps.widgets.Explorer` runs
-(simulate the video or take its cached rows, resolve and optionally binarise D, run the numba
-filter, per-video R@1); the tests drive it directly.
+(simulate the video or take its cached rows, resolve and optionally binarise D, run
+:func:`baglm_nb.core.pipeline.run_baglm` on it, the filter the notebooks and the CLI run, per-video
+R@1); the tests drive it directly.
 
 Exports :class:`VideoResult`, :func:`binarise`, :func:`compute_video`, :func:`video_recall` and
 :func:`format_recall`.
@@ -12,13 +13,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from baglm_nb.core import sources
 from baglm_nb.core.evaluation import video_hits
-from baglm_nb.core.filtering import run_filter
+from baglm_nb.core.observations import Observations
+from baglm_nb.core.pipeline import run_baglm
 from baglm_nb.core.simulate import SimulationParams, per_second, simulate_video
 from baglm_nb.inputs.datasets import Video
 
@@ -62,7 +63,7 @@ def compute_video(
     rows: tuple[np.ndarray, np.ndarray] | None = None,
     params: SimulationParams | None = None,
     label: str = "simulated",
-    deps: Any = sources.SIMULATED_LLM,
+    deps: sources.DependencySource = sources.SIMULATED_LLM,
     threshold: float | None = None,
     transition: str = "both",
     prior: str = "uniform",
@@ -86,11 +87,12 @@ def compute_video(
         The source label of ``rows``.
     deps : str, mapping or cache
         A deps setting of :mod:`baglm_nb.core.sources` (default ``simulated-llm:llama``, the
-        tables' D; no source: D = 0).
+        tables' D; ``"none"``: D = 0). A setting without a source for the video's dataset is
+        refused as :func:`~baglm_nb.core.pipeline.run_baglm` refuses it.
     threshold : float, optional
         Binarise D at this threshold (:func:`binarise`); None keeps D as it is.
     transition, prior, stepping, next_step, precision
-        Passed to :func:`baglm_nb.core.filtering.run_filter` (``precision``: the observations'
+        Passed to :func:`baglm_nb.core.pipeline.run_baglm` (``precision``: the observations'
         own, ``float32-published`` on imported files; ``label`` should record it).
     """
     start = time.perf_counter()
@@ -100,21 +102,23 @@ def compute_video(
         label = "simulated"
     else:
         vsg, progress = rows
-    resolved = sources.dependencies(deps, video.dataset)
-    d = binarise(
-        resolved.matrix(video) if resolved else np.zeros((video.num_steps,) * 2), threshold
-    )
-    beliefs = run_filter(
-        vsg,
-        progress,
-        d,
+    resolved = sources.dependencies(video.dataset, deps)
+    if resolved is not None and threshold is not None:
+        d = binarise(resolved.matrix(video), threshold)
+        resolved = sources.Dependencies(resolved.label, {video.uid: d}, resolved.kind)
+    uid = video.uid
+    rows_of = {uid: vsg}, {uid: progress}, {} if next_step is None else {uid: next_step}
+    obs = Observations(video.dataset, label, int(params.segment_duration), *rows_of, [video])
+    obs = obs.with_precision(precision)
+    filtered = run_baglm(
+        obs,
+        deps if resolved is None else resolved,
+        videos=[video],
         transition=transition,
         prior=prior,
-        next_step=next_step if prior == "next_step" else None,
         stepping=stepping,
-        segment_duration=int(params.segment_duration),
-        precision=precision,
     )
+    beliefs = filtered[uid]
     return VideoResult(
         uid=video.uid,
         label=label,

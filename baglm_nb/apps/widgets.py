@@ -151,7 +151,7 @@ class Explorer:
         dataset: str | None = None,
         video: str | None = None,
         scores: Mapping[str, str | os.PathLike | Observations] | None = None,
-        deps: Any = sources.SIMULATED_LLM,
+        deps: sources.DependencySource = sources.SIMULATED_LLM,
         max_videos: int | None = 500,
         params: SimulationParams | None = None,
         width: float = 11.0,
@@ -380,7 +380,7 @@ class Explorer:
         """``(resolved D or "none", status text)`` of dataset ``name``, resolved once."""
         key = (str(self.deps.value), name)
         if key not in self._resolved:
-            d = sources.dependencies(self.deps_setting, name)
+            d = sources.dependencies(name, self.deps_setting)
             self._resolved[key] = (
                 ("none", "no dependency cache for this dataset: D = 0")
                 if d is None
@@ -388,7 +388,7 @@ class Explorer:
             )
         return self._resolved[key]
 
-    def settings_text(self, deps: Any) -> str:
+    def settings_text(self, deps: sources.DependencySource) -> str:
         """The settings line of the plot's title: D and every filter and simulation setting."""
         label = deps.label if isinstance(deps, sources.Dependencies) else str(deps)
         if self.binarise.value:
@@ -400,7 +400,7 @@ class Explorer:
         parts.append(f"{int(self.segment_duration.value)}-s segments")
         return " \u00b7 ".join(parts)
 
-    def control_state(self, video: Video, deps: Any) -> dict[str, str]:
+    def control_state(self, video: Video, deps: sources.DependencySource) -> dict[str, str]:
         """Why each currently ineffective control has no effect: ``{name: reason}``.
 
         Rules (each checked in the tests): cached scores fix the simulation controls; 1-s
@@ -415,9 +415,8 @@ class Explorer:
             out["signal"] = out["segment"] = why
         if int(self.segment_duration.value) == 1:
             out["stepping"] = "1-s segments: stepping per second and per segment are the same"
-        resolved = sources.dependencies(deps, video.dataset)
-        label = resolved.label if resolved else "none"
-        d = resolved.matrix(video) if resolved else np.zeros((video.num_steps,) * 2)
+        resolved = sources.dependencies(video.dataset, deps)
+        label, d = resolved.label, resolved.matrix(video)
         if np.isin(d, (0.0, 1.0)).all():
             out["binarise"] = out["threshold"] = (
                 f"D is already 0/1 (deps: {label}); binarising it changes nothing"

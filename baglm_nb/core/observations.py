@@ -2,8 +2,9 @@
 
 An :class:`Observations` holds per-second rows (the published layout: each segment's row
 repeated ``segment_duration`` times) for every video it covers, the covered videos' annotations
-(annotation-file order), the ``precision`` the filter runs in and a ``label`` that says where the
-numbers come from. Anything built from simulated scores carries the label ``simulated``.
+(annotation-file order), the ``source`` the numbers come from and the ``precision`` the filter
+runs in, as two fields; its ``label`` joins them for output. Anything built from simulated scores
+has the source ``simulated``.
 Settings such as ``"simulated"`` or a per-dataset mapping are resolved by
 :mod:`baglm_nb.core.sources`.
 
@@ -13,8 +14,8 @@ the published one), everything else in ``float64``; the label of imported observ
 any observations in a non-default precision, ends in ``", <precision>"``, e.g.
 ``imported:internvl2.5-8b, float32-published``.
 
-Exports :class:`Observations`, :func:`default_precision`, :func:`labelled`, :func:`from_cache`
-and :func:`from_simulation`.
+Exports :class:`Observations`, :func:`default_precision`, :func:`labelled`, :func:`from_cache`,
+:func:`vsg_from_cache` and :func:`from_simulation`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,14 @@ from baglm_nb.core.filtering import PRECISIONS, PUBLISHED_PRECISION
 from baglm_nb.inputs import grid
 from baglm_nb.inputs.datasets import Video, annotation_path, load_dataset
 
-__all__ = ["Observations", "default_precision", "from_cache", "from_simulation", "labelled"]
+__all__ = [
+    "Observations",
+    "default_precision",
+    "from_cache",
+    "from_simulation",
+    "labelled",
+    "vsg_from_cache",
+]
 
 IMPORTED = "imported:"
 
@@ -75,15 +83,16 @@ class Observations:
     """Per-second observation rows of one dataset.
 
     ``vsg[uid]`` is (T, K+1), none last; ``progress[uid]`` is (T, K, 10); ``next_step[uid]``
-    (optional) is shaped like ``vsg``. ``label`` names the source (``simulated``,
-    ``imported:<model>`` or ``lmm:<model>``) and becomes :func:`labelled` (the precision
-    appended where it is recorded). ``videos`` are the covered videos in annotation-file order
-    (looked up in the dataset when not given). ``precision`` is the filter's arithmetic
-    (``None``: :func:`default_precision` of the source).
+    (optional) is shaped like ``vsg``. ``source`` names where the rows come from
+    (``simulated``, ``imported:<model>`` or ``lmm:<model>``; a label given here loses its
+    precision suffix). ``videos`` are the covered videos in annotation-file order (looked up in
+    the dataset when not given). ``precision`` is the filter's arithmetic (``None``:
+    :func:`default_precision` of the source). :attr:`label` joins source and precision for
+    output (:func:`labelled`).
     """
 
     dataset: str
-    label: str
+    source: str
     segment_duration: int
     vsg: dict[str, np.ndarray]
     progress: dict[str, np.ndarray]
@@ -92,12 +101,11 @@ class Observations:
     precision: str | None = None
 
     def __post_init__(self) -> None:
-        source = _source_of(self.label)
+        self.source = _source_of(self.source)
         if self.precision is None:
-            self.precision = default_precision(source)
+            self.precision = default_precision(self.source)
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
-        self.label = labelled(source, self.precision)
         if not self.videos:
             self.videos = [v for v in load_dataset(self.dataset) if v.uid in self.vsg]
         known = {v.uid for v in self.videos}
@@ -107,9 +115,10 @@ class Observations:
                              f"{unknown[:5]}")  # fmt: skip
 
     @property
-    def source(self) -> str:
-        """Where the rows come from: the label without the precision."""
-        return _source_of(self.label)
+    def label(self) -> str:
+        """The output label: the source, with the precision where it is recorded
+        (:func:`labelled`)."""
+        return labelled(self.source, self.precision)
 
     @property
     def simulated(self) -> bool:
@@ -130,7 +139,7 @@ class Observations:
         videos = [v for v in self.videos if v.uid in keep]
         return Observations(
             self.dataset,
-            self.label,
+            self.source,
             self.segment_duration,
             {v.uid: self.vsg[v.uid] for v in videos},
             {v.uid: self.progress[v.uid] for v in videos},
@@ -194,6 +203,28 @@ def from_cache(
     return Observations(
         key.dataset, key.source_label, key.segment_duration, vsg, progress, videos=covered
     )
+
+
+def vsg_from_cache(path: str | os.PathLike) -> tuple[str, str, dict[str, np.ndarray]]:
+    """Per-second VSG rows of every video of the score cache at ``path``; no progress needed.
+
+    Returns ``(dataset, label, {uid: (T, K+1) array})``; used for off-the-shelf comparisons
+    such as the binary prompt, whose caches may hold no progress scores. A stale video is
+    refused, as in :func:`from_cache`.
+    """
+    from baglm_nb.stores.provenance import check_steps
+    from baglm_nb.stores.scores import ScoreCache
+
+    cache = ScoreCache.open(Path(path))
+    key = cache.key
+    stored = cache.read_all()
+    for video in load_dataset(key.dataset):
+        if video.uid in stored:
+            check_steps(stored[video.uid].steps, video.steps, file=cache.file(video.uid),
+                        annotation=annotation_path(key.dataset), what=f"video {video.uid!r}",
+                        redo="score it again")  # fmt: skip
+    rows = {u: grid.per_second(s.vsg, key.segment_duration) for u, s in stored.items()}
+    return key.dataset, key.source_label, rows
 
 
 def _check_length(cache: Any, video: Video, segments: int, mode: str) -> None:

@@ -30,7 +30,7 @@ __all__ = ["compare", "online_quality", "precision_agreement", "run_baglm"]
 
 def run_baglm(
     obs: Observations,
-    deps: Any = "oracle",
+    deps: sources.DependencySource = "oracle",
     *,
     transition: str = "both",
     prior: str = "uniform",
@@ -49,7 +49,7 @@ def run_baglm(
     """
     if progress not in ("scores", "oracle"):
         raise ValueError(f"progress must be 'scores' or 'oracle', got {progress!r}")
-    resolved = sources.dependencies(deps, obs.dataset)
+    resolved = sources.dependencies(obs.dataset, deps)
     if resolved is None:
         raise KeyError(f"no dependency source for {obs.dataset}; add it to deps")
     todo = [v for v in (obs.videos if videos is None else videos) if v.uid in obs.vsg]
@@ -79,7 +79,7 @@ def run_baglm(
 
 def compare(
     obs: Observations,
-    deps: Any = "oracle",
+    deps: sources.DependencySource = "oracle",
     *,
     online: dict | None = None,
     **kwargs,
@@ -133,7 +133,9 @@ def online_quality(
     }
 
 
-def precision_agreement(obs: Observations, deps: Any = "oracle", **kwargs) -> dict[str, Any]:
+def precision_agreement(
+    obs: Observations, deps: sources.DependencySource = "oracle", **kwargs
+) -> dict[str, Any]:
     """How far the two precisions disagree on ``obs``: best rows, hits and R@1 of each.
 
     Runs the filter in ``float64`` and in ``float32-published`` on the same videos and

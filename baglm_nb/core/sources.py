@@ -14,8 +14,8 @@ labelled CPU default: a simulated LLM's matrices, presets ``llama`` (the default
 variant whose evidence leaves out the evaluated video), ``"noisy-oracle:<level>"`` (each
 video's oracle chain with a fraction ``level`` of its entries replaced by noise: the
 dependency-quality sweep),
-``"imported"`` (the authors' matrices, imported earlier), ``"smollm2"`` (built with the tiny
-local LLM: mechanics only), a dependency-cache folder, an opened
+``"imported"`` (the authors' matrices, imported earlier with ``python -m baglm_nb import``), a
+dependency-cache folder (e.g. an LLM's, built with ``python -m baglm_nb deps``), an opened
 :class:`~baglm_nb.stores.dependencies.DependencyCache`, a mapping ``{uid or group: (K, K)}``,
 or a mapping ``{dataset: one of those}`` (a dataset missing from it has no source: ``None``).
 Each resolved source has a ``label`` (what tables print in their ``D`` column) and a ``kind``:
@@ -29,9 +29,24 @@ authors' imported files, ``float64`` otherwise; see :mod:`baglm_nb.core.observat
 A score-cache folder may also be given by a folder above it that holds exactly one score cache
 (e.g. ``data/cache/scores/htstep/simulated``): :func:`score_cache_folder`.
 
-Exports :data:`SIMULATED`, :data:`SIMULATED_LLM`, :class:`Dependencies`, :func:`select_videos`,
-:func:`observations`, :func:`observations_for`, :func:`score_cache_folder`,
-:func:`dependencies` and :func:`label_of`.
+**The registry.** A named setting is ``<prefix>`` or ``<prefix>:<argument>``; its prefix picks
+its resolver in :data:`OBSERVATION_RESOLVERS` (``simulated``) or :data:`DEPENDENCY_RESOLVERS`
+(``oracle``, ``none``, ``simulated-llm``, ``noisy-oracle``, ``imported``); a new named setting
+is one resolver function and one row there. Every other setting (a folder, an opened cache,
+built observations or matrices) is resolved by its type. Both public resolvers take
+``(dataset, setting, ...)``; the types of what a setting can be are :data:`ObservationSource`
+and :data:`DependencySource`. Resolving never runs a model nor writes a cache: an LLM's
+matrices are built by ``python -m baglm_nb deps`` (or notebook ``02_dependencies``) and then
+named by their cache folder. Score and dependency caches are opened here (and in
+:mod:`baglm_nb.core.observations`) only: :func:`open_score_cache`,
+:func:`score_cache_contents` and :func:`vsg_rows` serve the callers that need a cache's key,
+its videos or its VSG rows alone.
+
+Exports :data:`SIMULATED`, :data:`SIMULATED_LLM`, :data:`ObservationSource`,
+:data:`DependencySource`, :data:`OBSERVATION_RESOLVERS`, :data:`DEPENDENCY_RESOLVERS`,
+:class:`Dependencies`, :func:`select_videos`, :func:`observations`, :func:`observations_for`,
+:func:`score_cache_folder`, :func:`open_score_cache`, :func:`score_cache_contents`,
+:func:`vsg_rows`, :func:`dependencies` and :func:`label_of`.
 """
 
 from __future__ import annotations
@@ -41,27 +56,39 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 
 import numpy as np
 
 from baglm_nb.core import simulate_deps
-from baglm_nb.core.observations import Observations, from_cache, from_simulation
+from baglm_nb.core.observations import Observations, from_cache, from_simulation, vsg_from_cache
 from baglm_nb.core.oracles import oracle_dependency
 from baglm_nb.inputs.datasets import DATASETS, Video, annotation_path, data_dir, load_dataset
-from baglm_nb.stores.keys import PUBLISHED_LLM
+from baglm_nb.stores.dependencies import DependencyCache
+from baglm_nb.stores.keys import PUBLISHED_LLM, DependencyKey
 from baglm_nb.stores.parquet import MissingEntryError
+from baglm_nb.stores.scores import ScoreCache
+
+if TYPE_CHECKING:
+    from baglm_nb.core.simulate import SimulationParams
 
 __all__ = [
+    "DEPENDENCY_RESOLVERS",
+    "OBSERVATION_RESOLVERS",
     "SIMULATED",
     "SIMULATED_LLM",
     "Dependencies",
+    "DependencySource",
+    "ObservationSource",
     "dependencies",
     "label_of",
     "observations",
     "observations_for",
+    "open_score_cache",
+    "score_cache_contents",
     "score_cache_folder",
     "select_videos",
+    "vsg_rows",
 ]
 
 SIMULATED = "simulated"
@@ -70,6 +97,18 @@ SIMULATED = "simulated"
 SIMULATED_LLM = f"{simulate_deps.PREFIX}:llama"
 
 PREFIX, NOISY = simulate_deps.PREFIX, simulate_deps.NOISY_ORACLE
+
+#: One dataset's scores setting: ``"simulated"``, a score-cache folder or built observations.
+ScoreSetting: TypeAlias = str | os.PathLike | Observations
+
+#: A scores setting: one dataset's, or ``{dataset: one dataset's}`` (missing: simulated).
+ObservationSource: TypeAlias = ScoreSetting | Mapping[str, ScoreSetting]
+
+#: Dependency matrices a caller built: ``{uid or group: D (K, K)}``.
+Matrices: TypeAlias = Mapping[str, np.ndarray]
+
+#: Binary-prompt VSG rows: a score-cache folder or ``{uid: per-second (T, K+1) rows}``.
+VsgSetting: TypeAlias = str | os.PathLike | Mapping[str, np.ndarray]
 
 
 def select_videos(
@@ -136,16 +175,86 @@ def score_cache_folder(path: str | os.PathLike, depth: int = 6) -> Path:
     raise ValueError(f"{folder} holds {len(found)} score caches; name one of them: {names}")
 
 
+def open_score_cache(setting: str | os.PathLike) -> ScoreCache:
+    """The score cache a folder setting names (:func:`score_cache_folder`), opened."""
+    return ScoreCache.open(score_cache_folder(setting))
+
+
+def score_cache_contents(setting: str | os.PathLike) -> tuple[str, list[str]]:
+    """``(dataset, uids)`` of the score cache a folder setting names (:func:`open_score_cache`)."""
+    cache = open_score_cache(setting)
+    return cache.key.dataset, cache.uids()
+
+
+def vsg_rows(dataset: str, setting: VsgSetting) -> tuple[str | None, dict[str, np.ndarray]]:
+    """``(label, {uid: per-second VSG rows})`` of a VSG-only setting (the binary prompt's).
+
+    A score-cache folder gives its source label and its rows (its progress is not needed:
+    :func:`~baglm_nb.core.observations.vsg_from_cache`); it must hold ``dataset``'s videos. A
+    mapping ``{uid: rows}`` is taken as it is, with no label (``None``).
+    """
+    if isinstance(setting, Mapping):
+        return None, dict(setting)
+    holds, label, rows = vsg_from_cache(score_cache_folder(setting))
+    if holds != dataset:
+        raise ValueError(f"{setting}: the score cache holds {holds!r}, not {dataset!r}")
+    return label, rows
+
+
 def _per_dataset(setting: Any) -> bool:
     return isinstance(setting, Mapping) and set(setting) <= set(DATASETS)
 
 
+class _ObservationOptions(NamedTuple):
+    """What :func:`observations` passes on to a resolver besides the dataset and setting."""
+
+    limit: int | None
+    params: SimulationParams | None
+    videos: Sequence[Video] | None
+
+
+class ObservationResolver(Protocol):
+    """Resolves a named scores setting (``<prefix>[:<argument>]``) for one dataset."""
+
+    def __call__(self, dataset: str, setting: str, options: _ObservationOptions) -> Observations:
+        """The observations of ``dataset`` that ``setting`` names."""
+
+
+def _simulated_observations(
+    dataset: str, setting: str, options: _ObservationOptions
+) -> Observations:
+    """``simulated``: the calibrated simulated scores (the labelled CPU default)."""
+    if setting != SIMULATED:
+        raise ValueError(f"scores {setting!r}: '{SIMULATED}' takes no argument")
+    videos = select_videos(dataset, options.limit, videos=options.videos)
+    return from_simulation(dataset, options.params, videos=videos)
+
+
+#: The named scores settings: prefix -> (how it is written, its resolver).
+OBSERVATION_RESOLVERS: dict[str, tuple[str, ObservationResolver]] = {
+    SIMULATED: (SIMULATED, _simulated_observations),
+}
+
+
+def _named(setting: Any, table: Mapping[str, tuple[str, Any]]) -> Any:
+    """The resolver of a named ``setting`` (its prefix is in ``table``), else ``None``."""
+    if not isinstance(setting, str):
+        return None
+    row = table.get(setting.split(":", 1)[0])
+    return row[1] if row else None
+
+
+def _forms(table: Mapping[str, tuple[str, Any]]) -> str:
+    """How the named settings of ``table`` are written, for messages."""
+    return ", ".join(repr(form) for form, _ in table.values())
+
+
 def observations(
     dataset: str,
-    scores: Any = SIMULATED,
+    scores: ObservationSource = SIMULATED,
     *,
     limit: int | None = None,
-    params: Any = None,
+    params: SimulationParams | None = None,
     videos: Sequence[Video] | None = None,
     length_mismatch: str = "error",
     precision: str | None = None,
@@ -157,7 +266,8 @@ def observations(
     dataset : str
         Dataset name.
     scores : str, path, Observations or mapping
-        ``"simulated"``, a score-cache folder, observations, or ``{dataset: ...}``.
+        A named setting (:data:`OBSERVATION_RESOLVERS`: ``"simulated"``), a score-cache
+        folder, observations, or ``{dataset: ...}``.
     limit : int, optional
         Keep the first ``limit`` videos in annotation order.
     params : SimulationParams, optional
@@ -179,16 +289,23 @@ def _observations(dataset, scores, limit, params, videos, length_mismatch) -> Ob
     _check_limit(limit)
     if _per_dataset(scores):
         scores = scores.get(dataset, SIMULATED)
+    resolver = _named(scores, OBSERVATION_RESOLVERS)
+    if resolver is not None:
+        return resolver(dataset, scores, _ObservationOptions(limit, params, videos))
     if isinstance(scores, Observations):
         obs = scores
-    elif isinstance(scores, str) and scores == SIMULATED:
-        return from_simulation(dataset, params, videos=select_videos(dataset, limit, videos=videos))
     elif isinstance(scores, (str, os.PathLike)):
+        if not Path(scores).exists():
+            raise FileNotFoundError(
+                f"scores {str(scores)!r}: no such folder; a scores setting is "
+                f"{_forms(OBSERVATION_RESOLVERS)} or a score-cache folder ('make data' or "
+                "'python -m baglm_nb simulate --dataset NAME' writes simulated ones)"
+            )
         folder = score_cache_folder(scores)
         obs = from_cache(folder, videos=videos, length_mismatch=length_mismatch)
     else:
-        raise TypeError(f"scores for {dataset}: expected 'simulated', a cache folder or "
-                        f"Observations, got {type(scores).__name__}")  # fmt: skip
+        raise TypeError(f"scores for {dataset}: expected {_forms(OBSERVATION_RESOLVERS)}, a "
+                        f"cache folder or Observations, got {type(scores).__name__}")  # fmt: skip
     if obs.dataset != dataset:
         raise ValueError(f"{scores}: the score cache holds {obs.dataset!r}, not {dataset!r}")
     if limit:
@@ -198,10 +315,10 @@ def _observations(dataset, scores, limit, params, videos, length_mismatch) -> Ob
 
 def observations_for(
     datasets: Iterable[str],
-    scores: Any = None,
+    scores: ObservationSource | None = None,
     *,
     limit: int | None = None,
-    params: Any = None,
+    params: SimulationParams | None = None,
     precision: str | None = None,
 ) -> list[Observations]:
     """:func:`observations` of each dataset, in the order of ``datasets``."""
@@ -223,7 +340,7 @@ class Dependencies:
     """
 
     label: str
-    source: Any
+    source: str | DependencyCache | Matrices
     kind: str = "llm"
     _read: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -282,7 +399,15 @@ class Dependencies:
         return np.asarray(matrix, dtype=np.float64).copy()
 
 
-def _same_dataset(cache: Any, dataset: str) -> Any:
+#: One dataset's deps setting: a named one, a dependency-cache folder, an opened cache, a
+#: resolved source or matrices.
+DependencySetting: TypeAlias = str | os.PathLike | Dependencies | DependencyCache | Matrices
+
+#: A deps setting: one dataset's, or ``{dataset: one dataset's}`` (missing: no source).
+DependencySource: TypeAlias = DependencySetting | Mapping[str, DependencySetting]
+
+
+def _same_dataset(cache: DependencyCache, dataset: str) -> DependencyCache:
     """``cache`` when it holds ``dataset``'s matrices; else ``ValueError`` naming its folder."""
     if cache.key.dataset != dataset:
         raise ValueError(
@@ -292,7 +417,7 @@ def _same_dataset(cache: Any, dataset: str) -> Any:
     return cache
 
 
-def label_of(deps: Any) -> str:
+def label_of(deps: DependencySource | None) -> str:
     """A short label for a dependency source: ``oracle``, ``none``, or the LLM's name."""
     if isinstance(deps, Dependencies):
         return deps.label
@@ -302,35 +427,94 @@ def label_of(deps: Any) -> str:
     return getattr(key, "model", None) or "LLM"
 
 
+class _DependencyOptions(NamedTuple):
+    """What :func:`dependencies` passes on to a resolver besides the dataset and setting."""
+
+    root: Path
+    llm: str
+
+
+class DependencyResolver(Protocol):
+    """Resolves a named deps setting (``<prefix>[:<argument>]``) for one dataset."""
+
+    def __call__(self, dataset: str, setting: str, options: _DependencyOptions) -> Dependencies:
+        """The dependency source of ``dataset`` that ``setting`` names."""
+
+
+def _fixed(dataset: str, setting: str, options: _DependencyOptions) -> Dependencies:
+    """``oracle`` (each video's ground-truth chain) or ``none`` (D = 0)."""
+    if setting not in ("oracle", "none"):
+        raise ValueError(f"deps {setting!r}: '{setting.split(':')[0]}' takes no argument")
+    return Dependencies(setting, setting, setting)
+
+
+def _simulated_llm(dataset: str, setting: str, options: _DependencyOptions) -> Dependencies:
+    """``simulated-llm[:preset][:held-out]`` for ``dataset`` (all its videos)."""
+    preset, _, variant = setting.partition(":")[2].partition(":")
+    if variant not in ("", simulate_deps.HELD_OUT):
+        raise ValueError(f"deps {setting!r}: expected simulated-llm[:preset][:held-out]")
+    held_out = variant == simulate_deps.HELD_OUT
+    preset = preset or "llama"
+    matrices = simulate_deps.simulated_dependencies(dataset, preset, held_out=held_out)
+    return Dependencies(simulate_deps.label(preset, held_out), matrices, "llm")
+
+
+def _noisy_oracle(dataset: str, setting: str, options: _DependencyOptions) -> Dependencies:
+    """``noisy-oracle:<level>`` for ``dataset`` (all its videos)."""
+    try:
+        level = float(setting.partition(":")[2])
+    except ValueError:
+        raise ValueError(f"deps {setting!r}: expected noisy-oracle:<level in [0, 1]>") from None
+    videos = load_dataset(dataset)
+    matrices = simulate_deps.noisy_oracle_dependencies(videos, level)
+    return Dependencies(f"{NOISY}:{level:g}", matrices, "noisy-oracle")
+
+
+def _imported(dataset: str, setting: str, options: _DependencyOptions) -> Dependencies:
+    """``imported``: the authors' matrices of LLM ``options.llm``, imported earlier."""
+    if setting != "imported":
+        raise ValueError(f"deps {setting!r}: 'imported' takes no argument")
+    folder = options.root / DependencyKey(dataset, options.llm, "published").relpath()
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(
+            f"no imported matrices in {folder}; import the authors' files first "
+            f"(python -m baglm_nb import --dataset {dataset} SRC)"
+        )
+    return Dependencies(options.llm, DependencyCache.open(folder))
+
+
+#: The named deps settings: prefix -> (how it is written, its resolver).
+DEPENDENCY_RESOLVERS: dict[str, tuple[str, DependencyResolver]] = {
+    "oracle": ("oracle", _fixed),
+    "none": ("none", _fixed),
+    PREFIX: (f"{PREFIX}[:<preset>][:{simulate_deps.HELD_OUT}]", _simulated_llm),
+    NOISY: (f"{NOISY}:<level>", _noisy_oracle),
+    "imported": ("imported", _imported),
+}
+
+
 def dependencies(
-    deps: Any,
     dataset: str,
+    deps: DependencySource,
     *,
     root: str | os.PathLike | None = None,
     llm: str = PUBLISHED_LLM,
-    limit: int | None = None,
-    show_progress: bool = True,
 ) -> Dependencies | None:
     """Resolve a deps setting (module docstring) for ``dataset``; ``None`` when it has none.
 
     Parameters
     ----------
-    deps
-        The setting; an already resolved :class:`Dependencies` is returned as it is.
     dataset : str
         Dataset name (selects the entry of a per-dataset mapping).
+    deps
+        The setting: a named one (:data:`DEPENDENCY_RESOLVERS`), a dependency-cache folder, an
+        opened cache, matrices, or ``{dataset: one of those}``; an already resolved
+        :class:`Dependencies` is returned as it is.
     root : path, optional
-        Cache root for ``"imported"`` and ``"smollm2"`` (default ``data/cache``).
+        Cache root for ``"imported"`` (default ``data/cache``).
     llm : str
         For ``"imported"``: the LLM key of the import.
-    limit : int, optional
-        For ``"smollm2"``: build only the first ``limit`` groups.
-    show_progress : bool
-        Progress bars while building (``"smollm2"``).
     """
-    from baglm_nb.stores.dependencies import DependencyCache
-    from baglm_nb.stores.keys import DependencyKey
-
     if _per_dataset(deps):
         if dataset not in deps:
             return None
@@ -341,55 +525,17 @@ def dependencies(
         return Dependencies(deps.key.model, _same_dataset(deps, dataset))
     if isinstance(deps, Mapping):
         return Dependencies("matrices", deps, "matrices")
-    if deps in ("oracle", "none"):
-        return Dependencies(deps, deps, deps)
-    if isinstance(deps, str) and deps.split(":", 1)[0] in (PREFIX, NOISY):
-        return _simulated_dependencies(deps, dataset)
-    root = Path(root) if root is not None else data_dir() / "cache"
-    if deps == "smollm2":
-        from baglm_nb.models.dependencies import build_dependencies
-        from baglm_nb.models.llm_local import load_smollm2
-
-        backend = load_smollm2()
-        summary = build_dependencies(
-            dataset, backend, root, limit=limit, show_progress=show_progress
-        )
-        label = f"{backend.name} (tiny model: mechanics only)"
-        return Dependencies(label, DependencyCache.open(summary["path"]))
-    if deps == "imported":
-        folder = root / DependencyKey(dataset, llm, "published").relpath()
-        if not (folder / "config.json").is_file():
-            raise FileNotFoundError(
-                f"no imported matrices in {folder}; import the authors' files first "
-                "(python -m baglm_nb deps --backend imported --src FOLDER)"
-            )
-        return Dependencies(llm, DependencyCache.open(folder))
+    resolver = _named(deps, DEPENDENCY_RESOLVERS)
+    if resolver is not None:
+        root = Path(root) if root is not None else data_dir() / "cache"
+        return resolver(dataset, deps, _DependencyOptions(root, llm))
     if isinstance(deps, str) and not Path(deps).exists():
         raise ValueError(
-            f"deps {deps!r} is not 'oracle', 'none', 'simulated-llm[:preset]', "
-            "'noisy-oracle:<level>', 'imported', 'smollm2' or an existing dependency-cache folder"
+            f"deps {deps!r} is none of {_forms(DEPENDENCY_RESOLVERS)} and no existing "
+            "dependency-cache folder (an LLM's matrices: build them with 'python -m baglm_nb "
+            "deps', then name their folder)"
         )
     if isinstance(deps, (str, os.PathLike)):
         cache = _same_dataset(DependencyCache.open(deps), dataset)
         return Dependencies(cache.key.model, cache)
     raise TypeError(f"deps for {dataset}: unsupported setting of type {type(deps).__name__}")
-
-
-def _simulated_dependencies(setting: str, dataset: str) -> Dependencies:
-    """``simulated-llm[:preset]`` or ``noisy-oracle:<level>`` for ``dataset`` (all its videos)."""
-    name, _, arg = setting.partition(":")
-    if name == PREFIX:
-        preset, _, variant = arg.partition(":")
-        if variant not in ("", simulate_deps.HELD_OUT):
-            raise ValueError(f"deps {setting!r}: expected simulated-llm[:preset][:held-out]")
-        held_out = variant == simulate_deps.HELD_OUT
-        preset = preset or "llama"
-        matrices = simulate_deps.simulated_dependencies(dataset, preset, held_out=held_out)
-        return Dependencies(simulate_deps.label(preset, held_out), matrices, "llm")
-    try:
-        level = float(arg)
-    except ValueError:
-        raise ValueError(f"deps {setting!r}: expected noisy-oracle:<level in [0, 1]>") from None
-    videos = load_dataset(dataset)
-    matrices = simulate_deps.noisy_oracle_dependencies(videos, level)
-    return Dependencies(f"{NOISY}:{level:g}", matrices, "noisy-oracle")

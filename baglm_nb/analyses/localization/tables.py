@@ -41,11 +41,13 @@ def _map_row(values: dict[str, float]) -> dict[str, float]:
     }
 
 
-def _resolved(deps: Any, dataset: str, beliefs: Any) -> tuple[Any, str | None]:
+def _resolved(
+    deps: sources.DependencySource | None, dataset: str, beliefs: Any
+) -> tuple[Any, str | None]:
     """``(deps resolved, its label)``; with given ``beliefs`` the label of ``deps`` if any."""
     if deps is None:
         return None, None
-    d = sources.dependencies(deps, dataset)
+    d = sources.dependencies(dataset, deps)
     if d is None and beliefs is None:
         raise KeyError(f"no dependency source for {dataset}; pass one in deps")
     return d, (d.label if d is not None else None)
@@ -94,7 +96,7 @@ def _paper_row(method: str, model: str, paper: dict[str, float], source: str, no
 
 def localization_table(
     obs,
-    deps: Any = sources.SIMULATED_LLM,
+    deps: sources.DependencySource = sources.SIMULATED_LLM,
     *,
     match_labels: bool = False,
     beliefs=None,
@@ -140,7 +142,12 @@ def localization_table(
 
 
 def windowed_recall_table(
-    obs, deps: Any = sources.SIMULATED_LLM, *, unit: str = "query", beliefs=None, **kwargs: Any
+    obs,
+    deps: sources.DependencySource = sources.SIMULATED_LLM,
+    *,
+    unit: str = "query",
+    beliefs=None,
+    **kwargs: Any,
 ) -> pd.DataFrame:
     """Ego4D Goal-Step windowed R@1 (IoU > 0.3, 0.5) and mIoU for the LMM and BaGLM, beside the
     point-wise R@1 (the paper's metric) of the same beliefs. No paper values exist."""

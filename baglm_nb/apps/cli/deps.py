@@ -140,7 +140,6 @@ def _deps(args: argparse.Namespace) -> int:
     from baglm_nb.apps.cli.options import check_range
     from baglm_nb.core import sources
     from baglm_nb.models import dependencies as dep
-    from baglm_nb.stores.dependencies import DependencyCache
 
     for value in args.thresholds or ():
         check_range("--thresholds", value, 0, 1)
@@ -164,7 +163,7 @@ def _deps(args: argparse.Namespace) -> int:
                 return 1
         try:
             source = sources.dependencies(
-                "imported", args.dataset, root=args.cache_root, llm=args.llm
+                args.dataset, "imported", root=args.cache_root, llm=args.llm
             ).source
         except FileNotFoundError as exc:
             raise SystemExit(f"error: {exc}") from None
@@ -186,7 +185,7 @@ def _deps(args: argparse.Namespace) -> int:
               f"failed {len(summary['failed'])}")  # fmt: skip
         for msg in summary["failed"].values():
             print(f"error: {msg}", file=sys.stderr)
-        source = DependencyCache.open(summary["path"])
+        source = sources.dependencies(args.dataset, summary["path"]).source
         if summary["failed"]:
             return 1
 

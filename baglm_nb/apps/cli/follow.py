@@ -134,16 +134,15 @@ def _dataset_of(uid: str) -> str:
 def _replay_target(args) -> tuple[str | None, str | Path, list[str] | None]:
     """``(dataset, scores setting, uids the cache holds or None for simulated)``."""
     from baglm_nb.core import sources
-    from baglm_nb.stores.scores import ScoreCache
 
     if args.replay == sources.SIMULATED:
         dataset = args.dataset or (_dataset_of(args.source) if args.source else None)
         return dataset, sources.SIMULATED, None
     folder = sources.score_cache_folder(args.replay)
-    cache = ScoreCache.open(folder)
-    if args.dataset and args.dataset != cache.key.dataset:
-        raise ValueError(f"{folder} holds {cache.key.dataset} scores, not {args.dataset}")
-    return cache.key.dataset, folder, cache.uids()
+    dataset, uids = sources.score_cache_contents(folder)
+    if args.dataset and args.dataset != dataset:
+        raise ValueError(f"{folder} holds {dataset} scores, not {args.dataset}")
+    return dataset, folder, uids
 
 
 def _list_videos(args, dataset: str | None, scores, cached: list[str] | None) -> int:
@@ -179,7 +178,7 @@ def _task_of(args, video):
         task = load_task(args.task)
         same = video is not None and tuple(task.steps) == tuple(video.steps)
         return task.goal, task.steps, task.dependency_matrix(), video if same else None
-    resolved = sources.dependencies(args.deps or "oracle", video.dataset)
+    resolved = sources.dependencies(video.dataset, args.deps or "oracle")
     d = resolved.matrix(video) if resolved else None
     if d is None:
         raise ValueError(f"--deps {args.deps!r} has no matrix for {video.dataset}")

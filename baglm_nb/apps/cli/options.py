@@ -84,7 +84,7 @@ def deps_from_args(args: argparse.Namespace) -> Any:
     from baglm_nb.core import sources
 
     try:
-        return sources.dependencies(args.deps, args.dataset)
+        return sources.dependencies(args.dataset, args.deps)
     except (ValueError, FileNotFoundError) as exc:
         raise SystemExit(f"error: {exc}") from None
 
