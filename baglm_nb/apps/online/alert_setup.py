@@ -9,11 +9,16 @@ naming the flag).
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from baglm_nb.core.alerts import AlertMonitor
+    from baglm_nb.core.online import OnlineGrounder
 
 __all__ = ["alert_monitor", "alert_setting"]
 
 
-def _no_dependency_reason(args) -> str | None:
+def _no_dependency_reason(args: argparse.Namespace) -> str | None:
     """Why this run has no D (a task file without 'dependency' or with no prerequisite in it,
     or --deps none), else None."""
     from baglm_nb.core.alerts import has_dependencies
@@ -49,7 +54,9 @@ def alert_setting(args: argparse.Namespace) -> tuple[bool, str]:
     return True, f"alerts: on (from D, --alert-threshold {args.alert_threshold:g})"
 
 
-def alert_monitor(args: argparse.Namespace, grounder, on: bool, line: str):
+def alert_monitor(
+    args: argparse.Namespace, grounder: OnlineGrounder, on: bool, line: str
+) -> tuple[AlertMonitor | None, str]:
     """``(AlertMonitor or None, the line to print)``; a D with no prerequisite gives none."""
     from baglm_nb.core.alerts import AlertMonitor, has_dependencies
 

@@ -13,7 +13,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from baglm_nb.core.online import OnlineGrounder
+    from baglm_nb.inputs.datasets import Video
+    from baglm_nb.inputs.live import LiveReader
 
 __all__ = ["model_setup", "replay_setup", "replay_target"]
 
@@ -29,7 +36,7 @@ def _dataset_of(uid: str) -> str:
     return found[0]
 
 
-def replay_target(args) -> tuple[str | None, str | Path, list[str] | None]:
+def replay_target(args: argparse.Namespace) -> tuple[str | None, str | Path, list[str] | None]:
     """``(dataset, scores setting, uids the cache holds or None for simulated)``."""
     from baglm_nb.core import sources
     from baglm_nb.stores.scores import ScoreCache
@@ -44,7 +51,9 @@ def replay_target(args) -> tuple[str | None, str | Path, list[str] | None]:
     return cache.key.dataset, folder, cache.uids()
 
 
-def _task_of(args, video):
+def _task_of(
+    args: argparse.Namespace, video: Video | None
+) -> tuple[str, list[str], np.ndarray, Video | None]:
     """``(goal, steps, D, ground-truth video or None)`` from ``--task`` or the annotation."""
     from baglm_nb.core import sources
     from baglm_nb.inputs.tasks import load_task
@@ -60,7 +69,9 @@ def _task_of(args, video):
     return video.goal, video.steps, d, video
 
 
-def replay_setup(args: argparse.Namespace, dataset: str, scores, cached: list[str] | None):
+def replay_setup(
+    args: argparse.Namespace, dataset: str, scores: str | Path, cached: list[str] | None
+) -> tuple[OnlineGrounder, tuple[np.ndarray, np.ndarray], Video]:
     """The grounder, the per-segment scores and the ground-truth video of a replay of the video
     ``args.source`` from ``scores`` (what :func:`replay_target` found)."""
     from baglm_nb.core import sources
@@ -87,7 +98,9 @@ def replay_setup(args: argparse.Namespace, dataset: str, scores, cached: list[st
     return grounder, (vsg, progress), truth
 
 
-def model_setup(args: argparse.Namespace, build_scorer: Callable[[], Any]):
+def model_setup(
+    args: argparse.Namespace, build_scorer: Callable[[], Any]
+) -> tuple[OnlineGrounder, Video | None, LiveReader | None]:
     """The grounder, the ground-truth video (or None) and the live reader (or None for a file)
     of a run with ``--model``; the source is checked before ``build_scorer()`` loads the model."""
     from baglm_nb.core.online import OnlineGrounder
@@ -117,7 +130,7 @@ def model_setup(args: argparse.Namespace, build_scorer: Callable[[], Any]):
     return grounder, truth, reader
 
 
-def _check_source(args):
+def _check_source(args: argparse.Namespace) -> LiveReader | None:
     """Open a live source (its reader, started unless it is a file), or check a file."""
     from baglm_nb.inputs.grid import SEGMENT_DURATION
     from baglm_nb.inputs.live import SourceError, live_reader_for

@@ -14,13 +14,18 @@ import argparse
 import signal
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from baglm_nb.apps.online.alert_setup import alert_monitor, alert_setting
 from baglm_nb.apps.online.ending import ctrl_c_sets
 from baglm_nb.apps.online.follow import follow, replay, smoothed
 from baglm_nb.apps.online.run_setup import model_setup, replay_setup, replay_target
 from baglm_nb.apps.online.terminal import consume, list_videos, one_line
+
+if TYPE_CHECKING:
+    from baglm_nb.core.online import Estimate, OnlineGrounder
+    from baglm_nb.inputs.datasets import Video
+    from baglm_nb.inputs.live import Gap
 
 __all__ = ["run_follow"]
 
@@ -66,8 +71,17 @@ def run_follow(args: argparse.Namespace, build_scorer: Callable[[], Any]) -> int
 
 
 def _report(
-    args, grounder, estimates, gaps, truth, reason: str, *, alerts=None, alerts_note: str = ""
+    args: argparse.Namespace,
+    grounder: OnlineGrounder,
+    estimates: list[Estimate],
+    gaps: list[Gap],
+    truth: Video | None,
+    reason: str,
+    *,
+    alerts: list | None = None,
+    alerts_note: str = "",
 ) -> None:
+    """Write the HTML report of ``--html`` and say where."""
     from baglm_nb.analyses.tables import title_for
     from baglm_nb.apps.online.report import write_html_report
 

@@ -8,21 +8,33 @@ and the final status with why the run ended; :func:`list_videos` prints the vide
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from baglm_nb.apps.online.events import EventLog
+    from baglm_nb.core.alerts import AlertMonitor
+    from baglm_nb.core.online import Estimate
+    from baglm_nb.inputs.live import Gap
 
 __all__ = ["consume", "list_videos", "one_line"]
 
 
-def one_line(text, width: int = 80) -> str:
+def one_line(text: object, width: int = 80) -> str:
     """User text as one line of at most ``width`` characters (whitespace runs collapsed)."""
     from baglm_nb.analyses.belief_legend import short_label
 
     return short_label(" ".join(str(text)[: 4 * width].split()), width)
 
 
-def list_videos(replay: str, dataset: str | None, scores, cached: list[str] | None) -> int:
+def list_videos(
+    replay: str, dataset: str | None, scores: str | Path, cached: list[str] | None
+) -> int:
     """Print the videos ``--replay`` can play (the first ones of each dataset without one)."""
     from baglm_nb.inputs.datasets import DATASETS, load_dataset
 
@@ -46,7 +58,13 @@ def list_videos(replay: str, dataset: str | None, scores, cached: list[str] | No
     return 0
 
 
-def consume(stream, args, ended: list[str], pressed: threading.Event, monitor=None):
+def consume(
+    stream: Iterator,
+    args: argparse.Namespace,
+    ended: list[str],
+    pressed: threading.Event,
+    monitor: AlertMonitor | None = None,
+) -> tuple[list[Estimate], list[Gap], str, bool]:
     """Print the announcements, the gaps, the alerts (``monitor``: an
     :class:`~baglm_nb.core.alerts.AlertMonitor`, or None) and the status line; returns
     (estimates, gaps, reason, interrupted). ``args.jsonl``: the event log's path, or None."""
@@ -92,7 +110,7 @@ def consume(stream, args, ended: list[str], pressed: threading.Event, monitor=No
     return estimates, gaps, reason, interrupted
 
 
-def _print_estimate(est, tty: bool) -> None:
+def _print_estimate(est: Estimate, tty: bool) -> None:
     if est.announced:
         end = "\n" if not tty else "\x1b[K\n"
         late = f" [smoothed: said {est.lag_s:g} s late]" if est.lag_s else ""
@@ -104,7 +122,7 @@ def _print_estimate(est, tty: bool) -> None:
               f"({est.confidence:.2f}){lag}\x1b[K", end="", flush=True)  # fmt: skip
 
 
-def _status(estimates, gaps) -> str:
+def _status(estimates: list[Estimate], gaps: list[Gap]) -> str:
     """The final status line (without the reason)."""
     if not estimates:
         return "status: no segment"
@@ -122,7 +140,7 @@ def _status(estimates, gaps) -> str:
     return text
 
 
-def emit_alerts(alerts, log, tty: bool) -> None:
+def emit_alerts(alerts: Iterable, log: EventLog | None, tty: bool) -> None:
     """Log each alert (an ``alert`` event) and print it on its own line."""
     for alert in alerts:
         if log:
