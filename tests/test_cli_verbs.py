@@ -117,3 +117,24 @@ def test_a_refused_file_fails_the_import_after_the_summary(tmp_path, capsys):
     assert errors[-1] == (
         "error: 1 files refused (each named above); their 1 videos are not imported"
     )
+
+
+def test_deps_groups_that_failed_are_one_error_line_and_exit_1(tmp_path, monkeypatch, capsys):
+    """``--on-error continue``: the other groups are computed, then the failed ones are named in
+    one ``error:`` line (exit 1) that says how to resume."""
+    from test_dependencies import FakeBackend, _toy_dataset
+
+    from baglm_nb.models import dependencies as dep
+
+    monkeypatch.setattr(
+        "baglm_nb.apps.cli.deps._backend", lambda args: FakeBackend(fail={("A", "B")})
+    )
+    monkeypatch.setattr(dep, "load_dataset", lambda name, root=None: _toy_dataset()[0])
+    code = main(["deps", "--dataset", "htstep", "--backend", "smollm2", "--cache-root",
+                 str(tmp_path), "--no-progress", "--on-error", "continue"])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == EXIT_FAILED
+    assert "computed 1, reused 0, failed 1" in captured.out
+    line = one_error_line(captured.err)
+    assert line.startswith("error: 1 task group(s) failed: ") and "task group 'g1'" in line
+    assert line.endswith("finished groups and pairs are kept: run the same command again to resume")

@@ -158,11 +158,11 @@ def _deps(args: argparse.Namespace) -> int:
         print(json.dumps({k: summary[k] for k in ("path", "groups", "rescored_stale")}, indent=2))
         print(f"computed {len(summary['computed'])}, reused {len(summary['reused'])}, "
               f"failed {len(summary['failed'])}")  # fmt: skip
+        source = DependencyCache.open(summary["path"])
         if summary["failed"]:
             failed = summary["failed"]
             raise RuntimeError(f"{len(failed)} task group(s) failed: "
                                f"{'; '.join(failed.values())}; {RESUME}")  # fmt: skip
-        source = DependencyCache.open(summary["path"])
 
     videos = _videos_with_matrices(args, source)
     thresholds = args.thresholds if args.thresholds else viol.THRESHOLDS
