@@ -138,3 +138,28 @@ def test_deps_groups_that_failed_are_one_error_line_and_exit_1(tmp_path, monkeyp
     line = one_error_line(captured.err)
     assert line.startswith("error: 1 task group(s) failed: ") and "task group 'g1'" in line
     assert line.endswith("finished groups and pairs are kept: run the same command again to resume")
+
+
+def test_one_server_options_for_every_verb_that_talks_to_a_server():
+    """``score``, ``follow`` and ``deps`` read the same server flags into one ServerOptions;
+    each verb keeps its own defaults (``deps``: the published run's 2 log-probabilities)."""
+    from baglm_nb.apps.cli.main import build_parser
+    from baglm_nb.apps.cli.options import ServerOptions
+
+    parser = build_parser()
+    flags = ["--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "K", "--concurrency", "3",
+             "--request-attempts", "5", "--top-logprobs", "7"]  # fmt: skip
+    score = ["score", "--dataset", "coin", "--video-dir", "v", "--model", "m"]
+    follow = ["follow", "x.mp4", "--model", "openai:m"]
+    deps = ["deps", "--dataset", "coin", "--backend", "openai", "--model", "m"]
+    parsed = [
+        parser.parse_args([*score, *flags, "--timeout", "9"]),
+        parser.parse_args([*follow, *flags, "--request-timeout", "9"]),
+        parser.parse_args([*deps, *flags, "--timeout", "9"]),
+    ]
+    want = ServerOptions("http://127.0.0.1:9/v1", "K", 7, 3, 9.0, 5)
+    assert [ServerOptions.from_args(args) for args in parsed] == [want, want, want]
+    assert parsed[1].timeout == 10.0  # follow's own --timeout: the stalled-source limit
+    defaults = [ServerOptions.from_args(parser.parse_args(v)) for v in (score, follow, deps)]
+    published = ServerOptions(top_logprobs=2, concurrency=1, request_timeout=30.0)
+    assert defaults == [ServerOptions(), ServerOptions(), published]
