@@ -131,6 +131,60 @@ def test_cli_verbs_live_in_one_package():
     assert "add_parser" not in main_text and "apps.cli.main" in main_text
 
 
+def _imports_of(path: Path) -> set[str]:
+    """The ``baglm_nb`` modules one module imports, function-level imports included."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("baglm_nb"):
+            out |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+        elif isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("baglm_nb")}
+    return out
+
+
+def test_one_engine_pattern_for_scoring_and_dependencies():
+    """Both drivers build their engine with ``models.dispatch.make_engine``, the only place that
+    creates one, and the Ray engine knows neither driver (no scoring <-> ray_pool circle)."""
+    built = _definitions(r"\b(RayPool|LocalEngine)\(")
+    assert built == ["baglm_nb/models/dispatch.py"], built
+    for driver in ("scoring", "dependencies"):
+        assert "baglm_nb.models.dispatch.make_engine" in _imports_of(
+            PACKAGE / "models" / f"{driver}.py"
+        ), driver
+    ray_side = _imports_of(PACKAGE / "models" / "ray_pool.py")
+    ray_side |= _imports_of(PACKAGE / "models" / "ray_connect.py")
+    assert not {m for m in ray_side if m.startswith(("baglm_nb.models.scoring",
+                                                     "baglm_nb.models.dependencies",
+                                                     "baglm_nb.models.dispatch"))}  # fmt: skip
+
+
+def test_served_model_strings_are_recognised_in_one_place():
+    """``openai:<name>`` is read by ``models.served.is_served`` / ``served_name`` only."""
+    found = [f"{_rel(p)}:{node.lineno}" for p in MODULES
+             for node in ast.walk(ast.parse(p.read_text()))
+             if isinstance(node, ast.Constant) and node.value == "openai:"]  # fmt: skip
+    assert [f.split(":")[0] for f in found] == ["baglm_nb/models/served.py"], found
+    from baglm_nb.models.served import is_served, served_name
+
+    assert is_served("openai:Qwen/Qwen2.5-VL-7B-Instruct") and not is_served("internvl3-8b")
+    assert not is_served("random-init:openai") and not is_served("OpenAI:m")
+    assert served_name("openai:m") == "m" and served_name("m") == "m"
+
+
+def test_scorer_and_engine_parameters_are_typed():
+    """No parameter named ``scorer``, ``engine`` or ``backend`` is untyped or typed ``Any``."""
+    loose = []
+    for path in MODULES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for a in [*node.args.args, *node.args.kwonlyargs]:
+                    if a.arg in ("scorer", "engine", "backend") and (
+                        a.annotation is None or ast.unparse(a.annotation) in ("Any", "object")
+                    ):
+                        loose.append(f"{_rel(path)}:{node.lineno} {node.name}({a.arg})")
+    assert not loose, f"parameters without a real type: {loose}"
+
+
 def _cli_modules() -> list[Path]:
     return sorted((PACKAGE / "apps" / "cli").glob("*.py"))
 

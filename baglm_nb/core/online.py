@@ -28,12 +28,15 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from baglm_nb.core.filtering import FilterState
 from baglm_nb.core.smoothing import backward_span
+
+if TYPE_CHECKING:
+    from baglm_nb.models.engine import Scorer
 
 __all__ = [
     "GAP_MODES",
@@ -245,7 +248,7 @@ class OnlineGrounder:
 
     def __init__(
         self,
-        scorer: Any,
+        scorer: Scorer | None,
         goal: str,
         steps: Sequence[str],
         dependency: np.ndarray,

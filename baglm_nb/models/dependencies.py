@@ -16,16 +16,19 @@ server); both send the §4.1 prompts of :func:`pair_messages`. The other sources
 
 Matrices are built once per group (:attr:`baglm_nb.inputs.datasets.Video.group`, §4.2) by
 :func:`build_dependencies` and stored in a :class:`~baglm_nb.stores.dependencies.DependencyCache`;
-every video of the group reuses its group's matrix. A run that stops (error, kill) resumes:
-finished groups are in the cache, and the finished pairs of an unfinished group are kept in a
-per-group partial file (``partial/<group>.parquet`` beside the cache's ``groups/``, written
-atomically after every chunk of pairs), so they are not asked again. Failed pairs are appended to
-``errors.jsonl`` in the cache folder. The violation analysis of the matrices is
-:mod:`baglm_nb.analyses.violations`.
+every video of the group reuses its group's matrix. The groups run on an engine
+(:mod:`baglm_nb.models.dispatch`, the same as the scoring driver's: in this process or on Ray
+actors), one whole group per item; the driver alone writes the matrices. A run that stops (error,
+kill) resumes: finished groups are in the cache, and, on the local engine, the finished pairs of
+an unfinished group are kept in a per-group partial file (``partial/<group>.parquet`` beside the
+cache's ``groups/``, written atomically after every chunk of pairs), so they are not asked again.
+Failed pairs are appended to ``errors.jsonl`` in the cache folder. The violation analysis of the
+matrices is :mod:`baglm_nb.analyses.violations`.
 
 Exports the :class:`Backend` protocol, :class:`PairFailure`, :class:`DependencyError`,
 :func:`pair_messages`, :func:`pair_prompt_version`, :func:`dependency_matrix`,
-:func:`group_steps` and :func:`build_dependencies`.
+:func:`group_steps` and :func:`build_dependencies` (with :class:`GroupTask` and
+:func:`group_task`, what an engine runs per group).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import itertools
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -43,6 +46,7 @@ import numpy as np
 import pyarrow as pa
 
 from baglm_nb.inputs.datasets import Video, annotation_path, load_dataset
+from baglm_nb.models.dispatch import Engine, EngineSetting, make_engine
 from baglm_nb.models.prompts import get_prompt
 from baglm_nb.stores.dependencies import DependencyCache
 from baglm_nb.stores.keys import DependencyKey
@@ -394,7 +398,7 @@ def _record_error(cache: DependencyCache, err: DependencyError) -> None:
 
 def build_dependencies(
     dataset: str,
-    backend: Backend | Any,
+    backend: Backend | Callable[[], Backend],
     root: str | os.PathLike,
     *,
     videos: Sequence[Video] | None = None,
@@ -403,7 +407,7 @@ def build_dependencies(
     goal: str = "llm",
     on_error: str = "raise",
     show_progress: bool = True,
-    engine: Any = "local",
+    engine: EngineSetting = "local",
 ) -> dict[str, Any]:
     """Build (or reuse) one matrix per group of ``dataset`` into a :class:`DependencyCache`.
 
@@ -435,10 +439,11 @@ def build_dependencies(
     show_progress
         tqdm bars over groups and pairs.
     engine
-        ``"local"`` (default), ``"ray"`` or a :class:`~baglm_nb.models.ray_pool.RayOptions`:
-        groups fan out over Ray actors, one whole group per call; the driver alone writes the
-        matrices (a group is then the unit of resume), and a group whose worker died
-        ``max_attempts`` times is reported as failed.
+        ``"local"`` (default), ``"ray"`` or a :class:`~baglm_nb.models.ray_pool.RayOptions`
+        (:func:`~baglm_nb.models.dispatch.make_engine`): on Ray the groups fan out over actors,
+        one whole group per call; the driver alone writes the matrices (a group is then the
+        unit of resume), and a group whose worker died ``max_attempts`` times is reported as
+        failed.
 
     Returns
     -------
@@ -454,18 +459,13 @@ def build_dependencies(
     videos = load_dataset(dataset) if videos is None else videos
     table = group_steps(videos, goal)
     keys = _group_keys(table, groups, limit, dataset)
-    if engine == "local":
-        if not isinstance(backend, Backend):
-            backend = backend()
-        return _build_local(dataset, backend, root, table, keys, on_error, show_progress,
-                            annotation)  # fmt: skip
-    from baglm_nb.models.ray_pool import RayOptions, RayPool
-
-    options = RayOptions() if engine == "ray" else engine
     if isinstance(backend, Backend):
-        raise ValueError("the ray engine loads the model in each worker: pass a factory")
-    with RayPool(backend, options, describe=_backend_identity) as pool:
-        return _build_on(pool, dataset, root, table, keys, on_error, show_progress, annotation)
+        eng = make_engine(engine, _backend_identity, loaded=backend,
+                          what="a factory, not a loaded back-end")  # fmt: skip
+    else:
+        eng = make_engine(engine, _backend_identity, build=backend)
+    with eng:
+        return _build_on(eng, dataset, root, table, keys, on_error, show_progress, annotation)
 
 
 def _summary(
@@ -479,51 +479,35 @@ def _summary(
             "failed": {}, "rescored_stale": stale}  # fmt: skip
 
 
-def _build_local(
-    dataset: str,
-    backend: Backend,
-    root: Any,
-    table: Mapping[str, tuple[str, list[str]]],
-    keys: list[str],
-    on_error: str,
-    show_progress: bool,
-    annotation: str | None = None,
-) -> dict[str, Any]:
-    """:func:`build_dependencies` in this process, group after group."""
-    from tqdm.auto import tqdm
-
-    cache = DependencyCache(root, DependencyKey(dataset, backend.name, backend.prompt_version))
-    summary = _summary(cache, keys, table, annotation)
-    for g in tqdm(keys, desc=f"deps {dataset}", unit="group", disable=not show_progress):
-        try:
-            outcome = _build_group(cache, backend, g, *table[g], show_progress=show_progress)
-        except DependencyError as err:
-            _record_error(cache, err)
-            if on_error == "raise":
-                raise
-            summary["failed"][g] = str(err)
-            continue
-        summary[outcome].append(g)
-    return summary
-
-
 def _backend_identity(backend: Backend) -> tuple[str, str]:
     """The cache-key parts of a back-end: ``(name, prompt_version)``."""
     return backend.name, backend.prompt_version
 
 
-def group_task(backend: Backend, item: tuple[str, str, list[str]]) -> dict[str, Any]:
-    """One group's matrix on a worker: ``{"matrix": D}``, or the failed pair's facts."""
-    group, goal, steps = item
+@dataclass(frozen=True)
+class GroupTask:
+    """One group to build: what a worker needs, and nothing it would have to look up."""
+
+    group: str
+    goal: str
+    steps: tuple[str, ...]
+    partial: str | None = None  # the partial file (engines in the driver's process only)
+    show_progress: bool = False  # a bar over the pairs
+
+
+def group_task(backend: Backend, task: GroupTask) -> dict[str, Any]:
+    """One group's matrix on an engine: ``{"matrix": D}``, or the failed pair's facts."""
     try:
-        return {"matrix": dependency_matrix(goal, steps, backend, group=group)}
+        d = dependency_matrix(task.goal, task.steps, backend, group=task.group,
+                              partial=task.partial, show_progress=task.show_progress)  # fmt: skip
+        return {"matrix": d}
     except DependencyError as err:
         return {"error": [err.group, err.target_index, err.prereq_index, err.target,
                           err.prereq, err.reason]}  # fmt: skip
 
 
 def _build_on(
-    pool: Any,
+    eng: Engine,
     dataset: str,
     root: Any,
     table: Mapping[str, tuple[str, list[str]]],
@@ -532,25 +516,29 @@ def _build_on(
     show_progress: bool,
     annotation: str | None = None,
 ) -> dict[str, Any]:
-    """:func:`build_dependencies` with the groups fanned out over a Ray pool's workers."""
+    """:func:`build_dependencies` on an engine: the groups not in the cache go to it, and each
+    matrix is stored as it comes back (its partial file, if any, removed)."""
     from tqdm.auto import tqdm
 
-    cache = DependencyCache(root, DependencyKey(dataset, *pool.identity()))
+    cache = DependencyCache(root, DependencyKey(dataset, *eng.identity()))
     summary = _summary(cache, keys, table, annotation)
     todo = []
     for g in keys:
         if cache.has(g) and cache.steps(g) == table[g][1]:
             summary["reused"].append(g)
-        else:
-            todo.append((g, (g, *table[g])))
-    with tqdm(total=len(todo), desc=f"deps {dataset}", unit="group",
-              disable=not show_progress) as bar:  # fmt: skip
-        for out in pool.run(group_task, todo):
+            continue
+        part = str(entry_file(cache.path / "partial", g)) if eng.in_process else None
+        goal, steps = table[g]
+        todo.append((g, GroupTask(g, goal, tuple(steps), part, show_progress and eng.in_process)))
+    with tqdm(total=len(keys), initial=len(keys) - len(todo), desc=f"deps {dataset}",
+              unit="group", disable=not show_progress) as bar:  # fmt: skip
+        for out in eng.imap(group_task, todo):
             if out is None:
                 continue
             bar.update(1)
             if out.error is None and "matrix" in out.result:
                 cache.write(out.key, table[out.key][1], out.result["matrix"])
+                entry_file(cache.path / "partial", out.key).unlink(missing_ok=True)
                 summary["computed"].append(out.key)
                 continue
             fields = out.result["error"] if out.error is None else [out.key, None, None, "",
@@ -575,25 +563,3 @@ def _group_keys(
                                     f"({annotation_path(dataset)})")  # fmt: skip
         keys = list(groups)
     return keys if limit is None else keys[:limit]
-
-
-def _build_group(
-    cache: DependencyCache,
-    backend: Backend,
-    group: str,
-    goal: str,
-    steps: list[str],
-    *,
-    show_progress: bool,
-) -> str:
-    """``"reused"`` when ``cache`` holds the group's matrix, else ``"computed"`` (resuming
-    from the group's partial file, which is removed once the matrix is stored)."""
-    if cache.has(group) and cache.steps(group) == steps:
-        return "reused"
-    part = entry_file(cache.path / "partial", group)
-    d = dependency_matrix(
-        goal, steps, backend, group=group, partial=part, show_progress=show_progress
-    )
-    cache.write(group, steps, d)
-    part.unlink(missing_ok=True)
-    return "computed"

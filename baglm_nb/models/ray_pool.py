@@ -25,8 +25,9 @@ workers of ``num_cpus_per_worker`` cores, which is also their torch and numba th
 read the videos from paths the driver resolved, so every node must see the same files (a shared
 filesystem, or an object store mounted at the same path) and have the workbench installed.
 
-Exports :class:`RayOptions`, :class:`RayPool`, :class:`Outcome`, :class:`RayEngine` (the
-``"ray"`` engine of :func:`baglm_nb.models.scoring.score_dataset`) and :class:`WorkerStartError`.
+Exports :class:`RayOptions`, :class:`RayPool` (the ``"ray"``
+:class:`~baglm_nb.models.dispatch.Engine` of both drivers, built by
+:func:`~baglm_nb.models.dispatch.make_engine`), :class:`Outcome` and :class:`WorkerStartError`.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from typing import Any
 
 from baglm_nb.models.ray_connect import CONNECT_TIMEOUT_S, connect
 
-__all__ = ["Outcome", "RayEngine", "RayOptions", "RayPool", "WorkerStartError"]
+__all__ = ["Outcome", "RayOptions", "RayPool", "WorkerStartError"]
 
 INSTALL_HINT = "Ray is not installed: pip install -e '.[ray]' (or make setup)"
 
@@ -168,6 +169,9 @@ class RayPool:
     Use it as a context manager: entering connects to (or starts) Ray and starts the actors,
     leaving kills them (and shuts down a Ray instance the pool started itself).
     """
+
+    name = "ray"
+    in_process = False
 
     def __init__(
         self, factory: Callable[[], Any], options: RayOptions, describe: Callable | None = None
@@ -300,7 +304,7 @@ class RayPool:
         return len(self._running)
 
     # -- work -------------------------------------------------------------------------------
-    def run(
+    def imap(
         self, fn: Callable[[Any, Any], Any], items: Sequence[tuple[str, Any]], tick: float = 0.5
     ) -> Iterator[Outcome | None]:
         """``fn(obj, payload)`` for each ``(key, payload)`` on a free worker, as they finish.
@@ -356,49 +360,3 @@ def _init_error(exc: BaseException) -> str:
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     tail = [ln for ln in lines if not ln.startswith(("File ", "^", "~"))]
     return (tail[-1] if tail else _reason(exc))[:500]
-
-
-class RayEngine:
-    """The ``"ray"`` engine of :func:`~baglm_nb.models.scoring.score_dataset`.
-
-    Each worker builds the scorer from ``spec`` and scores whole videos with
-    :func:`~baglm_nb.models.scoring.score_task`; a worker that dies is replaced and its video
-    retried (:class:`RayPool`).
-    """
-
-    name = "ray"
-
-    def __init__(self, spec: Callable[[], Any], options: RayOptions) -> None:
-        from baglm_nb.models.scoring import scorer_identity
-
-        self.pool = RayPool(spec, options, describe=scorer_identity)
-
-    def __enter__(self) -> RayEngine:
-        self.pool.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.pool.__exit__(*exc)
-
-    def identity(self) -> tuple[str, str, str]:
-        """``(model id, label)`` reported by the workers."""
-        return self.pool.identity()
-
-    @property
-    def in_flight(self) -> int:
-        """Videos being scored now."""
-        return self.pool.in_flight
-
-    def run(self, tasks: Sequence[Any], show_progress: bool) -> Iterator[Any]:
-        """A :class:`~baglm_nb.models.scoring.VideoResult` per task as they finish (``None``
-        between them, for the progress bar)."""
-        from baglm_nb.models.scoring import VideoResult, score_task
-
-        for out in self.pool.run(score_task, [(t.uid, t) for t in tasks]):
-            if out is None:
-                yield None
-            elif out.error is not None:
-                yield VideoResult(out.key, error=out.error, attempts=out.attempts)
-            else:
-                out.result.attempts = out.attempts
-                yield out.result

@@ -3,8 +3,9 @@
 The **driver** (:func:`score_dataset`) decides which videos still need scores, hands them to an
 **engine** and writes what comes back: the cache one video at a time (atomically), so a killed run
 resumes without redoing finished videos and never leaves a half-written file; ``failures.json``
-beside the cache for a video that cannot be read (recorded, never retried); and the summary. Two
-engines score the videos, through the same :func:`score_task`:
+beside the cache for a video that cannot be read (recorded, never retried); and the summary. The
+engine (:mod:`baglm_nb.models.dispatch`, the same as the dependency driver's) runs
+:func:`score_task` on each video:
 
 * ``"local"`` (default): in this process, one video after the other;
 * ``"ray"``: Ray Core actors on a cluster, each loading the model once
@@ -23,13 +24,14 @@ gets one ``score_s`` column instead.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -37,10 +39,15 @@ from tqdm.auto import tqdm
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import length_mismatch, num_segments
 from baglm_nb.inputs.video import VideoError, find_video_file
+from baglm_nb.models.dispatch import ENGINES, Engine, EngineSetting, make_engine
 from baglm_nb.models.questions import ScoringError
+from baglm_nb.models.ray_pool import Outcome
 from baglm_nb.stores.atomic import atomic_write_json
 from baglm_nb.stores.keys import ScoreKey
 from baglm_nb.stores.scores import ScoreCache, warn_unfingerprinted
+
+if TYPE_CHECKING:
+    from baglm_nb.models.engine import Scorer
 
 __all__ = [
     "ENGINES",
@@ -56,20 +63,18 @@ __all__ = [
 ]
 
 RANDOM_PREFIX = "random-init:"
-ENGINES = ("local", "ray")
-"""Where :func:`score_dataset` scores: in this process, or on a Ray cluster."""
 
 
-def make_scorer(model: str, *, trust_remote_code: bool = False, **kwargs: Any):
+def make_scorer(model: str, *, trust_remote_code: bool = False, **kwargs: Any) -> Scorer:
     """A scorer from a model id: a registry id or local folder (real weights),
     ``random-init:<family>`` for a tiny randomly initialised model (labelled ``random-init``,
     for tests and demos of the mechanics only), or ``openai:<name>`` for a model behind an
     OpenAI-compatible server (:class:`~baglm_nb.models.served.ServedScorer`; ``kwargs`` such as
     ``base_url``, ``api_key_env`` go to it)."""
-    from baglm_nb.models.served import PREFIX, ServedScorer
+    from baglm_nb.models.served import ServedScorer, is_served, served_name
 
-    if model.startswith(PREFIX):
-        return ServedScorer(model[len(PREFIX) :], **kwargs)
+    if is_served(model):
+        return ServedScorer(served_name(model), **kwargs)
     if model.startswith(RANDOM_PREFIX):
         from baglm_nb.models.testing import make_random_scorer
 
@@ -97,12 +102,12 @@ class ScorerSpec:
     trust_remote_code: bool = False
     options: Mapping[str, Any] = field(default_factory=dict)
 
-    def __call__(self) -> Any:
+    def __call__(self) -> Scorer:
         """Build the scorer (loads the model)."""
         return make_scorer(self.model, trust_remote_code=self.trust_remote_code, **self.options)
 
 
-def scorer_identity(scorer: Any) -> tuple[str, str, str]:
+def scorer_identity(scorer: Scorer) -> tuple[str, str, str]:
     """``(model id of the cache key, label, weights fingerprint)`` of a scorer; a random
     model's id says so; the fingerprint is ``""`` for a scorer without one."""
     model_id, label = str(scorer.model_id), str(getattr(scorer, "label", ""))
@@ -161,7 +166,7 @@ def _split_timings(r: Any, wall: float) -> dict[str, float]:
 def score_video(
     path: str | os.PathLike,
     video: Video | VideoTask,
-    scorer: Any,
+    scorer: Scorer,
     *,
     segment_duration: int = 2,
     sampling_fps: float = 2.0,
@@ -231,7 +236,7 @@ def check_inputs(
     return list(load_dataset(dataset, annotations))[:limit]
 
 
-def score_task(scorer: Any, task: VideoTask, show_progress: bool = False) -> VideoResult:
+def score_task(scorer: Scorer, task: VideoTask, show_progress: bool = False) -> VideoResult:
     """Score one :class:`VideoTask`: its arrays, or the error that is recorded.
 
     Every engine scores through this function. Any failure of this one video (a decoder's, the
@@ -267,59 +272,23 @@ def _failure(task: VideoTask, exc: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# engines
+# the driver
 
 
-class LocalEngine:
-    """Scores in this process, one video after the other (the default engine)."""
-
-    name = "local"
-
-    def __init__(self, scorer: Any) -> None:
-        self.scorer = scorer() if isinstance(scorer, (str, ScorerSpec)) else scorer
-        self.in_flight = 0
-
-    def __enter__(self) -> LocalEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def identity(self) -> tuple[str, str, str]:
-        """See :func:`scorer_identity`."""
-        return scorer_identity(self.scorer)
-
-    def run(self, tasks: Sequence[VideoTask], show_progress: bool) -> Iterator[VideoResult]:
-        """Each task's result, in order."""
-        for task in tasks:
-            self.in_flight = 1
-            yield score_task(self.scorer, task, show_progress)
-        self.in_flight = 0
-
-
-def _engine(engine: Any, scorer: Any) -> Any:
-    """An engine object from ``"local"``, ``"ray"`` or :class:`RayOptions`."""
-    if engine == "local":
-        return LocalEngine(scorer)
-    from baglm_nb.models import ray_pool
-
-    if engine == "ray":
-        engine = ray_pool.RayOptions()
-    if isinstance(engine, ray_pool.RayOptions):
-        if not isinstance(scorer, (str, ScorerSpec)):
-            raise ValueError(
-                "the ray engine loads the model in each worker: pass the model id (e.g. "
-                "'internvl3-8b') or a ScorerSpec, not a loaded scorer"
-            )
+def _engine(engine: EngineSetting, scorer: Scorer | str | ScorerSpec) -> Engine:
+    """The engine of the setting, holding the scorer (built from a model id or spec)."""
+    if isinstance(scorer, (str, ScorerSpec)):
         spec = ScorerSpec(scorer) if isinstance(scorer, str) else scorer
-        return ray_pool.RayEngine(spec, engine)
-    raise ValueError(f"engine must be one of {ENGINES} or a RayOptions, got {engine!r}")
+        return make_engine(engine, scorer_identity, build=spec)
+    return make_engine(engine, scorer_identity, loaded=scorer,
+                       what="the model id (e.g. 'internvl3-8b') or a ScorerSpec, not a loaded "
+                       "scorer")  # fmt: skip
 
 
 class _DriverBar:
     """The driver's bar: videos done, failed, in flight, and segments per second."""
 
-    def __init__(self, total: int, desc: str, engine: Any, show: bool) -> None:
+    def __init__(self, total: int, desc: str, engine: Engine, show: bool) -> None:
         self.engine, self.start = engine, time.perf_counter()
         self.failed = self.segments = 0
         self.bar = tqdm(total=total, desc=desc, unit="video", disable=not show)
@@ -380,7 +349,7 @@ def _record(
 def score_dataset(
     dataset: str,
     video_dir: str | os.PathLike,
-    scorer: Any,
+    scorer: Scorer | str | ScorerSpec,
     *,
     root: str | os.PathLike | None = None,
     segment_duration: int = 2,
@@ -390,7 +359,7 @@ def score_dataset(
     videos: Sequence[Video] | None = None,
     annotations: str | os.PathLike | None = None,
     show_progress: bool = True,
-    engine: Any = "local",
+    engine: EngineSetting = "local",
 ) -> dict[str, Any]:
     """Score the videos of ``dataset`` found in ``video_dir`` into a score cache.
 
@@ -464,13 +433,15 @@ def _read_failures(path: Path) -> dict[str, str]:
 
 
 def _drive(
-    eng: Any, tasks: list, bar: _DriverBar, cache: ScoreCache, failures_path: Path,
+    eng: Engine, tasks: list, bar: _DriverBar, cache: ScoreCache, failures_path: Path,
     failures: dict[str, str], by_uid: dict[str, Video], show_progress: bool,
 ) -> tuple[list[str], dict[str, int], float]:  # fmt: skip
     """Run the engine, recording each result as it comes: (scored uids, attempts, driver s)."""
     scored, attempts, driver = [], {}, 0.0
-    for r in eng.run(tasks, show_progress):
+    fn = functools.partial(score_task, show_progress=show_progress and eng.in_process)
+    for out in eng.imap(fn, [(t.uid, t) for t in tasks]):
         d0 = time.perf_counter()
+        r = None if out is None else _result(out)
         if r is not None and _record(cache, failures_path, failures, by_uid[r.uid], r):
             scored.append(r.uid)
         if r is not None and r.attempts > 1:
@@ -478,6 +449,14 @@ def _drive(
         bar.update(r)  # None: no video finished for a while (ray engine)
         driver += time.perf_counter() - d0
     return scored, attempts, driver
+
+
+def _result(out: Outcome) -> VideoResult:
+    """The :class:`VideoResult` of an engine's outcome (a worker that died: its error)."""
+    if out.error is not None:
+        return VideoResult(out.key, error=out.error, attempts=out.attempts)
+    out.result.attempts = out.attempts
+    return out.result
 
 
 def _task(

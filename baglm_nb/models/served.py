@@ -43,7 +43,8 @@ of segments the scorer asks again, and a server that changed model stops the run
 (:class:`~baglm_nb.models.openai_client.ServerError`) before that batch is stored.
 
 Exports :class:`ServedScorer`, :data:`STRATEGIES`, :data:`SERVED`, :func:`guess_family`,
-:func:`user_content` and :func:`encode_png`.
+:func:`user_content`, :func:`encode_png`, and :func:`is_served` / :func:`served_name`, the one
+rule for model strings ``openai:<name>``.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ __all__ = [
     "ServedScorer",
     "encode_png",
     "guess_family",
+    "is_served",
+    "served_name",
     "user_content",
 ]
 
@@ -98,6 +101,19 @@ SERVED = "served"
 """The ``label`` of served scores (the weights behind a server cannot be checked from here)."""
 PREFIX = "openai:"
 """Model-id prefix of served scores (``openai:<model>, <strategy>``)."""
+
+
+def is_served(model: str) -> bool:
+    """Whether a model string (``--model``, a cache's model id) names a model behind an
+    OpenAI-compatible server: ``openai:<name>``."""
+    return model.startswith(PREFIX)
+
+
+def served_name(model: str) -> str:
+    """The name a server knows a model string by: ``openai:<name>`` without its prefix (any
+    other string unchanged, e.g. ``--backend openai --model <name>``)."""
+    return model.removeprefix(PREFIX)
+
 
 _PROBE_QUESTION = "Answer with the letter A.\n"
 _PREFILL = {"prompt_logprobs": 0, "add_generation_prompt": False, "continue_final_message": True}

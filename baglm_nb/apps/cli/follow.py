@@ -126,7 +126,8 @@ def _scorer(args: argparse.Namespace) -> Any:
     """The scorer of ``--model``: served (``--backend openai`` or ``openai:NAME``) or local."""
     from baglm_nb.apps.cli.options import served_scorer
     from baglm_nb.models.scoring import make_scorer
+    from baglm_nb.models.served import is_served, served_name
 
-    if args.backend == "openai" or args.model.startswith("openai:"):
-        return served_scorer(args, args.model.removeprefix("openai:"))
+    if args.backend == "openai" or is_served(args.model):
+        return served_scorer(args, served_name(args.model))
     return make_scorer(args.model, trust_remote_code=args.trust_remote_code)

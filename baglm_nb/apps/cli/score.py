@@ -108,16 +108,17 @@ def run(args: argparse.Namespace) -> int:
     from baglm_nb.apps.cli.options import stdout_to_stderr
     from baglm_nb.models.openai_client import ServerError
     from baglm_nb.models.scoring import check_inputs, score_dataset
+    from baglm_nb.models.served import is_served, served_name
 
     check_range("--batch-segments", args.batch_segments, 1)
     check_range("--segment-duration", args.segment_duration, 1)
     check_range("--sampling-fps", args.sampling_fps, 0, low_open=True)
     check_inputs(args.dataset, args.video_dir, annotations=args.annotations, limit=args.limit)
-    served = args.backend == "openai" or args.model.startswith("openai:")
+    served = args.backend == "openai" or is_served(args.model)
     if served and args.engine == "ray":
         raise ValueError("--engine ray loads a local model in each worker; a served model "
                          "scales with --concurrency (and the server's replicas)")  # fmt: skip
-    scorer = served_scorer(args, args.model.removeprefix("openai:")) if served else None
+    scorer = served_scorer(args, served_name(args.model)) if served else None
     engine = engine_from_args(args)
     try:
         with stdout_to_stderr(args.engine == "ray"):
