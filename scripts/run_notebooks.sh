@@ -11,7 +11,7 @@
 # executed with kernel "python3" (the .venv's, see `make setup`) and cwd figures/<stem>,
 # so whatever a notebook saves with a relative path lands next to its executed copy.
 # Kernels use Jupyter's inline matplotlib backend, so a displayed figure is an image. The
-# executed copy is then made ready to share (python -m baglm_nb.apps.render): the widgets a run
+# executed copy is then made ready to share (python -m baglm_nb render): the widgets a run
 # leaves (tqdm progress bars) are removed and the HTML embeds every image.
 # Stops at the first failing notebook; the outputs of those that succeeded are kept.
 set -euo pipefail
@@ -129,10 +129,10 @@ for nb in "${notebooks[@]}"; do
         fi
         exit 1
     fi
-    if ! python -m baglm_nb.apps.render "$out" >>"$log" 2>&1; then
+    if ! python -m baglm_nb render "$out" >>"$log" 2>&1; then
         echo "FAILED (HTML export) after $((SECONDS - t0))s"
         tail -n 30 "$log" >&2
-        echo "error: python -m baglm_nb.apps.render failed for $out (log: $log)" >&2
+        echo "error: python -m baglm_nb render failed for $out (log: $log)" >&2
         exit 1
     fi
     echo "ok ($((SECONDS - t0))s) -> $outdir/"

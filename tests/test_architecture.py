@@ -185,8 +185,6 @@ def test_stage_packages_say_their_number():
 #: Import circles removed by the parallel helpers; the lead empties this at merge.
 KNOWN_CIRCLES = {
     frozenset({"baglm_nb.inputs.datasets", "baglm_nb.inputs.grid"}),
-    frozenset({"baglm_nb.models.engine", "baglm_nb.models.families", "baglm_nb.models.passes"}),
-    frozenset({"baglm_nb.apps.online.follow", "baglm_nb.apps.online.live"}),
 }
 
 
@@ -226,13 +224,13 @@ def test_cli_verbs_live_in_one_package():
     parser = main.build_parser()
     verbs = parser._subparsers._group_actions[0].choices  # noqa: SLF001
     assert set(verbs) == {"stats", "evaluate", "import", "simulate", "calibrate", "sim-check",
-                          "score", "deps", "localize", "follow", "alerts"}  # fmt: skip
+                          "score", "deps", "localize", "follow", "alerts", "render"}  # fmt: skip
     main_text = (PACKAGE / "__main__.py").read_text()
     assert "add_parser" not in main_text and "apps.cli.main" in main_text
 
 
 MAP = PACKAGE.parent / "docs" / "architecture.md"
-_PY = re.compile(r"(?<![\w/.])((?:[a-z_]+/)*[a-z_]+\.py)\b")
+_PY = re.compile(r"(?<![\w/.])((?:[a-z_]+/)*[a-z_][a-z0-9_]*\.py)\b")
 _FOLDER = re.compile(r"(?<![\w/.])([a-z_]+)/(?=[\s(]|$)")
 
 
@@ -281,7 +279,7 @@ def _map_paths() -> tuple[set[Path], set[Path]]:
         for folder in _FOLDER.findall(text):
             named.add(PACKAGE / stage / folder)
         for folder, a, b in groups:
-            stems = re.findall(r"[a-z_]+", text[a:b])
+            stems = re.findall(r"[a-z_][a-z0-9_]*", text[a:b])
             by_stem.update(PACKAGE / stage / folder / f"{s}.py" for s in stems)
     return named, by_stem
 
@@ -484,3 +482,76 @@ def test_caches_are_opened_only_by_the_resolvers():
     assert not outside, f"caches opened outside the resolvers: {outside}"
     # the scan does find the calls where they belong
     assert {"baglm_nb/core/sources.py", "baglm_nb/core/observations.py"} <= inside
+
+
+def _cli_modules() -> list[Path]:
+    return sorted((PACKAGE / "apps" / "cli").glob("*.py"))
+
+
+def test_only_cli_main_maps_errors_to_exit_codes():
+    """The verbs raise; only apps/cli/main.py prints ``error:`` lines and picks exit statuses."""
+    found = []
+    for path in _cli_modules():
+        if path.name == "main.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            text = None
+            if isinstance(node, ast.Name) and node.id == "SystemExit":
+                text = "SystemExit"
+            elif isinstance(node, ast.Attribute) and node.attr == "exit":
+                text = "an exit call"
+            elif isinstance(node, ast.Return) and isinstance(node.value, ast.Constant):
+                text = f"return {node.value.value}" if node.value.value in (1, 2) else None
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = "an 'error:' line" if node.value.startswith("error:") else None
+            if text:
+                found.append(f"{_rel(path)}:{node.lineno}: {text}")
+    assert not found, f"a verb maps an error to an exit status itself: {found}"
+
+
+def test_server_flags_are_declared_once():
+    """One ServerOptions (apps/cli/options.py) declares the flags of every served model."""
+    flags = r"\"--(base-url|api-key-env|concurrency|request-attempts|top-logprobs)\""
+    assert _definitions(flags) == ["baglm_nb/apps/cli/options.py"]
+
+
+def _modules_imported_by(path: Path) -> set[str]:
+    """The modules ``path`` imports, at any level."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            names.add(node.module or "")
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_the_follow_verb_only_parses_and_calls():
+    """apps/cli/follow.py parses; the run lives in apps/online, which never calls back into
+    the command line; apps/render.py renders and parses no command line."""
+    assert len((PACKAGE / "apps" / "cli" / "follow.py").read_text().splitlines()) <= 150
+    for path in [*sorted((PACKAGE / "apps" / "online").glob("*.py")), PACKAGE / "apps/render.py"]:
+        cli_imports = [m for m in _modules_imported_by(path) if m.startswith("baglm_nb.apps.cli")]
+        assert not cli_imports, path
+    assert "argparse" not in _modules_imported_by(PACKAGE / "apps" / "render.py")
+
+
+def test_apps_online_has_no_import_circle():
+    """Function-level imports count: the package's modules form no circle."""
+    package = PACKAGE / "apps" / "online"
+    graph: dict[str, set[str]] = {}
+    for path in package.glob("*.py"):
+        graph[path.stem] = {
+            node.module.rsplit(".", 1)[1]
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom)
+            and (node.module or "").startswith("baglm_nb.apps.online.")
+        }
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in graph.get(start, ()):
+            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
+                return True
+        return False
+
+    assert not [name for name in graph if reaches(name, name, set())]

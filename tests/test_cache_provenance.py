@@ -166,19 +166,8 @@ def test_deps_imported_under_one_order_are_refused_under_another(data, tmp_path)
     videos = load_dataset("coin", data / "annotations")[:2]
     src, cache_root = tmp_path / "src", tmp_path / "cache"
     write_authors_files(src, videos)
-    imported = cli(
-        data,
-        "deps",
-        "--dataset",
-        "coin",
-        "--backend",
-        "imported",
-        "--src",
-        str(src),
-        "--cache-root",
-        str(cache_root),
-        "--no-progress",
-    )
+    imported = cli(data, "import", str(src), "--dataset", "coin", "--cache-root",
+                   str(cache_root), "--no-progress")  # fmt: skip
     assert imported.returncode == 0, imported.stderr
     folder = next((cache_root / "deps").rglob("config.json")).parent
     args = (

@@ -131,7 +131,7 @@ def test_deps_on_truncated_json_names_the_server_and_the_pair(tmp_path, capsys, 
     try:
         code = main(["deps", "--dataset", "coin", "--backend", "openai", "--model", "m",
                      "--base-url", cut.url, "--api-key-env", KEY_ENV, "--limit", "1",
-                     "--max-attempts", "1", "--cache-root", str(tmp_path),
+                     "--request-attempts", "1", "--cache-root", str(tmp_path),
                      "--no-progress"])  # fmt: skip
     finally:
         cut.close()

@@ -602,11 +602,11 @@ def test_ctrl_c_keeps_the_event_log_and_the_report_complete(task_file, tmp_path,
 
 
 def test_the_ctrl_c_handler_sets_the_flag_and_is_restored():
-    from baglm_nb.apps.cli.follow import _ctrl_c_sets
+    from baglm_nb.apps.online.ending import ctrl_c_sets
 
     before = signal.getsignal(signal.SIGINT)
     pressed = threading.Event()
-    with pytest.raises(KeyboardInterrupt), _ctrl_c_sets(pressed):
+    with pytest.raises(KeyboardInterrupt), ctrl_c_sets(pressed):
         signal.raise_signal(signal.SIGINT)  # the handler runs before this returns
     assert pressed.is_set() and signal.getsignal(signal.SIGINT) is before
 
@@ -616,7 +616,7 @@ def test_a_dropped_interrupt_still_stops_the_consumer(tmp_path, capsys):
     ends the run at the next segment, as Ctrl-C does, with the log complete."""
     from argparse import Namespace
 
-    from baglm_nb.apps.cli.follow import _consume
+    from baglm_nb.apps.online.terminal import consume
 
     pressed, seen = threading.Event(), []
 
@@ -628,7 +628,7 @@ def test_a_dropped_interrupt_still_stops_the_consumer(tmp_path, capsys):
             yield Gap(n, 1, 2.0 * n, 2.0 * n + 2, "lag")
 
     args = Namespace(jsonl=str(tmp_path / "events.jsonl"))
-    estimates, gaps, reason, interrupted = _consume(endless(), args, [], pressed)
+    estimates, gaps, reason, interrupted = consume(endless(), args, [], pressed)
     assert interrupted and reason == "interrupted (Ctrl-C)" and len(seen) == 4
     lines = (tmp_path / "events.jsonl").read_text().splitlines()
     assert [json.loads(x)["first_segment"] for x in lines] == [0, 1, 2]  # not the one after

@@ -1,7 +1,8 @@
 """An executed notebook made ready to share: no saved widgets, no local paths, one offline page.
 
 ``scripts/run_notebooks.sh`` (``make figures``) runs this after papermill on each executed
-notebook: ``python -m baglm_nb.apps.render figures/<stem>/<stem>.ipynb``.
+notebook: ``python -m baglm_nb render figures/<stem>/<stem>.ipynb`` (the verb is
+:mod:`baglm_nb.apps.cli.render`).
 
 - :func:`strip_widgets` removes what a finished run leaves of ipywidgets: the outputs that
   display a widget (the progress bars of ``tqdm.auto``: a frozen bar in the notebook, a
@@ -19,27 +20,23 @@ notebook: ``python -m baglm_nb.apps.render figures/<stem>/<stem>.ipynb``.
   beside it.
 
 Exports :data:`WIDGET_VIEW`, :data:`INJECTED`, :func:`strip_widgets`, :func:`relative_paths`,
-:func:`format_parameters`, :func:`to_html`, :func:`render` and :func:`main`.
+:func:`format_parameters`, :func:`to_html` and :func:`render`.
 """
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import os
 import pprint
 import re
 import site
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = [
     "INJECTED",
     "WIDGET_VIEW",
     "format_parameters",
-    "main",
     "relative_paths",
     "render",
     "strip_widgets",
@@ -197,32 +194,19 @@ def render(path: str | os.PathLike) -> Path:
     """Make the notebook at ``path`` shareable (rewritten in place) and write its HTML.
 
     Strips its widgets (:func:`strip_widgets`) and its local paths (:func:`relative_paths`).
-    Returns the path of the HTML file, ``path`` with the suffix ``.html``.
+    Returns the path of the HTML file, ``path`` with the suffix ``.html``. A file that is not a
+    notebook raises ``ValueError`` naming it.
     """
     import nbformat
 
     path = Path(path)
-    nb = nbformat.read(path, as_version=4)
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except (ValueError, nbformat.ValidationError) as exc:
+        raise ValueError(f"{path}: not a readable notebook: {exc}") from exc
     strip_widgets(nb)
     relative_paths(nb)
     nbformat.write(nb, path)
     out = path.with_suffix(".html")
     out.write_text(to_html(nb, path.parent), encoding="utf-8")
     return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: render each notebook given (see :func:`render`); prints the HTML paths."""
-    parser = argparse.ArgumentParser(
-        prog="python -m baglm_nb.apps.render",
-        description="Make executed notebooks shareable and write self-contained offline HTML.",
-    )
-    parser.add_argument("notebooks", nargs="+", help="executed .ipynb files (rewritten in place)")
-    args = parser.parse_args(argv)
-    for name in args.notebooks:
-        print(render(name))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,18 +12,26 @@ Examples::
     python -m baglm_nb deps --dataset htstep --backend transformers --model /models/Llama-3.3-70B \\
         --device cuda --engine ray --address auto --num-gpus-per-worker 4
     python -m baglm_nb deps --dataset htstep --backend oracle --out figures/deps/violations
-    python -m baglm_nb deps --dataset htstep --backend imported --src published_results/
+    python -m baglm_nb import published_results/ --dataset htstep   # then:
+    python -m baglm_nb deps --dataset htstep --backend imported
 
 LLM back-ends write one matrix per group into ``<cache-root>/deps/<dataset>/<model>/<prompt>/``
 and resume a killed run per group (and per pair inside an unfinished group; with ``--engine ray``
 the groups fan out over Ray actors, each loading the model once, and a group is the unit of
 resume: the driver alone writes the matrices). Every back-end
 ends with the violation table (``--thresholds``), also written as CSV + Markdown with ``--out``.
+``--backend imported`` reads the authors' matrices once imported with ``python -m baglm_nb
+import`` (the one route that imports them). Errors raise (:mod:`baglm_nb.apps.cli.main`'s rule).
 """
 
 from __future__ import annotations
 
 import argparse
+
+from baglm_nb.apps.cli.options import ServerOptions
+
+#: The server defaults of ``--backend openai`` (the published run: 2 log-probabilities).
+DEPS_SERVER = ServerOptions(top_logprobs=2, concurrency=1, request_timeout=30.0)
 
 BACKENDS = ("smollm2", "transformers", "openai", "oracle", "imported", "none")
 
@@ -31,7 +39,7 @@ BACKENDS = ("smollm2", "transformers", "openai", "oracle", "imported", "none")
 def register(verbs: argparse._SubParsersAction) -> None:
     """Add the ``deps`` verb."""
     from baglm_nb.inputs.datasets import DATASETS
-    from baglm_nb.stores.keys import PUBLISHED_LLM, PUBLISHED_LMM
+    from baglm_nb.stores.keys import PUBLISHED_LLM
 
     p = verbs.add_parser(
         "deps",
@@ -62,20 +70,9 @@ def register(verbs: argparse._SubParsersAction) -> None:
         help="send the §4.1 system message (default: yes for transformers, no for openai, "
         "as published)",
     )
-    p.add_argument("--base-url", help="openai: server URL, e.g. http://127.0.0.1:8000/v1")
-    p.add_argument(
-        "--api-key-env",
-        default="OPENAI_API_KEY",
-        help="openai: NAME of the environment variable holding the key (never the key itself)",
-    )
-    p.add_argument("--top-logprobs", type=int, default=2, help="openai (published: 2)")
-    p.add_argument("--timeout", type=float, default=30.0, help="openai: seconds per request")
-    p.add_argument("--max-attempts", type=int, default=3,
-                   help="openai: tries per pair; ray: workers that may die on a group")  # fmt: skip
-    p.add_argument("--concurrency", type=int, default=1, help="openai: requests in flight")
-    p.add_argument("--src", help="imported: folder with the authors' vsg/, prog/, prereq/")
-    p.add_argument("--llm", default=PUBLISHED_LLM, help="imported: LLM sub-folder")
-    p.add_argument("--lmm", default=PUBLISHED_LMM, help="imported: LMM sub-folder")
+    DEPS_SERVER.add_arguments(p.add_argument_group("served LLM (--backend openai)"))
+    p.add_argument("--llm", default=PUBLISHED_LLM,
+                   help="imported: the LLM given to `python -m baglm_nb import`")  # fmt: skip
     p.add_argument("--limit", type=int, default=None, help="only the first N groups")
     p.add_argument("--group", action="append", help="only this group (repeatable)")
     p.add_argument(
@@ -96,7 +93,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     from baglm_nb.apps.cli.score import add_engine_arguments
 
-    add_engine_arguments(p, None)
+    add_engine_arguments(p, "task groups")
     p.set_defaults(func=_deps)
 
 
@@ -118,23 +115,23 @@ def _backend(args: argparse.Namespace):
         )
     if args.backend == "transformers":
         if not args.model:
-            raise SystemExit("error: --backend transformers needs --model FOLDER_OR_ID")
+            raise ValueError("--backend transformers needs --model FOLDER_OR_ID")
         return llm_local.TransformersBackend.from_pretrained(
             args.model, gguf_file=args.gguf_file, name=args.name, device=args.device,
             published_sampling=args.published_sampling, **kw,
         )  # fmt: skip
     if not args.model:
-        raise SystemExit("error: --backend openai needs --model NAME")
+        raise ValueError("--backend openai needs --model NAME")
+    server = ServerOptions.from_args(args)
     return llm_openai.OpenAIBackend(
-        args.model, base_url=args.base_url, api_key_env=args.api_key_env,
-        top_logprobs=args.top_logprobs, timeout=args.timeout, max_attempts=args.max_attempts,
-        concurrency=args.concurrency, **kw,
+        args.model, base_url=server.base_url, api_key_env=server.api_key_env,
+        top_logprobs=server.top_logprobs, timeout=server.request_timeout,
+        max_attempts=server.request_attempts, concurrency=server.concurrency, **kw,
     )  # fmt: skip
 
 
 def _deps(args: argparse.Namespace) -> int:
     import json
-    import sys
 
     from baglm_nb.analyses import violations as viol
     from baglm_nb.apps.cli.options import check_range
@@ -149,45 +146,22 @@ def _deps(args: argparse.Namespace) -> int:
     if args.backend in ("oracle", "none"):
         source = args.backend
     elif args.backend == "imported":
-        if args.src:
-            from baglm_nb.stores.importer import import_reference_results
-
-            summary = import_reference_results(
-                args.src, args.dataset, args.lmm, root=args.cache_root, llm=args.llm,
-                show_progress=progress,
-            )  # fmt: skip
-            print(json.dumps(summary, indent=2))
-            if summary["files_refused"]:
-                print(f"error: {summary['files_refused']} files refused (listed above)",
-                      file=sys.stderr)  # fmt: skip
-                return 1
-        try:
-            source = sources.dependencies(
-                args.dataset, "imported", root=args.cache_root, llm=args.llm
-            ).source
-        except FileNotFoundError as exc:
-            raise SystemExit(f"error: {exc}") from None
+        source = sources.dependencies(
+            args.dataset, "imported", root=args.cache_root, llm=args.llm
+        ).source
     else:
         try:
             summary = _build(args, progress)
-        except (ValueError, FileNotFoundError, ImportError) as exc:
-            if args.debug:
-                raise
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
         except dep.DependencyError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            print("finished groups and pairs are kept; run the same command again to resume",
-                  file=sys.stderr)  # fmt: skip
-            return 1
+            raise RuntimeError(f"{exc}; {RESUME}") from exc
         print(json.dumps({k: summary[k] for k in ("path", "groups", "rescored_stale")}, indent=2))
         print(f"computed {len(summary['computed'])}, reused {len(summary['reused'])}, "
               f"failed {len(summary['failed'])}")  # fmt: skip
-        for msg in summary["failed"].values():
-            print(f"error: {msg}", file=sys.stderr)
         source = sources.dependencies(args.dataset, summary["path"]).source
         if summary["failed"]:
-            return 1
+            failed = summary["failed"]
+            raise RuntimeError(f"{len(failed)} task group(s) failed: "
+                               f"{'; '.join(failed.values())}; {RESUME}")  # fmt: skip
 
     videos = _videos_with_matrices(args, source)
     thresholds = args.thresholds if args.thresholds else viol.THRESHOLDS
@@ -200,6 +174,10 @@ def _deps(args: argparse.Namespace) -> int:
         write_table(table, args.out, title=f"Dependency violations, {args.dataset}, D = {label}")
         print(f"written {args.out}.csv and {args.out}.md")
     return 0
+
+
+#: What a failed LLM run keeps.
+RESUME = "finished groups and pairs are kept: run the same command again to resume"
 
 
 def _build(args: argparse.Namespace, progress: bool) -> dict:

@@ -1,17 +1,16 @@
 """``python -m baglm_nb import``: the authors' precomputed ``.pt`` files into the caches.
 
 Each warning and each refused file is one line on stderr as it happens; the summary (files
-imported, warnings by kind, refused files) follows on stdout. The exit status is 1 when a file
-was refused (its video is not imported), 2 on an error that stops the import (traceback only
-with ``--debug``) or when no file matched an annotated video (the unmatched files are named:
-an empty folder, another dataset's files), else 0.
+imported, warnings by kind, refused files) follows on stdout. A refused file (its video is not
+imported) raises ``RuntimeError`` (exit 1) after the summary; an error that stops the import, or
+no file that matched an annotated video (the unmatched files are named: an empty folder, another
+dataset's files), is bad input (exit 2; :mod:`baglm_nb.apps.cli.main`'s rule).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 
@@ -59,29 +58,25 @@ def run(args: argparse.Namespace) -> int:
     """Run the ``import`` verb."""
     from baglm_nb.stores.importer import import_reference_results
 
-    try:
-        summary = import_reference_results(
-            args.src, args.dataset, args.model, root=args.cache_root, llm=args.llm,
-            segment_duration=args.segment_duration, show_progress=not args.no_progress,
-        )  # fmt: skip
-    except (ValueError, OSError) as exc:
-        if args.debug:
-            raise
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    summary = import_reference_results(
+        args.src, args.dataset, args.model, root=args.cache_root, llm=args.llm,
+        segment_duration=args.segment_duration, show_progress=not args.no_progress,
+    )  # fmt: skip
     if not summary["videos_imported"] and not summary["files_refused"]:
-        return _nothing_matched(args, summary)
+        raise ValueError(_nothing_matched(args, summary))
     print("\n".join(summary_lines(summary)))
     if args.json:
         print(json.dumps(summary, indent=2))
-    return 1 if summary["files_refused"] else 0
+    if summary["files_refused"]:
+        raise RuntimeError(f"{summary['files_refused']} files refused (each named above); their "
+                           f"{summary['videos_refused']} videos are not imported")  # fmt: skip
+    return 0
 
 
-def _nothing_matched(args: argparse.Namespace, summary: dict[str, Any]) -> int:
-    """No file named an annotated video: bad input (exit 2), naming the unmatched files."""
+def _nothing_matched(args: argparse.Namespace, summary: dict[str, Any]) -> str:
+    """Why no file named an annotated video (bad input), naming the unmatched files."""
     files = summary["unmatched"]
     shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
     what = f"{len(files)} unmatched .pt file(s): {shown}" if files else "no .pt files"
-    print(f"error: {args.src}: no file matched a {args.dataset} video (expected vsg/, prog/ and "
-          f"prereq/ files named by video uid and group); {what}", file=sys.stderr)  # fmt: skip
-    return 2
+    return (f"{args.src}: no file matched a {args.dataset} video (expected vsg/, prog/ and "
+            f"prereq/ files named by video uid and group); {what}")  # fmt: skip

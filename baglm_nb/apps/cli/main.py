@@ -1,9 +1,10 @@
 """Command line: ``python -m baglm_nb <verb>``; one module per verb, each a thin call.
 
-Errors follow one rule (:func:`main`): a failure prints ``error: <message>`` on stderr, naming
-the file, video or field, and exits **2** for bad input (a missing, unreadable or invalid file,
-a bad option value) or **1** for a run that failed (a server that went away, a video that could
-not be scored). ``--debug`` (after the verb) prints the Python traceback too.
+Errors follow one rule, here only (:func:`main`): the verbs raise, and a failure prints
+``error: <message>`` on stderr, naming the file, video or field, and exits **2** for bad input
+(:data:`BAD_INPUT`: a missing, unreadable or invalid file, a bad option value) or **1** for a
+run that failed (a server that went away, a video that could not be scored). ``--debug``
+(after the verb) prints the Python traceback too.
 
 Library warnings (transformers' ``FutureWarning``s and advice, torch's notes) stay out of the
 user's terminal unless ``--debug`` is given (:func:`quiet_library_warnings`); the workbench's own
@@ -21,7 +22,7 @@ import warnings
 
 #: The verb modules of this package, each with ``register(verbs)``.
 VERBS = ("stats", "evaluate", "import_files", "simulate", "score", "deps", "localize", "follow",
-         "alerts")  # fmt: skip
+         "alerts", "render")  # fmt: skip
 
 #: Exit status of bad input (argparse's own usage errors exit 2 too).
 EXIT_BAD_INPUT = 2
@@ -30,9 +31,12 @@ EXIT_FAILED = 1
 #: Exit status after Ctrl-C.
 EXIT_INTERRUPTED = 130
 
-#: Exceptions that mean the input is wrong, not the run. ``ValueError`` covers
-#: ``UnicodeDecodeError``, ``json.JSONDecodeError`` and pyarrow's ``ArrowInvalid``.
-BAD_INPUT = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+#: Exceptions that mean the input is wrong, not the run: the one type of bad input every verb
+#: raises (no verb prints an ``error:`` line or picks an exit status itself). ``ValueError``
+#: covers ``UnicodeDecodeError``, ``json.JSONDecodeError`` and pyarrow's ``ArrowInvalid``;
+#: ``ImportError`` is a missing optional package (its message names the install command).
+BAD_INPUT = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError,
+             ImportError)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,11 +102,6 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt as exc:
         error, line, status = exc, "error: interrupted", EXIT_INTERRUPTED
-    except SystemExit as exc:  # the verbs' own `raise SystemExit("error: ...")`: bad input
-        if not isinstance(exc.code, str):
-            raise
-        error, line, status = exc, exc.code, EXIT_BAD_INPUT
-        line = line if line.startswith("error: ") else f"error: {line}"
     except Exception as exc:
         error, line, status = exc, error_line(exc), exit_status(exc)
     if args.debug:

@@ -1,6 +1,7 @@
 """Options shared by several verbs: the filter's sources and variants (resolved through
-``sources``), a model behind an OpenAI-compatible server (``score``), and the stdout guard of the
-verbs that print a JSON summary while Ray runs."""
+``sources``), a model behind an OpenAI-compatible server (:class:`ServerOptions`: ``score``,
+``follow``, ``deps``), and the stdout guard of the verbs that print a JSON summary while Ray
+runs. Bad option values raise ``ValueError`` naming the option (exit 2, :mod:`.main`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -70,27 +72,90 @@ def observations_from_args(args: argparse.Namespace):
     from baglm_nb.core import sources
 
     check_range("--limit", args.limit, 1)
-    try:
-        return sources.observations(
-            args.dataset, args.scores, limit=args.limit, precision=getattr(args, "precision", None),
-            length_mismatch="warn" if getattr(args, "allow_length_mismatch", False) else "error",
-        )  # fmt: skip
-    except (ValueError, FileNotFoundError) as exc:
-        raise SystemExit(f"error: {exc}") from None
+    return sources.observations(
+        args.dataset, args.scores, limit=args.limit, precision=getattr(args, "precision", None),
+        length_mismatch="warn" if getattr(args, "allow_length_mismatch", False) else "error",
+    )  # fmt: skip
 
 
 def deps_from_args(args: argparse.Namespace) -> Any:
     """``--deps`` resolved for ``--dataset`` (:func:`baglm_nb.core.sources.dependencies`)."""
     from baglm_nb.core import sources
 
-    try:
-        return sources.dependencies(args.dataset, args.deps)
-    except (ValueError, FileNotFoundError) as exc:
-        raise SystemExit(f"error: {exc}") from None
+    return sources.dependencies(args.dataset, args.deps)
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """A model behind an OpenAI-compatible server (the OpenAI API, vLLM, llama.cpp's server):
+    the one declaration of the server flags of every verb that talks to one (``score``,
+    ``follow``, ``deps``). An instance's values are the verb's defaults."""
+
+    #: ``--base-url``: the server's URL (None: the OpenAI API).
+    base_url: str | None = None
+    #: ``--api-key-env``: the NAME of the environment variable holding the key.
+    api_key_env: str = "OPENAI_API_KEY"
+    #: ``--top-logprobs``: log-probabilities to ask for per answer position.
+    top_logprobs: int | None = None
+    #: ``--concurrency``: requests in flight.
+    concurrency: int = 4
+    #: The per-request timeout in seconds (``--timeout``, or ``--request-timeout`` where the
+    #: verb's ``--timeout`` means something else).
+    request_timeout: float = 120.0
+    #: ``--request-attempts``: attempts per request, with backoff.
+    request_attempts: int = 3
+
+    def add_arguments(
+        self, g, *, timeout_option: str = "--timeout", top_logprobs_help: str = ""
+    ) -> None:
+        """Declare the server flags in ``g`` (a parser or an argument group), defaulting to this
+        instance's values; ``timeout_option`` names the per-request timeout."""
+        g.add_argument(
+            "--base-url",
+            default=self.base_url,
+            help="server URL, e.g. http://127.0.0.1:8000/v1 (default: the OpenAI API)",
+        )
+        g.add_argument(
+            "--api-key-env",
+            default=self.api_key_env,
+            help="NAME of the environment variable holding the key (never the key "
+            "itself; for a server without a key, set it to any placeholder)",
+        )
+        g.add_argument(
+            "--top-logprobs",
+            type=int,
+            default=self.top_logprobs,
+            help=top_logprobs_help or f"top_logprobs to ask for (default {self.top_logprobs})",
+        )
+        g.add_argument(
+            "--concurrency",
+            type=int,
+            default=self.concurrency,
+            help=f"requests in flight (default {self.concurrency})",
+        )
+        g.add_argument(
+            timeout_option,
+            type=float,
+            default=self.request_timeout,
+            dest="request_timeout",
+            help=f"seconds per request (default {self.request_timeout:g})",
+        )
+        g.add_argument(
+            "--request-attempts",
+            type=int,
+            default=self.request_attempts,
+            help=f"attempts per request, with backoff (default {self.request_attempts})",
+        )
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ServerOptions:
+        """The options declared by :meth:`add_arguments`, as parsed."""
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
 
 
 def add_served_arguments(p: argparse.ArgumentParser, *, timeout_option: str = "--timeout") -> None:
-    """The options of a model behind an OpenAI-compatible server (``--backend openai``).
+    """The options of a served scoring model (``--backend openai``): :class:`ServerOptions`
+    and how the model's frames and answers are read.
 
     ``timeout_option`` names the per-request timeout (``follow`` has its own ``--timeout``,
     for a stalled source, and uses ``--request-timeout``)."""
@@ -98,11 +163,11 @@ def add_served_arguments(p: argparse.ArgumentParser, *, timeout_option: str = "-
     g.add_argument("--backend", choices=["local", "openai"], default="local",
                    help="local: load --model here (default); openai: --model is served by an "
                    "OpenAI-compatible server at --base-url")  # fmt: skip
-    g.add_argument("--base-url", help="server URL, e.g. http://127.0.0.1:8000/v1 "
-                   "(default: the OpenAI API)")  # fmt: skip
-    g.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                   help="NAME of the environment variable holding the key (never the key "
-                   "itself; for a server without a key, set it to any placeholder)")  # fmt: skip
+    ServerOptions().add_arguments(
+        g, timeout_option=timeout_option,
+        top_logprobs_help="full-vocab: top_logprobs to ask for (default: the vocabulary size, "
+        "else -1)",
+    )  # fmt: skip
     g.add_argument("--family", help="internvl, qwen2_5_vl or llava_onevision: how the frames "
                    "are laid out (default: from the model name)")  # fmt: skip
     g.add_argument("--strategy", default="auto",
@@ -113,14 +178,6 @@ def add_served_arguments(p: argparse.ArgumentParser, *, timeout_option: str = "-
     g.add_argument("--allow-approx", action="store_true",
                    help="accept top_logprobs=20 as an approximation when the server offers no "
                    "more (refused for videos with K+1 > 20)")  # fmt: skip
-    g.add_argument("--top-logprobs", type=int, default=None,
-                   help="full-vocab: top_logprobs to ask for (default: the vocabulary size, "
-                   "else -1)")  # fmt: skip
-    g.add_argument("--concurrency", type=int, default=4, help="requests in flight (default 4)")
-    g.add_argument(timeout_option, type=float, default=120.0, dest="request_timeout",
-                   help="seconds per request (default 120)")  # fmt: skip
-    g.add_argument("--request-attempts", type=int, default=3,
-                   help="attempts per request, with backoff (default 3)")  # fmt: skip
     g.add_argument("--tokenizer", help="the served model's tokenizer (folder or id in the local "
                    "Hugging Face cache), for tokenizer-aware option labels beyond Z")  # fmt: skip
 
@@ -134,11 +191,12 @@ def served_scorer(args: argparse.Namespace, model: str) -> Any:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
+    server = ServerOptions.from_args(args)
     return ServedScorer(
-        model, family=args.family, base_url=args.base_url, api_key_env=args.api_key_env,
-        strategy=args.strategy, allow_approx=args.allow_approx, top_logprobs=args.top_logprobs,
-        concurrency=args.concurrency, timeout=args.request_timeout,
-        max_attempts=args.request_attempts,
+        model, family=args.family, base_url=server.base_url, api_key_env=server.api_key_env,
+        strategy=args.strategy, allow_approx=args.allow_approx, top_logprobs=server.top_logprobs,
+        concurrency=server.concurrency, timeout=server.request_timeout,
+        max_attempts=server.request_attempts,
         tokenizer=tokenizer,
     )  # fmt: skip
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from baglm_nb.apps.cli.options import add_served_arguments, check_range, served_scorer
 
@@ -137,8 +136,9 @@ def run(args: argparse.Namespace) -> int:
                       "already_cached": len(summary["already_cached"])}, indent=2))  # fmt: skip
     if summary["failed"]:
         failed = summary["failed"]
-        print(f"error: {len(failed)} video(s) could not be scored (first: {next(iter(failed))}: "
-              f"{next(iter(failed.values()))}); all are listed under 'failed' above and in "
-              f"{summary['cache']}/failures.json", file=sys.stderr)  # fmt: skip
-        return 1
+        raise RuntimeError(
+            f"{len(failed)} video(s) could not be scored (first: "
+            f"{next(iter(failed))}: {next(iter(failed.values()))}); all are listed "
+            f"under 'failed' above and in {summary['cache']}/failures.json"
+        )
     return 0

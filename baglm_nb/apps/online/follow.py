@@ -16,20 +16,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from baglm_nb.apps.online.ending import EndReason, raise_if_stopped
 from baglm_nb.core.online import Estimate, OnlineGrounder
 
-__all__ = ["EndReason", "follow", "raise_if_stopped", "replay", "smoothed"]
-
-
-class EndReason(str):
-    """Why a followed source stopped: a message, and ``failed`` when the source broke."""
-
-    failed: bool
-
-    def __new__(cls, text: str, failed: bool = False) -> EndReason:
-        obj = super().__new__(cls, text)
-        obj.failed = failed
-        return obj
+__all__ = ["follow", "replay", "smoothed"]
 
 
 def replay(
@@ -119,14 +109,6 @@ def follow(
     yield from _follow_file(source, grounder, growing=growing, timeout=timeout, poll=poll,
                             sampling_fps=sampling_fps, device=device, on_end=on_end,
                             stop=stop)  # fmt: skip
-
-
-def raise_if_stopped(stop: threading.Event | None) -> None:
-    """``KeyboardInterrupt`` once ``stop`` is set: a Ctrl-C handler's flag, checked by the
-    follow loops at every segment and poll, so that an interrupt Python dropped (one raised
-    inside a finaliser or a C callback is only printed) still stops the run."""
-    if stop is not None and stop.is_set():
-        raise KeyboardInterrupt
 
 
 def _follow_file(source, grounder, *, growing, timeout, poll, sampling_fps, device, on_end, stop):

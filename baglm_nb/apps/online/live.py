@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from baglm_nb.apps.online.follow import EndReason, raise_if_stopped
+from baglm_nb.apps.online.ending import EndReason, raise_if_stopped
 from baglm_nb.core.online import Estimate, OnlineGrounder
 from baglm_nb.inputs.live import End, Gap, LiveReader
 

@@ -1,0 +1,75 @@
+"""Whether a followed run raises alerts (``--alerts``, ``--alert-threshold``), and its monitor.
+
+Alerts are read from the run's prerequisites D (:mod:`baglm_nb.core.alerts`): on by default when
+the run has a D with a prerequisite, off (with the reason printed once) otherwise. Asking for
+alerts on a run without a D, or a threshold outside [0, 1], is bad input (``ValueError``
+naming the flag).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from baglm_nb.core.alerts import AlertMonitor
+    from baglm_nb.core.online import OnlineGrounder
+
+__all__ = ["alert_monitor", "alert_setting"]
+
+
+def _no_dependency_reason(args: argparse.Namespace) -> str | None:
+    """Why this run has no D (a task file without 'dependency' or with no prerequisite in it,
+    or --deps none), else None."""
+    from baglm_nb.core.alerts import has_dependencies
+    from baglm_nb.inputs.tasks import load_task
+
+    if args.task:
+        dependency = load_task(args.task).dependency
+        if dependency is None:
+            return f"the task file {args.task} has no 'dependency' field"
+        if not has_dependencies(dependency):
+            return (
+                f"the task file {args.task} has no prerequisite in 'dependency' (all zero "
+                "off the diagonal)"
+            )
+        return None
+    return "--deps none gives no prerequisites" if args.deps == "none" else None
+
+
+def alert_setting(args: argparse.Namespace) -> tuple[bool, str]:
+    """``(on, the line to print once)`` from ``--alerts`` and the run's D; checked before
+    anything loads. ``--alert-threshold`` outside [0, 1], or ``--alerts`` without a D, is bad
+    input (``ValueError`` naming the flag)."""
+    from baglm_nb.core.alerts import check_level
+
+    check_level("--alert-threshold", args.alert_threshold)
+    missing = _no_dependency_reason(args)
+    if missing and args.alerts:
+        raise ValueError(f"--alerts needs a dependency matrix D, and {missing}")
+    if missing:
+        return False, f"alerts: off ({missing})"
+    if args.alerts is False:
+        return False, "alerts: off (--no-alerts)"
+    return True, f"alerts: on (from D, --alert-threshold {args.alert_threshold:g})"
+
+
+def alert_monitor(
+    args: argparse.Namespace, grounder: OnlineGrounder, on: bool, line: str
+) -> tuple[AlertMonitor | None, str]:
+    """``(AlertMonitor or None, the line to print)``; a D with no prerequisite gives none."""
+    from baglm_nb.core.alerts import AlertMonitor, has_dependencies
+
+    if not on:
+        return None, line
+    dependency = grounder.state.dependency
+    if not has_dependencies(dependency):
+        if args.alerts:
+            raise ValueError(
+                "--alerts needs a dependency matrix D, and this run's D has no "
+                "prerequisite (all zero off the diagonal)"
+            )
+        return None, "alerts: off (the dependency matrix D is all zero off the diagonal)"
+    monitor = AlertMonitor(dependency, grounder.steps, threshold=args.alert_threshold,
+                           segment_duration=grounder.segment_duration)  # fmt: skip
+    return monitor, line
