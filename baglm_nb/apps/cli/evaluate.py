@@ -51,9 +51,10 @@ def format_table(
     """
     from baglm_nb.analyses.paper import paper_value
     from baglm_nb.analyses.tables import title_for
+    from baglm_nb.inputs.datasets import dataset_spec
 
     ds = result["dataset"]
-    metric = "Avg. R@1" if ds == "crosstask" else "R@1"
+    metric = dataset_spec(ds).recall.label
     rows = [
         ("method", "workbench", "paper"),
         (f"BaGLM ({transition}, prior={prior}, stepping={stepping})",
