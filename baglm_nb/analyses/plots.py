@@ -31,6 +31,7 @@ from baglm_nb.analyses.belief_views import (  # noqa: E402
     belief_figure,
     keyframe_times,
 )
+from baglm_nb.inputs.variants import SEGMENT_DURATION  # noqa: E402
 
 __all__ = [
     "SLOTS_ONLY",
@@ -405,7 +406,7 @@ def steps_lines(df: pd.DataFrame, title: str):
     return fig
 
 
-def timing_bars(summary: pd.DataFrame, title: str, segment_duration: float = 2.0):
+def timing_bars(summary: pd.DataFrame, title: str, segment_duration: float = SEGMENT_DURATION):
     """Stacked mean seconds per segment of each stage, by K (Fig. inference timing).
 
     ``summary`` comes from :func:`baglm_nb.analyses.timing.timing_summary`; a dashed line marks

@@ -34,6 +34,7 @@ __all__ = [
     "video_hits",
 ]
 
+
 def best_rows(video: Video, beliefs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Evaluable step columns of one video, their best rows and the ground truth.
 

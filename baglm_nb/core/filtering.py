@@ -58,7 +58,6 @@ __all__ = [
 ]
 
 
-
 def normalize(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Divide by the sum along ``axis``; slices that sum to zero are left at zero."""
     x = np.asarray(x, dtype=np.float64)

@@ -123,7 +123,6 @@ CALIBRATED_SIGNAL: dict[str, float] = {
 ILLUSTRATIVE_NOISE_CORR = 0.8
 
 
-
 @dataclass(frozen=True)
 class SimulationParams:
     """Parameters of the simulated observation source (see the module docstring).

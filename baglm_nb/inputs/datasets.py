@@ -287,9 +287,7 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 
 @lru_cache(maxsize=8)
-def _load_cached(
-    spec: DatasetSpec, path_str: str, _mtime_ns: int, _size: int
-) -> tuple[Video, ...]:
+def _load_cached(spec: DatasetSpec, path_str: str, _mtime_ns: int, _size: int) -> tuple[Video, ...]:
     path = Path(path_str)
     try:
         records = json.loads(path.read_text(encoding="utf-8"))

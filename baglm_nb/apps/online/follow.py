@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from baglm_nb.core.online import Estimate, OnlineGrounder
+from baglm_nb.inputs.variants import SAMPLING_FPS
 
 __all__ = ["EndReason", "follow", "raise_if_stopped", "replay", "smoothed"]
 
@@ -83,7 +84,7 @@ def follow(
     growing: bool = False,
     timeout: float = 10.0,
     poll: float = 0.5,
-    sampling_fps: float = 2.0,
+    sampling_fps: float = SAMPLING_FPS,
     device: str = "cpu",
     on_end=None,
     live: bool | None = None,
