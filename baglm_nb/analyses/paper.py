@@ -18,11 +18,13 @@ __all__ = [
     "PAPER_COMPARISON_ORDER",
     "PAPER_LMM_NAMES",
     "PAPER_LOCALIZATION",
+    "PAPER_LOCALIZATION_DATASET",
     "PAPER_POSITION",
     "PAPER_PROMPT_QUERIES",
     "PAPER_STATS",
     "PAPER_TIMING",
     "PAPER_VIOLATIONS",
+    "PAPER_VIOLATIONS_DATASET",
     "RERUN_MARK",
     "paper_model",
     "paper_value",
@@ -138,6 +140,7 @@ PAPER_TIMING: dict[str, float | str] = {
 #: Dependency violations on HT-Step (Tab. htstep_dependency_violations), in percent, at the
 #: thresholds 0.0, 0.1, ..., 1.0 (D >= t): metric -> LLM -> one value per threshold. The
 #: threshold-0 values depend on the annotations only (every pair is kept).
+PAPER_VIOLATIONS_DATASET = "htstep"
 PAPER_VIOLATIONS: dict[str, dict[str, tuple[float, ...]]] = {
     "violated_pct": {
         "LLaMA-3.3-70B": (26.1, 8.6, 8.4, 8.4, 8.4, 8.4, 8.4, 8.3, 8.3, 8.1, 8.1),
@@ -159,6 +162,7 @@ def paper_value(key: str, dataset: str) -> float:
 #: Tab. off_the_shelf_vs_baglm_localization). Keys: LMM short id (as in
 #: ``baglm_nb.models.registry``), then ``off_the_shelf`` / ``baglm``; ``nasva`` is the offline
 #: competitor (softmax over steps).
+PAPER_LOCALIZATION_DATASET = "htstep"
 PAPER_LOCALIZATION: dict[str, dict[str, dict[str, float]]] = {
     "llava-onevision-7b": {
         "off_the_shelf": {"@0.3": 14.1, "@0.5": 5.5, "@0.7": 1.3, "@[0.3-0.7]": 6.6},

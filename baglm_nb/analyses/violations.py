@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from baglm_nb.analyses.paper import PAPER_VIOLATIONS
+from baglm_nb.analyses.paper import PAPER_VIOLATIONS, PAPER_VIOLATIONS_DATASET
 from baglm_nb.core import simulate_deps, sources
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import first_starts
@@ -271,7 +271,7 @@ def violation_report(
     if not chosen:
         raise ValueError(f"no group of {dataset!r} has a matrix in every source")
     frames = {dep.label: violations(dep, chosen, thresholds, scope=scope) for dep in opened}
-    paper = dataset == "htstep" and scope == "group"
+    paper = dataset == PAPER_VIOLATIONS_DATASET and scope == "group"
     return violations_table(frames, paper=paper), pd.concat(frames.values(), ignore_index=True)
 
 
@@ -331,8 +331,9 @@ def preset_loss(
     (:data:`~baglm_nb.analyses.paper.PAPER_VIOLATIONS`; threshold 0 depends on the
     annotations only). ``videos`` defaults to all of HT-Step (the paper's 150 groups).
     """
-    matrices = simulate_deps.simulated_dependencies("htstep", preset, seed, videos=videos)
-    videos = load_dataset("htstep") if videos is None else list(videos)
+    dataset = PAPER_VIOLATIONS_DATASET
+    matrices = simulate_deps.simulated_dependencies(dataset, preset, seed, videos=videos)
+    videos = load_dataset(dataset) if videos is None else list(videos)
     frame = violations(matrices, videos, source=preset.label)
     loss = 0.0
     for col, weight in (("violated_pct", 1.0), ("tasks_violated_pct", TASK_WEIGHT)):

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from baglm_nb.inputs.grid import ground_truth, num_rows
-from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION
+from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION, Localization
 
 __all__ = [
     "DATASETS",
@@ -62,6 +62,8 @@ class DatasetSpec:
     tables and figures. ``calibrated_signal`` is the simulator's ``signal`` that
     ``python -m baglm_nb calibrate`` finds for this dataset against the paper's off-the-shelf
     value (``analyses/paper.py``); None until calibrated (simulating it is then an error).
+    ``localization`` names how ``python -m baglm_nb localize`` scores it
+    (:data:`~baglm_nb.inputs.variants.LOCALIZATIONS`).
     """
 
     name: str
@@ -74,6 +76,7 @@ class DatasetSpec:
     display_name: str
     recall: Recall = Recall()
     calibrated_signal: float | None = None
+    localization: Localization = "article_map"
 
 
 DATASETS: dict[str, DatasetSpec] = {
@@ -111,6 +114,7 @@ DATASETS: dict[str, DatasetSpec] = {
         llm_goal_field="goal_description",
         display_name="Ego4D",
         calibrated_signal=1.3086,
+        localization="windowed_recall",
     ),
     "coin": DatasetSpec(
         "coin",

@@ -18,6 +18,7 @@ from typing import Literal, get_args
 __all__ = [
     "BASE_PRIORS",
     "GAP_MODES",
+    "LOCALIZATIONS",
     "OFF_STEP_PROGRESS",
     "PRECISIONS",
     "PRIORS",
@@ -29,6 +30,7 @@ __all__ = [
     "WITH_READINESS",
     "WITH_VALIDITY",
     "GapMode",
+    "Localization",
     "Precision",
     "Prior",
     "Stepping",
@@ -44,6 +46,7 @@ Prior = Literal["uniform", "propagated", "next_step"]
 Stepping = Literal["second", "segment"]
 Precision = Literal["float64", "float32-published"]
 GapMode = Literal["predict", "pause"]
+Localization = Literal["article_map", "windowed_recall"]
 
 #: Transition variants, in the order of the paper's table (static, +readiness, +validity, both).
 TRANSITIONS: tuple[str, ...] = get_args(Transition)
@@ -62,5 +65,8 @@ PUBLISHED_PRECISION: str = PRECISIONS[1]
 """The published code's torch float32 arithmetic: the default on the authors' imported files."""
 #: What the online grounder does over segments a live stream lost.
 GAP_MODES: tuple[str, ...] = get_args(GapMode)
+#: A dataset's localization protocol: article-grounding mAP at tIoU (HT-Step), or windowed
+#: R@1 at IoU over natural-language queries (Ego4D Goal-Step, NLQ).
+LOCALIZATIONS: tuple[str, ...] = get_args(Localization)
 #: How the simulator reads a step that is not on screen (``core/simulate.py``).
 OFF_STEP_PROGRESS: tuple[str, ...] = ("noisy", "zero")
