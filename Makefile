@@ -10,7 +10,8 @@
 #   make data       prepare the simulated score caches the figure notebooks read (data/cache/)
 #   make figures    run notebooks/[0-9]*.ipynb headlessly into figures/<stem>/ from prepared data
 #   make figures/03_main_results   re-render one notebook (one rule per notebook)
-#                   (make figures NOTEBOOKS="notebooks/02_x.ipynb" PAPERMILL_ARGS="-p limit 5")
+#                   (make figures NOTEBOOKS="notebooks/02_x.ipynb" PAPERMILL_ARGS="-p limit 5",
+#                   02_dependencies: "-p group_limit 5")
 #   make lab        JupyterLab from .venv on 127.0.0.1:$(LAB_PORT), no browser, the explorer open
 #                   (--allow-root when run as root)
 
@@ -33,7 +34,9 @@ export PAPERMILL_ARGS
 LAB_PORT ?= 8888
 LAB_ARGS ?=
 
-DATASETS := htstep crosstask ego4d_goalstep coin
+# The dataset names, from baglm_nb.inputs.datasets.DATASETS through the CLI; recursive (=), so it
+# runs only in the recipes that use it (make help / make setup need no venv).
+DATASETS = $(shell $(VPY) -m baglm_nb stats --names)
 PREPARED := data/cache/prepared.json
 NOTEBOOK_STEMS := $(basename $(notdir $(wildcard notebooks/[0-9]*.ipynb)))
 FIGURE_TARGETS := $(addprefix figures/,$(NOTEBOOK_STEMS))
@@ -119,4 +122,4 @@ clean-figures:
 	rm -rf figures/[0-9]*/ figures/_work/
 
 clean-data:
-	rm -rf $(addprefix data/cache/scores/,$(addsuffix /simulated,$(DATASETS))) $(PREPARED)
+	rm -rf data/cache/scores/*/simulated $(PREPARED)

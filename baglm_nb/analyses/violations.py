@@ -237,7 +237,7 @@ def violation_report(
     specs: Sequence[Any],
     *,
     root: str | os.PathLike | None = None,
-    limit: int | None = None,
+    group_limit: int | None = None,
     thresholds: Sequence[float] = THRESHOLDS,
     scope: str = "group",
     show_progress: bool = True,
@@ -245,8 +245,8 @@ def violation_report(
     """The violation table of several sources over the same videos.
 
     Every source is evaluated on the videos of the groups that all cache sources hold (and,
-    with ``limit``, only the first ``limit`` groups of the dataset), so the rows compare like
-    with like. ``specs`` are deps settings of :mod:`baglm_nb.core.sources`.
+    with ``group_limit``, only the first ``group_limit`` task groups of the dataset), so the
+    rows compare like with like. ``specs`` are deps settings of :mod:`baglm_nb.core.sources`.
 
     Returns
     -------
@@ -257,10 +257,10 @@ def violation_report(
     """
     videos = load_dataset(dataset)
     keys = list(dict.fromkeys(v.group for v in videos))
-    if limit is not None:
-        keys = keys[:limit]
+    if group_limit is not None:
+        keys = keys[:group_limit]
     opened = [
-        sources.dependencies(s, dataset, root=root, limit=limit, show_progress=show_progress)
+        sources.dependencies(s, dataset, root=root, limit=group_limit, show_progress=show_progress)
         for s in specs
     ]
     selected = set(keys)
@@ -275,12 +275,14 @@ def violation_report(
     return violations_table(frames, paper=paper), pd.concat(frames.values(), ignore_index=True)
 
 
-def answer_table(dataset: str, specs: Sequence[Any], *, limit: int | None = None) -> pd.DataFrame:
+def answer_table(
+    dataset: str, specs: Sequence[Any], *, group_limit: int | None = None
+) -> pd.DataFrame:
     """How each source's D values are spread: exact 0, exact 1, or graded (in percent).
 
-    One matrix per group of ``dataset`` (the first ``limit`` groups), the first video's for a
-    per-video source (the oracle). The paper describes LLaMA-3.3-70B's answers as "mostly
-    binary" and GPT-4.1-mini's as graded.
+    One matrix per group of ``dataset`` (the first ``group_limit`` task groups), the first
+    video's for a per-video source (the oracle). The paper describes LLaMA-3.3-70B's answers
+    as "mostly binary" and GPT-4.1-mini's as graded.
 
     Returns
     -------
@@ -291,7 +293,7 @@ def answer_table(dataset: str, specs: Sequence[Any], *, limit: int | None = None
     firsts: dict[str, Video] = {}
     for v in videos:
         firsts.setdefault(v.group, v)
-    chosen = list(firsts.values())[:limit]
+    chosen = list(firsts.values())[:group_limit]
     rows = []
     for spec in specs:
         dep = sources.dependencies(spec, dataset)
