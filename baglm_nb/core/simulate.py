@@ -490,16 +490,22 @@ def calibrate(
 ) -> Calibration:
     """Bisect ``signal`` so that :func:`offline_recall` is within ``tol`` of ``target`` percent.
 
-    ``target`` defaults to the paper's off-the-shelf R@1 of ``dataset``; ``params`` (default:
-    :func:`default_params`) gives every other parameter. With a fixed seed the recall is a
+    ``target`` defaults to the paper's off-the-shelf R@1 of ``dataset`` (ValueError when the
+    paper has none); ``params`` (default: :class:`SimulationParams`' defaults) gives every other
+    parameter. With a fixed seed the recall is a
     deterministic, non-decreasing function of ``signal`` (exactly so for ``confusion = 0``,
     while the softmax does not saturate, i.e. ``signal`` below about 30).
     The upper end of ``bracket`` is doubled (up to 32) until it reaches the target; a target
     outside the reachable range raises ``ValueError``. Returns the best evaluated point when
     ``max_iter`` evaluations do not reach the tolerance.
     """
-    base = _params(dataset, params)
+    base = SimulationParams() if params is None else params  # its signal is the unknown
     target = paper_value("off_the_shelf", dataset) if target is None else float(target)
+    if target != target:
+        raise ValueError(
+            f"dataset {dataset!r} has no paper off-the-shelf R@1 to calibrate on: add it to "
+            "PAPER['off_the_shelf'] in baglm_nb/analyses/paper.py, or give a target"
+        )
     videos = load_dataset(dataset) if videos is None else list(videos)
     history: list[tuple[float, float]] = []
 
