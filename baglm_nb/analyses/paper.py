@@ -6,7 +6,8 @@ setting is InternVL2.5-8B + LLaMA-3.3-70B with 2-s segments unless a table says 
 Exports :data:`PAPER` (R@1 per table row and dataset) with :func:`paper_value`,
 :data:`PAPER_STATS`, :data:`PAPER_POSITION`, :data:`PAPER_PROMPT_QUERIES`,
 :data:`PAPER_TIMING`, :data:`PAPER_VIOLATIONS`, :data:`PAPER_LOCALIZATION` with
-:func:`paper_model`, :data:`PAPER_BASELINES` (the other methods of Tab. comparison and Tab. COIN),
+:func:`paper_model` (their datasets: :data:`PAPER_VIOLATIONS_DATASET`,
+:data:`PAPER_LOCALIZATION_DATASET`), :data:`PAPER_BASELINES` (the other methods of Tab. comparison and Tab. COIN),
 :data:`PAPER_COMPARISON_ORDER`, :data:`PAPER_LMM_NAMES` and :data:`RERUN_MARK`.
 """
 
@@ -137,10 +138,12 @@ PAPER_TIMING: dict[str, float | str] = {
 }
 
 
+#: The dataset of the paper's dependency-violation table (its values below are for it alone).
+PAPER_VIOLATIONS_DATASET = "htstep"
+
 #: Dependency violations on HT-Step (Tab. htstep_dependency_violations), in percent, at the
 #: thresholds 0.0, 0.1, ..., 1.0 (D >= t): metric -> LLM -> one value per threshold. The
 #: threshold-0 values depend on the annotations only (every pair is kept).
-PAPER_VIOLATIONS_DATASET = "htstep"
 PAPER_VIOLATIONS: dict[str, dict[str, tuple[float, ...]]] = {
     "violated_pct": {
         "LLaMA-3.3-70B": (26.1, 8.6, 8.4, 8.4, 8.4, 8.4, 8.4, 8.3, 8.3, 8.1, 8.1),
@@ -158,11 +161,13 @@ def paper_value(key: str, dataset: str) -> float:
     return float(PAPER.get(key, {}).get(dataset, float("nan")))
 
 
+#: The dataset of the paper's localization tables (its values below are for it alone).
+PAPER_LOCALIZATION_DATASET = "htstep"
+
 #: The paper's localization results on HT-Step, mAP (%) at tIoU (Tab. htstep_localization and
 #: Tab. off_the_shelf_vs_baglm_localization). Keys: LMM short id (as in
 #: ``baglm_nb.models.registry``), then ``off_the_shelf`` / ``baglm``; ``nasva`` is the offline
 #: competitor (softmax over steps).
-PAPER_LOCALIZATION_DATASET = "htstep"
 PAPER_LOCALIZATION: dict[str, dict[str, dict[str, float]]] = {
     "llava-onevision-7b": {
         "off_the_shelf": {"@0.3": 14.1, "@0.5": 5.5, "@0.7": 1.3, "@[0.3-0.7]": 6.6},
