@@ -7,8 +7,9 @@ Exports :data:`PAPER` (R@1 per table row and dataset) with :func:`paper_value`,
 :data:`PAPER_STATS`, :data:`PAPER_POSITION`, :data:`PAPER_PROMPT_QUERIES`,
 :data:`PAPER_TIMING`, :data:`PAPER_VIOLATIONS`, :data:`PAPER_LOCALIZATION` with
 :func:`paper_model` (their datasets: :data:`PAPER_VIOLATIONS_DATASET`,
-:data:`PAPER_LOCALIZATION_DATASET`), :data:`PAPER_BASELINES` (the other methods of Tab. comparison and Tab. COIN),
-:data:`PAPER_COMPARISON_ORDER`, :data:`PAPER_LMM_NAMES` and :data:`RERUN_MARK`.
+:data:`PAPER_LOCALIZATION_DATASET`), :data:`PAPER_BASELINES` (the other methods of Tab.
+comparison and Tab. COIN), :data:`PAPER_COMPARISON_ORDER`, :data:`PAPER_LMM_NAMES` and
+:data:`RERUN_MARK`.
 """
 
 from __future__ import annotations
