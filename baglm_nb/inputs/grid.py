@@ -49,21 +49,30 @@ __all__ = [
 
 
 class _Segment(Protocol):
-    start: float
-    end: float
-    step_index: int
+    @property
+    def start(self) -> float: ...
+    @property
+    def end(self) -> float: ...
+    @property
+    def step_index(self) -> int: ...
 
 
 class GridVideo(Protocol):
-    """What the grid reads of an annotated video (:class:`baglm_nb.inputs.datasets.Video`)."""
+    """What the grid reads of an annotated video (:class:`baglm_nb.inputs.datasets.Video`).
 
-    uid: str
-    fps: float
-    num_frames: int
-    segments: Sequence[_Segment]
+    A protocol, so that the grid needs no import of ``datasets`` (which imports the grid).
+    """
 
     @property
-    def num_steps(self) -> int: ...  # noqa: D102
+    def uid(self) -> str: ...
+    @property
+    def fps(self) -> float: ...
+    @property
+    def num_frames(self) -> int: ...
+    @property
+    def segments(self) -> Sequence[_Segment]: ...
+    @property
+    def num_steps(self) -> int: ...
 
 
 def frame_indices(num_frames: int, fps: float, sampling_fps: float = SAMPLING_FPS) -> np.ndarray:
