@@ -206,7 +206,7 @@ def test_wrong_key_is_a_clear_error_without_the_key(servers, tmp_path, monkeypat
     out = subprocess.run(
         [sys.executable, "-m", "baglm_nb", "deps", "--dataset", "htstep", "--backend", "openai",
          "--model", "smollm2", "--base-url", server.url, "--api-key-env", KEY_ENV,
-         "--limit", "1", "--cache-root", str(tmp_path / "cli"), "--no-progress"],
+         "--group-limit", "1", "--cache-root", str(tmp_path / "cli"), "--no-progress"],
         capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
     )  # fmt: skip
     assert out.returncode == 1, out.stderr
