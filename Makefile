@@ -12,8 +12,9 @@
 #                   each whose page figures/<stem>/<stem>.html is older than its notebook, the
 #                   package, the runner or the prepared data (make -j2 figures: two at a time)
 #   make figures/03_main_results   render one notebook (one rule per notebook)
-#                   (make figures NOTEBOOKS="notebooks/02_x.ipynb" PAPERMILL_ARGS="-p limit 5";
-#                   PAPERMILL_ARGS runs them again whatever their age)
+#                   (make figures NOTEBOOKS="notebooks/02_x.ipynb" PAPERMILL_ARGS="-p limit 5",
+#                   02_dependencies: "-p group_limit 5"; PAPERMILL_ARGS runs them again whatever
+#                   their age)
 #   make lab        JupyterLab from .venv on 127.0.0.1:$(LAB_PORT), no browser, the explorer open
 #                   (--allow-root when run as root)
 
@@ -36,7 +37,9 @@ export PAPERMILL_ARGS
 LAB_PORT ?= 8888
 LAB_ARGS ?=
 
-DATASETS := htstep crosstask ego4d_goalstep coin
+# The dataset names, from baglm_nb.inputs.datasets.DATASETS through the CLI; recursive (=), so it
+# runs only in the recipes that use it (make help / make setup need no venv).
+DATASETS = $(shell $(VPY) -m baglm_nb stats --names)
 PREPARED := data/cache/prepared.json
 NOTEBOOK_STEMS := $(basename $(notdir $(wildcard notebooks/[0-9]*.ipynb)))
 FIGURE_TARGETS := $(addprefix figures/,$(NOTEBOOK_STEMS))
@@ -142,4 +145,4 @@ clean-figures:
 	rm -rf figures/[0-9]*/ figures/_work/
 
 clean-data:
-	rm -rf $(addprefix data/cache/scores/,$(addsuffix /simulated,$(DATASETS))) $(PREPARED)
+	rm -rf data/cache/scores/*/simulated $(PREPARED)

@@ -182,15 +182,9 @@ def test_stage_packages_say_their_number():
         assert doc.startswith(f"Stage {number}, {stage}:"), (stage, doc.splitlines()[0])
 
 
-#: Import circles removed by the parallel helpers; the lead empties this at merge.
-KNOWN_CIRCLES = {
-    frozenset({"baglm_nb.inputs.datasets", "baglm_nb.inputs.grid"}),
-}
-
-
 def test_imports_have_no_circle():
     graph = _import_graph()
-    circles = [c for c in _circles(graph) if c not in KNOWN_CIRCLES]
+    circles = _circles(graph)
     described = [
         " ; ".join(
             f"{a} -> {b}:{graph[a][b]}" for a in sorted(c) for b in sorted(graph[a]) if b in c
@@ -555,3 +549,91 @@ def test_apps_online_has_no_import_circle():
         return False
 
     assert not [name for name in graph if reaches(name, name, set())]
+
+
+def _vocabularies() -> dict[str, tuple[set[str], str]]:
+    """Each vocabulary's names and the one module allowed to write them as a collection."""
+    from baglm_nb.inputs import variants
+    from baglm_nb.inputs.datasets import DATASETS
+
+    home = "baglm_nb/inputs/variants.py"
+    return {
+        "transition": (set(variants.TRANSITIONS), home),
+        "prior": (set(variants.PRIORS), home),
+        "stepping": (set(variants.STEPPINGS), home),
+        "precision": (set(variants.PRECISIONS), home),
+        "gap mode": (set(variants.GAP_MODES), home),
+        "localization": (set(variants.LOCALIZATIONS), home),
+        "off-step progress": (set(variants.OFF_STEP_PROGRESS), home),
+        "dataset": (set(DATASETS), "baglm_nb/inputs/datasets.py"),
+    }
+
+
+def _string_collections(tree: ast.AST):
+    """``(lineno, names)`` of every tuple, list, set or ``Literal[...]`` of >= 2 str constants."""
+    for node in ast.walk(tree):
+        elts = None
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            elts = node.elts
+        elif isinstance(node, ast.Subscript) and getattr(node.value, "id", "") == "Literal":
+            elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if elts and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in elts):
+            names = {e.value for e in elts}
+            if len(names) >= 2:
+                yield node.lineno, names
+
+
+def test_the_vocabulary_is_written_in_one_place():
+    """No literal collection of transition, prior, stepping, precision, gap-mode, localization
+    or dataset names outside its home (inputs/variants.py; DATASETS for the dataset names)."""
+    vocabularies = _vocabularies()
+    copies = []
+    for path in MODULES:
+        for lineno, names in _string_collections(ast.parse(path.read_text())):
+            for what, (vocabulary, home) in vocabularies.items():
+                if names <= vocabulary and _rel(path) != home:
+                    copies.append(f"{_rel(path)}:{lineno} {what} names {sorted(names)}")
+    assert not copies, f"vocabulary written outside its module: {copies}"
+
+
+def test_no_code_branches_on_a_dataset_name():
+    """Dataset differences are DatasetSpec fields: no ``==``/``!=``/``in`` against a name."""
+    from baglm_nb.inputs.datasets import DATASETS
+
+    branches = []
+    for path in MODULES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                for side in (node.left, *node.comparators):
+                    if isinstance(side, ast.Constant) and side.value in DATASETS:
+                        branches.append(f"{_rel(path)}:{node.lineno} {side.value!r}")
+    assert not branches, f"code that branches on a dataset name: {branches}"
+
+
+def test_dataset_lists_come_from_DATASETS():
+    """The Makefile and the notebooks hold no literal list of every dataset."""
+    import json
+
+    from baglm_nb.inputs.datasets import DATASETS
+
+    root = PACKAGE.parent
+    makefile = (root / "Makefile").read_text()
+    assert not [line for line in makefile.splitlines() if all(n in line for n in DATASETS)]
+    copies = []
+    for notebook in sorted((root / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(notebook.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                tree = ast.parse("".join(cell["source"]))
+                for lineno, names in _string_collections(tree):
+                    if names == set(DATASETS):
+                        copies.append(
+                            f"{notebook.name}: {''.join(cell['source']).splitlines()[lineno - 1]}"
+                        )
+    assert not copies, f"literal lists of every dataset (use list(DATASETS)): {copies}"
+
+
+def test_grid_does_not_import_datasets():
+    """inputs/grid.py reads videos through its GridVideo protocol, so datasets -> grid only."""
+    tree = ast.parse((PACKAGE / "inputs" / "grid.py").read_text())
+    modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "baglm_nb.inputs.datasets" not in modules

@@ -71,7 +71,7 @@ def test_api_key_pasted_into_api_key_env_is_refused_and_never_echoed(tmp_path, c
     pasted = "sk-proj-9f8e7d6c5b4a_pasted_key"
     code = main([
         "deps", "--dataset", "htstep", "--backend", "openai", "--model", "m",
-        "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", pasted, "--limit", "1",
+        "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", pasted, "--group-limit", "1",
         "--cache-root", str(tmp_path), "--no-progress",
     ])  # fmt: skip
     captured = capsys.readouterr()

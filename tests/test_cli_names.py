@@ -83,7 +83,7 @@ def test_a_full_disk_names_the_path_and_is_a_failed_run(tmp_path):
 
 def test_a_base_url_without_scheme_is_bad_input(tmp_path, capsys, key):
     code = main(["deps", "--dataset", "coin", "--backend", "openai", "--model", "m",
-                 "--base-url", "localhost:8000", "--api-key-env", KEY_ENV, "--limit", "1",
+                 "--base-url", "localhost:8000", "--api-key-env", KEY_ENV, "--group-limit", "1",
                  "--cache-root", str(tmp_path), "--no-progress"])  # fmt: skip
     assert code == EXIT_BAD_INPUT
     line = one_error(capsys)
@@ -130,7 +130,7 @@ def test_deps_on_truncated_json_names_the_server_and_the_pair(tmp_path, capsys, 
     cut = RawServer(b'{"id": "x", "object": "chat.completion", "choices": [{"ind')
     try:
         code = main(["deps", "--dataset", "coin", "--backend", "openai", "--model", "m",
-                     "--base-url", cut.url, "--api-key-env", KEY_ENV, "--limit", "1",
+                     "--base-url", cut.url, "--api-key-env", KEY_ENV, "--group-limit", "1",
                      "--request-attempts", "1", "--cache-root", str(tmp_path),
                      "--no-progress"])  # fmt: skip
     finally:

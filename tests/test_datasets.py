@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -54,6 +55,22 @@ def test_stats_cli_prints_json():
     ).stdout
     stats = json.loads(out)
     assert stats["videos"] == 2308 and stats["tasks"] == 18
+
+
+def test_stats_names_is_the_makefiles_dataset_list():
+    """``stats --names`` prints DATASETS; ``make data`` simulates exactly those (dry run)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "baglm_nb", "stats", "--names"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert out.split() == list(DATASETS) == ["htstep", "crosstask", "ego4d_goalstep", "coin"]
+    root = Path(__file__).resolve().parent.parent
+    dry = subprocess.run(
+        ["make", "-n", "-B", "-C", str(root), "data"], check=True, capture_output=True, text=True
+    ).stdout
+    assert f"simulate --dataset {out.strip()} --cache-root" in dry
 
 
 def test_example_video_grid_and_fields():

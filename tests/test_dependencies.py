@@ -538,8 +538,8 @@ def test_violation_report_prints_the_papers_rows_for_htstep():
     assert violated.loc["paper: LLaMA-3.3-70B", ["0.10", "1.00"]].tolist() == [8.6, 8.1]
     assert tasks.loc["paper: GPT-4.1-mini", ["0.10", "1.00"]].tolist() == [74.0, 0.0]
     assert np.isnan(violated.loc["paper: GPT-4.1-mini", "0.55"])  # a threshold it never printed
-    by_task, _ = violation_report("htstep", ["none"], limit=3, thresholds=[0.0], scope="task")
-    other, _ = violation_report("crosstask", ["oracle"], limit=3, thresholds=[0.0])
+    by_task, _ = violation_report("htstep", ["none"], group_limit=3, thresholds=[0.0], scope="task")
+    other, _ = violation_report("crosstask", ["oracle"], group_limit=3, thresholds=[0.0])
     assert not any(t["source"].str.startswith("paper").any() for t in (by_task, other))
 
 
@@ -575,7 +575,7 @@ def test_cli_oracle_writes_the_table(tmp_path, capsys):
             "htstep",
             "--backend",
             "oracle",
-            "--limit",
+            "--group-limit",
             "3",
             "--no-progress",
             "--out",

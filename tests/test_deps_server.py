@@ -237,7 +237,7 @@ def test_wrong_key_is_a_clear_error_without_the_key(servers, tmp_path, monkeypat
             server.url,
             "--api-key-env",
             KEY_ENV,
-            "--limit",
+            "--group-limit",
             "1",
             "--cache-root",
             str(tmp_path / "cli"),

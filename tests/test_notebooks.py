@@ -31,7 +31,7 @@ SMALL = {
         ["score_summary.json", "timings_per_video.csv"],
     ),
     "02_dependencies": (
-        {"limit": 5, "thresholds": [0.0, 0.5, 1.0]},
+        {"group_limit": 5, "thresholds": [0.0, 0.5, 1.0]},
         [
             "dependency_violations.csv",
             "dependency_violations.md",

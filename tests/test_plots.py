@@ -277,7 +277,7 @@ def test_violation_lines_draw_each_source_and_the_papers_rows():
     from baglm_nb.analyses.violations import violation_report
     from baglm_nb.inputs.paper import PAPER_VIOLATIONS
 
-    _, long = violation_report("htstep", ["simulated-llm:llama", "oracle"], limit=10)
+    _, long = violation_report("htstep", ["simulated-llm:llama", "oracle"], group_limit=10)
     fig = plots.violation_lines(long, "violations", paper=PAPER_VIOLATIONS)
     left, right = fig.axes
     for ax, col in ((left, "violated_pct"), (right, "tasks_violated_pct")):

@@ -36,6 +36,7 @@ from baglm_nb.core.alerts import DEFAULT_THRESHOLD, DONE_LEVEL, Alert, AlertMoni
 from baglm_nb.core.online import OnlineGrounder
 from baglm_nb.core.simulate import LABEL, default_params, simulate_video
 from baglm_nb.inputs.datasets import DATASETS, Video, load_dataset
+from baglm_nb.inputs.variants import SEGMENT_DURATION
 
 __all__ = ["ALERT_DEPS", "alert_table", "video_alerts"]
 
@@ -66,7 +67,7 @@ def video_alerts(
     threshold: float = DEFAULT_THRESHOLD,
     done_level: float = DONE_LEVEL,
     hysteresis: tuple[float, int] = (0.5, 2),
-    segment_duration: int = 2,
+    segment_duration: int = SEGMENT_DURATION,
 ) -> list[Alert]:
     """The alerts ``follow`` raises on one video's per-segment scores (end of video included).
 

@@ -36,6 +36,7 @@ from baglm_nb.core import sources
 from baglm_nb.core.observations import Observations
 from baglm_nb.inputs.datasets import DATASETS, dataset_stats
 from baglm_nb.inputs.paper import PAPER_BASELINES, PAPER_STATS, RERUN_MARK, paper_value
+from baglm_nb.inputs.variants import TRANSITIONS
 
 __all__ = [
     "comparison_table",
@@ -177,8 +178,9 @@ def transition_table(
     ``deps`` must be an estimated D (an LLM's matrices, real or simulated), as in the paper;
     otherwise the rows are slots.
     """
-    kinds = ("static", "readiness", "validity", "both")
-    return _variants_table(observations, deps, [(t, t, "given", {"transition": t}) for t in kinds])
+    return _variants_table(
+        observations, deps, [(t, t, "given", {"transition": t}) for t in TRANSITIONS]
+    )
 
 
 #: The paper's four oracle rows: (method, paper key, D, progress).

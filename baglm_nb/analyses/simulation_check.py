@@ -41,7 +41,9 @@ from baglm_nb.analyses.tables import (
 )
 from baglm_nb.core import simulate_deps, sources
 from baglm_nb.core.observations import Observations
-from baglm_nb.inputs.paper import paper_value
+from baglm_nb.inputs.datasets import DATASETS
+from baglm_nb.inputs.paper import PAPER, paper_value
+from baglm_nb.inputs.variants import TRANSITIONS
 
 __all__ = [
     "gain_bars",
@@ -53,7 +55,7 @@ __all__ = [
 ]
 
 #: The transition variants, in the order of the paper's table.
-VARIANTS = ("static", "readiness", "validity", "both")
+VARIANTS = TRANSITIONS
 
 _KEYS = {v: k for k, v in DATASET_NAMES.items()}
 
@@ -204,19 +206,22 @@ def held_out_of(deps: sources.DependencySource) -> str | None:
 
 
 def simulation_check(
-    datasets: Iterable[str] = ("htstep", "crosstask", "ego4d_goalstep", "coin"),
+    datasets: Iterable[str] = tuple(DATASETS),
     *,
     scores: sources.ObservationSource = sources.SIMULATED,
     deps: sources.DependencySource = sources.SIMULATED_LLM,
     limit: int | None = None,
-    transition_datasets: Iterable[str] = ("htstep", "crosstask", "ego4d_goalstep"),
+    transition_datasets: Iterable[str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(gain_table, transition_pattern_table)`` on ``scores`` (default: simulated).
 
     With a ``simulated-llm`` D, its held-out variant (:func:`held_out_of`) is the diagnostic
     of the gain table and adds its rows to the pattern table. The transition check runs on
-    the datasets of the paper's ablation (those of ``transition_datasets`` in ``datasets``).
+    the datasets of the paper's ablation (those of ``transition_datasets`` in ``datasets``;
+    default: the datasets with a paper value for every transition variant).
     """
+    if transition_datasets is None:
+        transition_datasets = [d for d in DATASETS if all(d in PAPER.get(v, {}) for v in VARIANTS)]
     datasets = list(datasets)
     observed = sources.observations_for(datasets, scores, limit=limit)
     ablated = [o for o in observed if o.dataset in set(transition_datasets)]

@@ -43,7 +43,7 @@ from baglm_nb.core import sources
 from baglm_nb.core.evaluation import pair_hits, recall_from_hits
 from baglm_nb.core.observations import Observations
 from baglm_nb.core.pipeline import run_baglm
-from baglm_nb.inputs.datasets import Video
+from baglm_nb.inputs.datasets import DATASETS, Video
 from baglm_nb.stores.atomic import atomic_write, atomic_write_json, atomic_write_text
 
 __all__ = [
@@ -70,8 +70,8 @@ __all__ = [
     "write_table",
 ]
 
-DATASET_NAMES = {"htstep": "HT-Step", "crosstask": "CrossTask", "ego4d_goalstep": "Ego4D",
-                 "coin": "COIN"}  # fmt: skip
+#: Display names of the datasets (:attr:`~baglm_nb.inputs.datasets.DatasetSpec.display_name`).
+DATASET_NAMES: dict[str, str] = {name: spec.display_name for name, spec in DATASETS.items()}
 
 #: Display names of the two methods every table compares.
 METHOD_NAMES: dict[str, str] = {"baglm": "BaGLM", "off_the_shelf": "off-the-shelf LMM"}

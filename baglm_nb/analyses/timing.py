@@ -24,6 +24,7 @@ from baglm_nb.core import sources
 from baglm_nb.inputs import samples
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.paper import PAPER_TIMING
+from baglm_nb.inputs.variants import SEGMENT_DURATION
 
 __all__ = [
     "TIMING_ORDER",
@@ -57,7 +58,7 @@ def _with_total(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
 
 def timing_summary(
-    frame: pd.DataFrame, videos: Sequence[Video], *, segment_duration: float = 2.0
+    frame: pd.DataFrame, videos: Sequence[Video], *, segment_duration: float = SEGMENT_DURATION
 ) -> pd.DataFrame:
     """Mean seconds per segment of each timing column, by the video's number of steps K.
 
@@ -137,7 +138,12 @@ def timing_tables(
     ``folder`` is None or its cache recorded no timings), ``summary`` (:func:`timing_summary`,
     or None), ``source``, ``dataset``, ``segment_duration`` and ``message`` (what was found).
     """
-    empty = {"summary": None, "source": "none", "dataset": None, "segment_duration": 2}
+    empty = {
+        "summary": None,
+        "source": "none",
+        "dataset": None,
+        "segment_duration": SEGMENT_DURATION,
+    }
     if folder is None:
         reason = "no score cache given (parameter `timings`)"
         return {

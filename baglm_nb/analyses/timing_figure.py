@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from baglm_nb.inputs.paper import PAPER_TIMING
+from baglm_nb.inputs.variants import SEGMENT_DURATION
 
 __all__ = ["STAGE_STYLE", "timing_figure"]
 
@@ -50,7 +51,9 @@ def _stack(ax, x: np.ndarray, values: dict[str, np.ndarray], hatch: str | None =
         ax.text(xi, total, f"{total:.2f} s", ha="center", va="bottom", fontsize=8)
 
 
-def timing_figure(summary: pd.DataFrame, source: str, title: str, segment_duration: float = 2.0):
+def timing_figure(
+    summary: pd.DataFrame, source: str, title: str, segment_duration: float = SEGMENT_DURATION
+):
     """Stacked seconds per segment by stage: this run (by K) beside the paper's example.
 
     Parameters

@@ -29,7 +29,7 @@ import pandas as pd
 from baglm_nb.core import simulate_deps, sources
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import first_starts
-from baglm_nb.inputs.paper import PAPER_VIOLATIONS
+from baglm_nb.inputs.paper import PAPER_VIOLATIONS, PAPER_VIOLATIONS_DATASET
 from baglm_nb.stores.dependencies import DependencyCache
 
 __all__ = [
@@ -237,15 +237,15 @@ def violation_report(
     specs: Sequence[sources.DependencySource],
     *,
     root: str | os.PathLike | None = None,
-    limit: int | None = None,
+    group_limit: int | None = None,
     thresholds: Sequence[float] = THRESHOLDS,
     scope: str = "group",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The violation table of several sources over the same videos.
 
     Every source is evaluated on the videos of the groups that all cache sources hold (and,
-    with ``limit``, only the first ``limit`` groups of the dataset), so the rows compare like
-    with like. ``specs`` are deps settings of :mod:`baglm_nb.core.sources`.
+    with ``group_limit``, only the first ``group_limit`` task groups of the dataset), so the
+    rows compare like with like. ``specs`` are deps settings of :mod:`baglm_nb.core.sources`.
 
     Returns
     -------
@@ -256,8 +256,8 @@ def violation_report(
     """
     videos = load_dataset(dataset)
     keys = list(dict.fromkeys(v.group for v in videos))
-    if limit is not None:
-        keys = keys[:limit]
+    if group_limit is not None:
+        keys = keys[:group_limit]
     opened = [sources.dependencies(dataset, s, root=root) for s in specs]
     selected = set(keys)
     for dep in opened:
@@ -267,18 +267,18 @@ def violation_report(
     if not chosen:
         raise ValueError(f"no group of {dataset!r} has a matrix in every source")
     frames = {dep.label: violations(dep, chosen, thresholds, scope=scope) for dep in opened}
-    paper = dataset == "htstep" and scope == "group"
+    paper = dataset == PAPER_VIOLATIONS_DATASET and scope == "group"
     return violations_table(frames, paper=paper), pd.concat(frames.values(), ignore_index=True)
 
 
 def answer_table(
-    dataset: str, specs: Sequence[sources.DependencySource], *, limit: int | None = None
+    dataset: str, specs: Sequence[sources.DependencySource], *, group_limit: int | None = None
 ) -> pd.DataFrame:
     """How each source's D values are spread: exact 0, exact 1, or graded (in percent).
 
-    One matrix per group of ``dataset`` (the first ``limit`` groups), the first video's for a
-    per-video source (the oracle). The paper describes LLaMA-3.3-70B's answers as "mostly
-    binary" and GPT-4.1-mini's as graded.
+    One matrix per group of ``dataset`` (the first ``group_limit`` task groups), the first
+    video's for a per-video source (the oracle). The paper describes LLaMA-3.3-70B's answers
+    as "mostly binary" and GPT-4.1-mini's as graded.
 
     Returns
     -------
@@ -289,7 +289,7 @@ def answer_table(
     firsts: dict[str, Video] = {}
     for v in videos:
         firsts.setdefault(v.group, v)
-    chosen = list(firsts.values())[:limit]
+    chosen = list(firsts.values())[:group_limit]
     rows = []
     for spec in specs:
         dep = sources.dependencies(dataset, spec)
@@ -339,8 +339,9 @@ def preset_loss(
     (:data:`~baglm_nb.inputs.paper.PAPER_VIOLATIONS`; threshold 0 depends on the
     annotations only). ``videos`` defaults to all of HT-Step (the paper's 150 groups).
     """
-    matrices = simulate_deps.simulated_dependencies("htstep", preset, seed, videos=videos)
-    videos = load_dataset("htstep") if videos is None else list(videos)
+    dataset = PAPER_VIOLATIONS_DATASET
+    matrices = simulate_deps.simulated_dependencies(dataset, preset, seed, videos=videos)
+    videos = load_dataset(dataset) if videos is None else list(videos)
     frame = violations(matrices, videos, source=preset.label)
     loss = 0.0
     for col, weight in (("violated_pct", 1.0), ("tasks_violated_pct", TASK_WEIGHT)):

@@ -41,14 +41,14 @@ from baglm_nb.apps.explorer_compute import (
     video_recall,
 )
 from baglm_nb.core import sources
-from baglm_nb.core.filtering import TRANSITIONS
 from baglm_nb.core.observations import Observations
 from baglm_nb.core.simulate import SimulationParams, default_params
-from baglm_nb.inputs.datasets import Video
+from baglm_nb.inputs.datasets import DATASETS, Video
+from baglm_nb.inputs.variants import BASE_PRIORS, PRIORS, STEPPINGS, TRANSITIONS
 
 __all__ = ["Explorer", "VideoResult", "binarise", "compute_video", "video_recall"]
 
-DEFAULT_DATASETS = ("htstep", "crosstask", "ego4d_goalstep", "coin")
+DEFAULT_DATASETS = tuple(DATASETS)
 
 #: The D menu: deps settings (:mod:`baglm_nb.core.sources`) and their labels.
 DEPS_CHOICES = {
@@ -226,11 +226,9 @@ class Explorer:
             layout=full,
         )
         self.transition = widgets.Dropdown(options=list(TRANSITIONS), value="both", layout=full)
-        self.prior = widgets.Dropdown(
-            options=["uniform", "propagated"], value="uniform", layout=full
-        )
+        self.prior = widgets.Dropdown(options=list(BASE_PRIORS), value="uniform", layout=full)
         self.stepping = widgets.ToggleButtons(
-            options=["second", "segment"],
+            options=list(STEPPINGS),
             value="second",
             tooltips=["each segment's observation once per second (published code)",
                       "each segment's observation once per segment (the paper's equations)"],
@@ -357,9 +355,7 @@ class Explorer:
     def _sync_source(self) -> None:
         """Offer next_step when the cache has it; cached scores fix the segment length."""
         obs = self._obs(self.dataset.value)
-        priors = ["uniform", "propagated"]
-        if obs is not None and obs.next_step:
-            priors.append("next_step")
+        priors = list(PRIORS if obs is not None and obs.next_step else BASE_PRIORS)
         self._hold = True
         try:
             if list(self.prior.options) != priors:
@@ -427,7 +423,7 @@ class Explorer:
         if not effective.any():
             why = f"D = 0 for this video (deps: {label}): every variant gives the same beliefs"
             out["transition"] = why
-            if list(self.prior.options) == ["uniform", "propagated"]:
+            if list(self.prior.options) == list(BASE_PRIORS):
                 out["prior"] = why
         return out
 

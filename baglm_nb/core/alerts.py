@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from baglm_nb.inputs.variants import SEGMENT_DURATION
+
 __all__ = [
     "ALERT_KINDS",
     "DEFAULT_THRESHOLD",
@@ -164,7 +166,7 @@ class AlertMonitor:
         *,
         threshold: float = DEFAULT_THRESHOLD,
         done_level: float = DONE_LEVEL,
-        segment_duration: float = 2.0,
+        segment_duration: float = SEGMENT_DURATION,
     ) -> None:
         self.need = needs(dependency, threshold)
         self.steps = tuple(steps)
@@ -252,7 +254,7 @@ def alerts_for(
     *,
     threshold: float = DEFAULT_THRESHOLD,
     done_level: float = DONE_LEVEL,
-    segment_duration: float = 2.0,
+    segment_duration: float = SEGMENT_DURATION,
 ) -> list[Alert]:
     """A whole video's alerts, the end of the video included (the batch form).
 

@@ -2,7 +2,8 @@
 
 A (video, step) pair is evaluable when its ground-truth column has at least one row; it is a
 hit when the row with the highest belief for that step (earliest row on ties) lies inside the
-step's ground truth. HT-Step, Ego4D Goal-Step and COIN report the flat mean over pairs;
+step's ground truth. Each dataset's :class:`~baglm_nb.inputs.datasets.Recall` says how the
+number is averaged: HT-Step, Ego4D Goal-Step and COIN report the flat mean over pairs;
 CrossTask reports the per-task average over 20 random subsets of 1850 videos
 (``random.seed(0..19)``, uids in annotation-file order).
 
@@ -21,22 +22,17 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from baglm_nb.inputs.datasets import Video, load_dataset
+from baglm_nb.inputs.datasets import Recall, Video, dataset_spec, load_dataset
 from baglm_nb.inputs.grid import first_starts, ground_truth
 
 __all__ = [
-    "CROSSTASK_SUBSET_SIZE",
-    "CROSSTASK_SUBSETS",
     "best_rows",
-    "crosstask_subsets",
     "evaluate",
     "pair_hits",
     "recall_from_hits",
+    "recall_subsets",
     "video_hits",
 ]
-
-CROSSTASK_SUBSETS = 20
-CROSSTASK_SUBSET_SIZE = 1850
 
 
 def best_rows(video: Video, beliefs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -100,13 +96,16 @@ def pair_hits(
     return pd.DataFrame(cols)
 
 
-def crosstask_subsets(video_order: Sequence[str]) -> list[list[str]]:
-    """CrossTask's 20 random subsets of 1850 uids (``random.seed(0..19)``; all when fewer)."""
+def recall_subsets(recall: Recall, video_order: Sequence[str]) -> list[list[str]]:
+    """A per-task recall's random subsets of uids (``random.seed(0..subsets-1)``; all when fewer).
+
+    CrossTask: 20 subsets of 1850 uids.
+    """
     uids = list(video_order)
     out = []
-    for seed in range(CROSSTASK_SUBSETS):
+    for seed in range(recall.subsets):
         random.seed(seed)
-        out.append(random.sample(uids, min(CROSSTASK_SUBSET_SIZE, len(uids))))
+        out.append(random.sample(uids, min(recall.subset_size, len(uids))))
     return out
 
 
@@ -114,18 +113,19 @@ def recall_from_hits(dataset: str, hits: pd.DataFrame, video_order: Sequence[str
     """The dataset's R@1 in percent from :func:`pair_hits` rows.
 
     ``video_order`` lists the evaluated uids in annotation-file order (it fixes CrossTask's
-    random subsets). A CrossTask task with no evaluable pair in a subset is left out of that
-    subset's mean (the published code would give NaN; module docstring).
+    random subsets). A task with no evaluable pair in a subset is left out of that subset's
+    mean (the published code would give NaN; module docstring).
     """
     if hits.empty:
         raise ValueError(f"no evaluable (video, step) pairs for {dataset}")
-    if dataset != "crosstask":
+    recall = dataset_spec(dataset).recall
+    if not recall.per_task:
         return float(hits["hit"].mean() * 100)
     per_video = hits.groupby("video_uid", sort=False).agg(
         hits=("hit", "sum"), pairs=("hit", "size"), task=("task", "first")
     )
     values = []  # videos without evaluable pairs still take part in the draw
-    for chosen in crosstask_subsets(video_order):
+    for chosen in recall_subsets(recall, video_order):
         picked = per_video.reindex(chosen).dropna(subset=["task"])
         per_task = picked.groupby("task")[["hits", "pairs"]].sum()
         values.append((per_task["hits"] / per_task["pairs"]).mean())

@@ -19,14 +19,26 @@ argmax takes the first of them, as the published code does; float64 separates th
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numba
 import numpy as np
 
 from baglm_nb.core.published_numerics import forward32
 from baglm_nb.core.smoothing import likelihoods, smooth
 from baglm_nb.inputs import grid
+from baglm_nb.inputs.variants import (
+    PRECISIONS,
+    PRIORS,
+    PUBLISHED_PRECISION,
+    SEGMENT_DURATION,
+    STEPPINGS,
+    TRANSITIONS,
+    WITH_READINESS,
+    WITH_VALIDITY,
+    Precision,
+    Prior,
+    Stepping,
+    Transition,
+)
 
 __all__ = [
     "PRECISIONS",
@@ -44,18 +56,6 @@ __all__ = [
     "validity",
     "weights_from_done",
 ]
-
-Transition = Literal["static", "readiness", "validity", "both"]
-Prior = Literal["uniform", "propagated", "next_step"]
-Stepping = Literal["second", "segment"]
-Precision = Literal["float64", "float32-published"]
-
-TRANSITIONS: tuple[str, ...] = ("static", "readiness", "validity", "both")
-PRIORS: tuple[str, ...] = ("uniform", "propagated", "next_step")
-STEPPINGS: tuple[str, ...] = ("second", "segment")
-PUBLISHED_PRECISION = "float32-published"
-"""The published code's torch float32 arithmetic: the default on the authors' imported files."""
-PRECISIONS: tuple[str, ...] = ("float64", PUBLISHED_PRECISION)
 
 
 def normalize(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -118,9 +118,9 @@ def weights_from_done(
         raise ValueError(f"transition must be one of {TRANSITIONS}, got {transition!r}")
     t, k = done.shape
     w = np.ones((t, k + 1))
-    if transition in ("readiness", "both"):
+    if transition in WITH_READINESS:
         w[:, :k] *= readiness(dependency, done)
-    if transition in ("validity", "both"):
+    if transition in WITH_VALIDITY:
         w[:, :k] *= validity(dependency, done)
     return w
 
@@ -234,7 +234,7 @@ class FilterState:
         return self.belief.copy()
 
 
-_MODES = {"static": 0, "readiness": 1, "validity": 2, "both": 3}
+_MODES = {t: i for i, t in enumerate(TRANSITIONS)}
 
 
 @numba.njit(cache=True, nogil=True)
@@ -420,7 +420,7 @@ def run_filter(
     prior: Prior = "uniform",
     next_step: np.ndarray | None = None,
     stepping: Stepping = "second",
-    segment_duration: int = 2,
+    segment_duration: int = SEGMENT_DURATION,
     precision: Precision = "float64",
     smoothing_lag: int | None = 0,
 ) -> np.ndarray:

@@ -34,6 +34,7 @@ import numpy as np
 
 from baglm_nb.core.filtering import FilterState
 from baglm_nb.core.smoothing import backward_span
+from baglm_nb.inputs.variants import GAP_MODES, SEGMENT_DURATION, STEPPINGS
 
 if TYPE_CHECKING:
     from baglm_nb.models.engine import Scorer
@@ -49,8 +50,6 @@ __all__ = [
 ]
 
 NONE_LABEL = "none"
-#: How :meth:`OnlineGrounder.skip` steps over segments without observations (module docstring).
-GAP_MODES = ("predict", "pause")
 
 
 def step_number(state: int, num_steps: int) -> int | None:
@@ -265,7 +264,7 @@ class OnlineGrounder:
         *,
         transition: str = "both",
         prior: str = "uniform",
-        segment_duration: int = 2,
+        segment_duration: int = SEGMENT_DURATION,
         stepping: str = "second",
         threshold: float = 0.5,
         patience: int = 2,
@@ -276,7 +275,7 @@ class OnlineGrounder:
     ) -> None:
         if gaps not in GAP_MODES:
             raise ValueError(f"gaps must be one of {GAP_MODES}, got {gaps!r}")
-        if stepping not in ("second", "segment"):
+        if stepping not in STEPPINGS:
             raise ValueError(f"stepping must be 'second' or 'segment', got {stepping!r}")
         if int(segment_duration) != segment_duration or segment_duration < 1:
             raise ValueError(

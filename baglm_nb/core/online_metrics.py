@@ -31,7 +31,7 @@ the same definitions):
 
 Per dataset the counts are pooled over videos (rows, announcements, annotated steps, changes,
 minutes; delays pooled) and the ratios taken once; CrossTask averages each ratio per task over
-the same 20 random subsets as its Avg. R@1 (:func:`~baglm_nb.core.evaluation.crosstask_subsets`),
+the same 20 random subsets as its Avg. R@1 (:func:`~baglm_nb.core.evaluation.recall_subsets`),
 its delays pooled. A ratio with nothing to count (no announcement) is NaN.
 
 The off-the-shelf model's announcements come from its VSG scores normalised per row (its
@@ -49,10 +49,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from baglm_nb.core.evaluation import crosstask_subsets
+from baglm_nb.core.evaluation import recall_subsets
 from baglm_nb.core.online import Hysteresis
-from baglm_nb.inputs.datasets import Video
+from baglm_nb.inputs.datasets import Recall, Video, dataset_spec
 from baglm_nb.inputs.grid import ground_truth
+from baglm_nb.inputs.variants import SEGMENT_DURATION
 
 __all__ = [
     "METRIC_KEYS",
@@ -132,7 +133,7 @@ def video_counts(
     beliefs: np.ndarray,
     said: Sequence[tuple[int, int]],
     *,
-    segment_duration: int = 2,
+    segment_duration: int = SEGMENT_DURATION,
     lag_s: float | None = 0.0,
 ) -> dict:
     """The counts behind every metric for one video (module docstring).
@@ -202,11 +203,11 @@ def _pooled(counts: pd.DataFrame) -> dict[str, float]:
     return {name: _ratio(counts[n].sum(), counts[d].sum()) for name, (n, d) in RATIOS.items()}
 
 
-def _per_task(counts: pd.DataFrame, order: Sequence[str]) -> dict[str, float]:
-    """CrossTask: each ratio per task, averaged over tasks, over R@1's random subsets."""
+def _per_task(counts: pd.DataFrame, order: Sequence[str], recall: Recall) -> dict[str, float]:
+    """Each ratio per task, averaged over tasks, over R@1's random subsets (CrossTask)."""
     per_video = counts.set_index("video_uid")
     values = []
-    for chosen in crosstask_subsets([u for u in order if u in per_video.index]):
+    for chosen in recall_subsets(recall, [u for u in order if u in per_video.index]):
         picked = per_video.loc[chosen]
         by_task = [_pooled(g) for _, g in picked.groupby("task")]
         values.append({m: float(np.nanmean([t[m] for t in by_task])) for m in RATIOS})
@@ -228,9 +229,10 @@ def dataset_metrics(
     if not rows:
         raise ValueError(f"no videos to measure for {dataset}")
     counts = pd.DataFrame(rows)
-    if dataset == "crosstask":
+    recall = dataset_spec(dataset).recall
+    if recall.per_task:
         with np.errstate(all="ignore"):
-            out = _per_task(counts, [r["video_uid"] for r in rows])
+            out = _per_task(counts, [r["video_uid"] for r in rows], recall)
     else:
         out = _pooled(counts)
     p, r = out["announce_precision"], out["announce_recall"]
@@ -246,7 +248,7 @@ def measure(
     videos: Sequence[Video],
     beliefs: Mapping[str, np.ndarray],
     *,
-    segment_duration: int = 2,
+    segment_duration: int = SEGMENT_DURATION,
     threshold: float = 0.5,
     patience: int = 2,
     lag_s: float | None = 0.0,

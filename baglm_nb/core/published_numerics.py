@@ -31,9 +31,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from baglm_nb.inputs.variants import TRANSITIONS
+
 __all__ = ["TORCH_SUM_LANES", "forward32", "static_transition32"]
 
-_MODES = {"static": 0, "readiness": 1, "validity": 2, "both": 3}
+_MODES = {t: i for i, t in enumerate(TRANSITIONS)}
 
 
 TORCH_SUM_LANES = 8

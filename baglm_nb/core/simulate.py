@@ -83,9 +83,10 @@ from tqdm.auto import tqdm
 
 from baglm_nb.core.evaluation import evaluate
 from baglm_nb.inputs import grid
-from baglm_nb.inputs.datasets import Video, load_dataset
+from baglm_nb.inputs.datasets import DATASETS, Video, dataset_spec, load_dataset
 from baglm_nb.inputs.grid import ground_truth
 from baglm_nb.inputs.paper import paper_value
+from baglm_nb.inputs.variants import OFF_STEP_PROGRESS, SAMPLING_FPS, SEGMENT_DURATION
 
 __all__ = [
     "CALIBRATED_SIGNAL",
@@ -108,20 +109,18 @@ __all__ = [
 
 LABEL = "simulated"
 
-#: The calibrated ``signal`` per dataset (module docstring): ``python -m baglm_nb calibrate``
-#: prints these values and the off-the-shelf R@1 each gives (seed 0, other defaults, tol 0.05).
+#: The calibrated ``signal`` per dataset (module docstring), each
+#: :attr:`~baglm_nb.inputs.datasets.DatasetSpec.calibrated_signal`: ``python -m baglm_nb
+#: calibrate`` prints these values and the off-the-shelf R@1 each gives (seed 0, other
+#: defaults, tol 0.05).
 CALIBRATED_SIGNAL: dict[str, float] = {
-    "htstep": 1.2439,
-    "crosstask": 1.3843,
-    "ego4d_goalstep": 1.3086,
-    "coin": 0.8032,
+    name: spec.calibrated_signal
+    for name, spec in DATASETS.items()
+    if spec.calibrated_signal is not None
 }
 
 #: A documented non-zero ``noise_corr`` (module docstring); no paper number pins it.
 ILLUSTRATIVE_NOISE_CORR = 0.8
-
-#: The off-step progress models (module docstring, step 4).
-OFF_STEP_PROGRESS = ("noisy", "zero")
 
 
 @dataclass(frozen=True)
@@ -168,8 +167,8 @@ class SimulationParams:
     progress_width: float = 1.0
     off_step_progress: str = "noisy"
     seed: int = 0
-    segment_duration: int = 2
-    sampling_fps: float = 2.0
+    segment_duration: int = SEGMENT_DURATION
+    sampling_fps: float = SAMPLING_FPS
     noise_corr: float = 0.0
 
     def __post_init__(self) -> None:
@@ -231,7 +230,7 @@ class SimulatedScores:
 
 
 def segment_truth(
-    video: Video, segment_duration: int = 2, sampling_fps: float = 2.0
+    video: Video, segment_duration: int = SEGMENT_DURATION, sampling_fps: float = SAMPLING_FPS
 ) -> tuple[np.ndarray, np.ndarray]:
     """True state and fraction of completion per segment.
 
@@ -364,11 +363,18 @@ def _simulate(
 
 
 def default_params(dataset: str, **overrides) -> SimulationParams:
-    """The calibrated parameters of ``dataset`` (:data:`CALIBRATED_SIGNAL`), with ``overrides``.
+    """The calibrated parameters of ``dataset`` (its spec's ``calibrated_signal``), overridden.
 
-    A dataset without a calibrated value keeps the class default ``signal``.
+    Raises ValueError for a dataset that has no calibrated ``signal`` (unless ``overrides``
+    gives one): its simulated scores would otherwise be another dataset's.
     """
-    signal = CALIBRATED_SIGNAL.get(dataset, SimulationParams.signal)
+    signal = dataset_spec(dataset).calibrated_signal
+    if signal is None and "signal" not in overrides:
+        raise ValueError(
+            f"dataset {dataset!r} has no calibrated signal: run `python -m baglm_nb calibrate "
+            f"--dataset {dataset}` and set calibrated_signal in its DatasetSpec "
+            "(baglm_nb/inputs/datasets.py), or pass signal="
+        )
     return SimulationParams(**{"signal": signal, **overrides})
 
 
@@ -484,16 +490,22 @@ def calibrate(
 ) -> Calibration:
     """Bisect ``signal`` so that :func:`offline_recall` is within ``tol`` of ``target`` percent.
 
-    ``target`` defaults to the paper's off-the-shelf R@1 of ``dataset``; ``params`` (default:
-    :func:`default_params`) gives every other parameter. With a fixed seed the recall is a
+    ``target`` defaults to the paper's off-the-shelf R@1 of ``dataset`` (ValueError when the
+    paper has none); ``params`` (default: :class:`SimulationParams`' defaults) gives every other
+    parameter. With a fixed seed the recall is a
     deterministic, non-decreasing function of ``signal`` (exactly so for ``confusion = 0``,
     while the softmax does not saturate, i.e. ``signal`` below about 30).
     The upper end of ``bracket`` is doubled (up to 32) until it reaches the target; a target
     outside the reachable range raises ``ValueError``. Returns the best evaluated point when
     ``max_iter`` evaluations do not reach the tolerance.
     """
-    base = _params(dataset, params)
+    base = SimulationParams() if params is None else params  # its signal is the unknown
     target = paper_value("off_the_shelf", dataset) if target is None else float(target)
+    if target != target:
+        raise ValueError(
+            f"dataset {dataset!r} has no paper off-the-shelf R@1 to calibrate on: add it to "
+            "PAPER['off_the_shelf'] in baglm_nb/inputs/paper.py, or give a target"
+        )
     videos = load_dataset(dataset) if videos is None else list(videos)
     history: list[tuple[float, float]] = []
 

@@ -244,9 +244,14 @@ def _groups(videos: Sequence[Video]) -> dict[str, list[Video]]:
     return groups
 
 
-@functools.lru_cache(maxsize=32)
 def _group_evidence(dataset: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    return {g: order_evidence(vs) for g, vs in _groups(load_dataset(dataset)).items()}
+    return _evidence_of(tuple(load_dataset(dataset)))
+
+
+@functools.lru_cache(maxsize=8)
+def _evidence_of(videos: tuple[Video, ...]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each group's evidence, remembered per annotation content (the videos), not per name."""
+    return {g: order_evidence(vs) for g, vs in _groups(videos).items()}
 
 
 def simulated_dependencies(
@@ -260,7 +265,7 @@ def simulated_dependencies(
     """``{group: (K, K)}`` for every group of ``dataset`` (or of ``videos``), label-free.
 
     The evidence of each group comes from all its videos in ``videos`` (default: the whole
-    annotation file, cached per dataset). ``held_out`` gives ``{uid: (K, K)}`` instead, each
+    annotation file, remembered per content). ``held_out`` gives ``{uid: (K, K)}`` instead, each
     video's matrix from the evidence of the group's other videos (module docstring).
     """
     if videos is None:

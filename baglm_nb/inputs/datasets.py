@@ -17,25 +17,53 @@ from pathlib import Path
 import numpy as np
 
 from baglm_nb.inputs.grid import ground_truth, num_rows
+from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION, Localization
 
 __all__ = [
     "DATASETS",
     "DatasetSpec",
+    "Recall",
     "Segment",
     "Video",
     "annotation_path",
     "data_dir",
+    "dataset_spec",
     "dataset_stats",
     "load_dataset",
 ]
 
 
 @dataclass(frozen=True)
+class Recall:
+    """How a dataset reports R@1 (reference-protocol §6).
+
+    ``subsets == 0``: the flat mean over evaluable (video, step) pairs. Otherwise the mean,
+    over ``subsets`` random subsets of ``subset_size`` videos (``random.seed(0..subsets-1)``,
+    uids in annotation-file order), of the per-task average recall. ``label`` names the number
+    in tables ("R@1", "Avg. R@1").
+    """
+
+    label: str = "R@1"
+    subsets: int = 0
+    subset_size: int = 0
+
+    @property
+    def per_task(self) -> bool:
+        """Whether the number is a per-task average over random subsets."""
+        return self.subsets > 0
+
+
+@dataclass(frozen=True)
 class DatasetSpec:
-    """Where one dataset keeps its fields.
+    """Where one dataset keeps its fields, how it is named, evaluated and simulated.
 
     ``group_fields`` build the dependency-matrix key (one D per group), ``task_field`` the key
-    that statistics and CrossTask's per-task average use.
+    that statistics and a per-task average (:class:`Recall`) use. ``display_name`` labels
+    tables and figures. ``calibrated_signal`` is the simulator's ``signal`` that
+    ``python -m baglm_nb calibrate`` finds for this dataset against the paper's off-the-shelf
+    value (``inputs/paper.py``); None until calibrated (simulating it is then an error).
+    ``localization`` names how ``python -m baglm_nb localize`` scores it
+    (:data:`~baglm_nb.inputs.variants.LOCALIZATIONS`).
     """
 
     name: str
@@ -45,6 +73,10 @@ class DatasetSpec:
     group_fields: tuple[str, ...]
     task_field: str
     llm_goal_field: str
+    display_name: str
+    recall: Recall = Recall()
+    calibrated_signal: float | None = None
+    localization: Localization = "article_map"
 
 
 DATASETS: dict[str, DatasetSpec] = {
@@ -56,6 +88,8 @@ DATASETS: dict[str, DatasetSpec] = {
         group_fields=("activity", "variation"),
         task_field="activity",
         llm_goal_field="activity",
+        display_name="HT-Step",
+        calibrated_signal=1.2439,
     ),
     "crosstask": DatasetSpec(
         "crosstask",
@@ -66,6 +100,9 @@ DATASETS: dict[str, DatasetSpec] = {
         task_field="task_id",
         # The published prerequisite script passes the numeric task id as the goal (quirk).
         llm_goal_field="task_id",
+        display_name="CrossTask",
+        recall=Recall("Avg. R@1", subsets=20, subset_size=1850),
+        calibrated_signal=1.3843,
     ),
     "ego4d_goalstep": DatasetSpec(
         "ego4d_goalstep",
@@ -75,6 +112,9 @@ DATASETS: dict[str, DatasetSpec] = {
         group_fields=("video_uid",),
         task_field="goal_category",
         llm_goal_field="goal_description",
+        display_name="Ego4D",
+        calibrated_signal=1.3086,
+        localization="windowed_recall",
     ),
     "coin": DatasetSpec(
         "coin",
@@ -84,6 +124,8 @@ DATASETS: dict[str, DatasetSpec] = {
         group_fields=("activity",),
         task_field="activity",
         llm_goal_field="activity",
+        display_name="COIN",
+        calibrated_signal=0.8032,
     ),
 }
 
@@ -125,7 +167,9 @@ class Video:
         """K, the number of candidate steps (the "none" option excluded)."""
         return len(self.steps)
 
-    def num_rows(self, segment_duration: int = 2, sampling_fps: float = 2.0) -> int:
+    def num_rows(
+        self, segment_duration: int = SEGMENT_DURATION, sampling_fps: float = SAMPLING_FPS
+    ) -> int:
         """T, the number of per-second rows the published code scores for this video."""
         return num_rows(self.num_frames, self.fps, segment_duration, sampling_fps)
 
@@ -142,12 +186,13 @@ def data_dir() -> Path:
 
 def annotation_path(name: str, root: str | os.PathLike | None = None) -> Path:
     """Path of dataset ``name``'s annotation file under ``root`` (default ``data/annotations``)."""
-    spec = _spec(name)
+    spec = dataset_spec(name)
     base = Path(root) if root is not None else data_dir() / "annotations"
     return base / spec.filename
 
 
-def _spec(name: str) -> DatasetSpec:
+def dataset_spec(name: str) -> DatasetSpec:
+    """The :class:`DatasetSpec` of ``name``; ValueError naming the known ones otherwise."""
     try:
         return DATASETS[name]
     except KeyError:
@@ -227,25 +272,27 @@ def _parse_video(spec: DatasetSpec, record: dict, path: Path, index: int) -> Vid
 
 
 def load_dataset(name: str, root: str | os.PathLike | None = None) -> list[Video]:
-    """Load dataset ``name`` (htstep, crosstask, ego4d_goalstep, coin) as :class:`Video` records.
+    """Load dataset ``name`` (a key of :data:`DATASETS`) as :class:`Video` records.
 
     Records come in annotation-file order (CrossTask's subsets depend on it). ``root`` is the
-    folder that holds the annotation files (default ``data/annotations``).
+    folder that holds the annotation files (default ``data/annotations``). Parsed files are
+    remembered per (spec, path, mtime, size): an edited file or spec is read again.
     """
-    path = annotation_path(name, root)
-    return list(_load_cached(name, str(path), _mtime(path)))
+    spec, path = dataset_spec(name), annotation_path(name, root)
+    return list(_load_cached(spec, str(path), *_stamp(path)))
 
 
-def _mtime(path: Path) -> float:
+def _stamp(path: Path) -> tuple[int, int]:
     try:
-        return path.stat().st_mtime
+        st = path.stat()
     except OSError:
         raise AnnotationError(f"{path}: annotation file not found") from None
+    return st.st_mtime_ns, st.st_size
 
 
 @lru_cache(maxsize=8)
-def _load_cached(name: str, path_str: str, _mtime: float) -> tuple[Video, ...]:
-    spec, path = _spec(name), Path(path_str)
+def _load_cached(spec: DatasetSpec, path_str: str, _mtime_ns: int, _size: int) -> tuple[Video, ...]:
+    path = Path(path_str)
     try:
         records = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from baglm_nb.inputs.grid import SEGMENT_DURATION, StreamGrid
+from baglm_nb.inputs.variants import SAMPLING_FPS
 
 __all__ = [
     "MAX_FPS",
@@ -157,7 +158,7 @@ def iter_timed_segments(
     start_s: float,
     *,
     segment_duration: float = SEGMENT_DURATION,
-    sampling_fps: float = 2.0,
+    sampling_fps: float = SAMPLING_FPS,
     batch_segments: int = 16,
     start_segment: int = 0,
     growing: bool = False,

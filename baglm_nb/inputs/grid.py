@@ -24,12 +24,12 @@ Exports :func:`frame_indices`, :func:`segment_frame_indices`, :func:`num_segment
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from baglm_nb.inputs.datasets import Video
+from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION
 
 __all__ = [
     "SAMPLING_FPS",
@@ -47,12 +47,35 @@ __all__ = [
     "segment_frame_indices",
 ]
 
-#: The published grid: 2-second segments (reference-protocol §1.2) sampled at 2 frames per second.
-SEGMENT_DURATION = 2
-SAMPLING_FPS = 2.0
+
+class _Segment(Protocol):
+    @property
+    def start(self) -> float: ...
+    @property
+    def end(self) -> float: ...
+    @property
+    def step_index(self) -> int: ...
 
 
-def frame_indices(num_frames: int, fps: float, sampling_fps: float = 2.0) -> np.ndarray:
+class GridVideo(Protocol):
+    """What the grid reads of an annotated video (:class:`baglm_nb.inputs.datasets.Video`).
+
+    A protocol, so that the grid needs no import of ``datasets`` (which imports the grid).
+    """
+
+    @property
+    def uid(self) -> str: ...
+    @property
+    def fps(self) -> float: ...
+    @property
+    def num_frames(self) -> int: ...
+    @property
+    def segments(self) -> Sequence[_Segment]: ...
+    @property
+    def num_steps(self) -> int: ...
+
+
+def frame_indices(num_frames: int, fps: float, sampling_fps: float = SAMPLING_FPS) -> np.ndarray:
     """Indices of the sampled frames, the published rule (reference-protocol §1.2).
 
     Parameters
@@ -84,7 +107,9 @@ def frame_indices(num_frames: int, fps: float, sampling_fps: float = 2.0) -> np.
     return np.linspace(0, int(num_frames) - 1, n).astype(np.int64)
 
 
-def frames_per_segment(segment_duration: float = 2, sampling_fps: float = 2.0) -> int:
+def frames_per_segment(
+    segment_duration: float = SEGMENT_DURATION, sampling_fps: float = SAMPLING_FPS
+) -> int:
     """Sampled frames per segment, ``int(segment_duration * sampling_fps)`` (at least 1)."""
     per_segment = int(segment_duration * sampling_fps)
     if per_segment < 1:
@@ -93,7 +118,10 @@ def frames_per_segment(segment_duration: float = 2, sampling_fps: float = 2.0) -
 
 
 def segment_frame_indices(
-    num_frames: int, fps: float, segment_duration: float = 2, sampling_fps: float = 2.0
+    num_frames: int,
+    fps: float,
+    segment_duration: float = SEGMENT_DURATION,
+    sampling_fps: float = SAMPLING_FPS,
 ) -> np.ndarray:
     """Sampled frame indices grouped into segments (reference-protocol §1.3).
 
@@ -108,14 +136,20 @@ def segment_frame_indices(
 
 
 def num_segments(
-    num_frames: int, fps: float, segment_duration: int = 2, sampling_fps: float = 2.0
+    num_frames: int,
+    fps: float,
+    segment_duration: int = SEGMENT_DURATION,
+    sampling_fps: float = SAMPLING_FPS,
 ) -> int:
     """S, the number of whole segments of ``segment_duration`` seconds (no decoding needed)."""
     return len(segment_frame_indices(num_frames, fps, segment_duration, sampling_fps))
 
 
 def num_rows(
-    num_frames: int, fps: float, segment_duration: int = 2, sampling_fps: float = 2.0
+    num_frames: int,
+    fps: float,
+    segment_duration: int = SEGMENT_DURATION,
+    sampling_fps: float = SAMPLING_FPS,
 ) -> int:
     """T, the number of per-second rows: each segment repeated ``segment_duration`` times."""
     if int(segment_duration) != segment_duration:
@@ -130,7 +164,7 @@ def per_second(rows: np.ndarray, segment_duration: int) -> np.ndarray:
     return np.repeat(np.asarray(rows), int(segment_duration), axis=0)
 
 
-def ground_truth(video: Video, num_rows_: int) -> np.ndarray:
+def ground_truth(video: GridVideo, num_rows_: int) -> np.ndarray:
     """The published per-second ground truth, shape (T, K+1) bool, none last.
 
     Rows ``floor(start)`` to ``ceil(end)`` inclusive are set in the step's column (the last
@@ -142,7 +176,7 @@ def ground_truth(video: Video, num_rows_: int) -> np.ndarray:
     return y
 
 
-def first_starts(video: Video) -> dict[int, float]:
+def first_starts(video: GridVideo) -> dict[int, float]:
     """Each annotated step column's first start (s), in order of first start, ties by column."""
     first: dict[int, float] = {}
     for seg in video.segments:
@@ -151,12 +185,12 @@ def first_starts(video: Video) -> dict[int, float]:
 
 
 def length_mismatch(
-    video: Video,
+    video: GridVideo,
     segments: int,
     *,
     what: str,
-    segment_duration: int = 2,
-    sampling_fps: float = 2.0,
+    segment_duration: int = SEGMENT_DURATION,
+    sampling_fps: float = SAMPLING_FPS,
 ) -> str | None:
     """Why ``segments`` segments of ``video`` disagree with its annotation, or None.
 
@@ -211,7 +245,9 @@ class StreamGrid:
         Samples per second.
     """
 
-    def __init__(self, segment_duration: float = 2, sampling_fps: float = 2.0) -> None:
+    def __init__(
+        self, segment_duration: float = SEGMENT_DURATION, sampling_fps: float = SAMPLING_FPS
+    ) -> None:
         self.per_segment = frames_per_segment(segment_duration, sampling_fps)
         self.segment_duration, self.sampling_fps = float(segment_duration), float(sampling_fps)
         self.next_sample = 0

@@ -46,6 +46,7 @@ import torch
 from baglm_nb.inputs.grid import StreamGrid
 from baglm_nb.inputs.live_items import LAG_POLICIES, End, Gap, LiveSegment, SegmentBuffer
 from baglm_nb.inputs.stream_end import EndWatch, reconnect_delay
+from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION
 
 __all__ = [
     "LAG_POLICIES",
@@ -266,8 +267,8 @@ class LiveReader:
         source: LiveSource,
         container: Any | None = None,
         *,
-        segment_duration: float = 2,
-        sampling_fps: float = 2.0,
+        segment_duration: float = SEGMENT_DURATION,
+        sampling_fps: float = SAMPLING_FPS,
         lag: str = "drop",
         timeout: float = 10.0,
         reconnect: int = 0,
@@ -495,7 +496,7 @@ def live_reader_for(
     transport: str = "tcp",
     pace: str = "fast",
     camera: int | None = None,
-    sampling_fps: float = 2.0,
+    sampling_fps: float = SAMPLING_FPS,
     reconnect_window: float = 0.0,
 ) -> LiveReader | None:
     """A (not yet started) :class:`LiveReader` of ``source``, or None when it is a file.

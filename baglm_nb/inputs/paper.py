@@ -6,8 +6,10 @@ setting is InternVL2.5-8B + LLaMA-3.3-70B with 2-s segments unless a table says 
 Exports :data:`PAPER` (R@1 per table row and dataset) with :func:`paper_value`,
 :data:`PAPER_STATS`, :data:`PAPER_POSITION`, :data:`PAPER_PROMPT_QUERIES`,
 :data:`PAPER_TIMING`, :data:`PAPER_VIOLATIONS`, :data:`PAPER_LOCALIZATION` with
-:func:`paper_model`, :data:`PAPER_BASELINES` (the other methods of Tab. comparison and Tab. COIN),
-:data:`PAPER_COMPARISON_ORDER`, :data:`PAPER_LMM_NAMES` and :data:`RERUN_MARK`.
+:func:`paper_model` (their datasets: :data:`PAPER_VIOLATIONS_DATASET`,
+:data:`PAPER_LOCALIZATION_DATASET`), :data:`PAPER_BASELINES` (the other methods of Tab.
+comparison and Tab. COIN), :data:`PAPER_COMPARISON_ORDER`, :data:`PAPER_LMM_NAMES` and
+:data:`RERUN_MARK`.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ __all__ = [
     "PAPER_COMPARISON_ORDER",
     "PAPER_LMM_NAMES",
     "PAPER_LOCALIZATION",
+    "PAPER_LOCALIZATION_DATASET",
     "PAPER_POSITION",
     "PAPER_PROMPT_QUERIES",
     "PAPER_STATS",
     "PAPER_TIMING",
     "PAPER_VIOLATIONS",
+    "PAPER_VIOLATIONS_DATASET",
     "RERUN_MARK",
     "paper_model",
     "paper_value",
@@ -135,6 +139,9 @@ PAPER_TIMING: dict[str, float | str] = {
 }
 
 
+#: The dataset of the paper's dependency-violation table (its values below are for it alone).
+PAPER_VIOLATIONS_DATASET = "htstep"
+
 #: Dependency violations on HT-Step (Tab. htstep_dependency_violations), in percent, at the
 #: thresholds 0.0, 0.1, ..., 1.0 (D >= t): metric -> LLM -> one value per threshold. The
 #: threshold-0 values depend on the annotations only (every pair is kept).
@@ -154,6 +161,9 @@ def paper_value(key: str, dataset: str) -> float:
     """The paper's reported value ``PAPER[key][dataset]``, NaN where it reports none."""
     return float(PAPER.get(key, {}).get(dataset, float("nan")))
 
+
+#: The dataset of the paper's localization tables (its values below are for it alone).
+PAPER_LOCALIZATION_DATASET = "htstep"
 
 #: The paper's localization results on HT-Step, mAP (%) at tIoU (Tab. htstep_localization and
 #: Tab. off_the_shelf_vs_baglm_localization). Keys: LMM short id (as in

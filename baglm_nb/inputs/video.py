@@ -41,6 +41,7 @@ from torchcodec.decoders import VideoDecoder
 
 from baglm_nb.inputs.frame_times import frame_timed_info, implausible, timed_batches
 from baglm_nb.inputs.grid import num_segments, segment_frame_indices
+from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION
 from baglm_nb.inputs.video_records import SegmentBatch, VideoError, VideoInfo, source_path
 
 __all__ = [
@@ -173,8 +174,8 @@ def check_video_file(
     path: str | os.PathLike,
     *,
     growing: bool = False,
-    segment_duration: float = 2,
-    sampling_fps: float = 2.0,
+    segment_duration: float = SEGMENT_DURATION,
+    sampling_fps: float = SAMPLING_FPS,
 ) -> None:
     """Refuse a local video file that cannot be followed, before a model loads.
 
@@ -290,8 +291,8 @@ class _Reader:
 def iter_segments(
     path: str | os.PathLike,
     *,
-    segment_duration: float = 2,
-    sampling_fps: float = 2.0,
+    segment_duration: float = SEGMENT_DURATION,
+    sampling_fps: float = SAMPLING_FPS,
     batch_segments: int = 16,
     device: str | torch.device = "cpu",
     start_segment: int = 0,

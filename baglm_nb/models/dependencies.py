@@ -403,7 +403,7 @@ def build_dependencies(
     *,
     videos: Sequence[Video] | None = None,
     groups: Sequence[str] | None = None,
-    limit: int | None = None,
+    group_limit: int | None = None,
     goal: str = "llm",
     on_error: str = "raise",
     show_progress: bool = True,
@@ -428,8 +428,8 @@ def build_dependencies(
         Annotation records (default ``load_dataset(dataset)``).
     groups
         Only these group keys (default: every group of ``videos``).
-    limit
-        Only the first ``limit`` groups (after ``groups``).
+    group_limit
+        Only the first ``group_limit`` task groups (after ``groups``).
     goal
         See :func:`group_steps`.
     on_error
@@ -458,7 +458,7 @@ def build_dependencies(
     annotation = file_sha256(annotation_path(dataset)) if videos is None else None
     videos = load_dataset(dataset) if videos is None else videos
     table = group_steps(videos, goal)
-    keys = _group_keys(table, groups, limit, dataset)
+    keys = _group_keys(table, groups, group_limit, dataset)
     if isinstance(backend, Backend):
         eng = make_engine(engine, _backend_identity, loaded=backend,
                           what="a factory, not a loaded back-end")  # fmt: skip
@@ -552,9 +552,10 @@ def _build_on(
 
 
 def _group_keys(
-    table: Mapping[str, Any], groups: Sequence[str] | None, limit: int | None, dataset: str
+    table: Mapping[str, Any], groups: Sequence[str] | None, group_limit: int | None, dataset: str
 ) -> list[str]:
-    """The group keys asked for: ``groups`` (all of ``table`` by default), the first ``limit``."""
+    """The group keys asked for: ``groups`` (all of ``table`` by default), then the first
+    ``group_limit``."""
     keys = list(table)
     if groups is not None:
         missing = [g for g in groups if g not in table]
@@ -562,4 +563,4 @@ def _group_keys(
             raise MissingEntryError(f"group(s) {missing} not in the {dataset} annotation "
                                     f"({annotation_path(dataset)})")  # fmt: skip
         keys = list(groups)
-    return keys if limit is None else keys[:limit]
+    return keys if group_limit is None else keys[:group_limit]

@@ -38,6 +38,7 @@ from tqdm.auto import tqdm
 
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import length_mismatch, num_segments
+from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION
 from baglm_nb.inputs.video import VideoError, find_video_file
 from baglm_nb.models.dispatch import ENGINES, Engine, EngineSetting, make_engine
 from baglm_nb.models.questions import ScoringError
@@ -124,8 +125,8 @@ class VideoTask:
     path: str
     goal: str
     steps: tuple[str, ...]
-    segment_duration: int = 2
-    sampling_fps: float = 2.0
+    segment_duration: int = SEGMENT_DURATION
+    sampling_fps: float = SAMPLING_FPS
     batch_segments: int = 16
     found: bool = True  # False: ``path`` is where the file was looked for
     num_frames: int = 0  # the annotation's video_num_frames and video_fps (0: unknown, no check)
@@ -168,8 +169,8 @@ def score_video(
     video: Video | VideoTask,
     scorer: Scorer,
     *,
-    segment_duration: int = 2,
-    sampling_fps: float = 2.0,
+    segment_duration: int = SEGMENT_DURATION,
+    sampling_fps: float = SAMPLING_FPS,
     batch_segments: int = 16,
     show_progress: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
@@ -352,8 +353,8 @@ def score_dataset(
     scorer: Scorer | str | ScorerSpec,
     *,
     root: str | os.PathLike | None = None,
-    segment_duration: int = 2,
-    sampling_fps: float = 2.0,
+    segment_duration: int = SEGMENT_DURATION,
+    sampling_fps: float = SAMPLING_FPS,
     limit: int | None = None,
     batch_segments: int = 16,
     videos: Sequence[Video] | None = None,

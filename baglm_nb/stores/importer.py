@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION
 from baglm_nb.stores import published_files as pf
 from baglm_nb.stores.dependencies import DependencyCache
 from baglm_nb.stores.keys import PUBLISHED_LLM, DependencyKey, ScoreKey
@@ -190,8 +191,8 @@ def import_reference_results(
     *,
     root: str | os.PathLike,
     llm: str = PUBLISHED_LLM,
-    segment_duration: int = 2,
-    sampling_fps: float = 2.0,
+    segment_duration: int = SEGMENT_DURATION,
+    sampling_fps: float = SAMPLING_FPS,
     videos: Sequence[Video] | None = None,
     show_progress: bool = True,
     log: Callable[[str], None] | None = None,

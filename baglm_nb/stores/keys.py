@@ -18,6 +18,8 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION
+
 __all__ = ["PUBLISHED_LLM", "PUBLISHED_LMM", "SOURCES", "DependencyKey", "ScoreKey"]
 
 SOURCES: tuple[str, ...] = ("lmm", "simulated", "imported")
@@ -111,8 +113,8 @@ class ScoreKey(_NamedKey):
         never share a folder with it, nor with an older cache without a fingerprint.
     """
 
-    segment_duration: int = 2
-    sampling_fps: float = 2.0
+    segment_duration: int = SEGMENT_DURATION
+    sampling_fps: float = SAMPLING_FPS
     source: str = "lmm"
     weights: str = ""
 

@@ -29,6 +29,7 @@ import pandas as pd
 import pyarrow as pa
 
 from baglm_nb.inputs import grid
+from baglm_nb.inputs.variants import SEGMENT_DURATION
 from baglm_nb.stores.keys import ScoreKey
 from baglm_nb.stores.parquet import ParquetFolder, read_parquet
 from baglm_nb.stores.provenance import is_stale, steps_sha256
@@ -73,7 +74,7 @@ class VideoScores:
     timings: dict[str, np.ndarray] = field(default_factory=dict)
     steps: tuple[str, ...] | None = None
     source: str = "lmm"
-    segment_duration: int = 2
+    segment_duration: int = SEGMENT_DURATION
     num_rows: int | None = None
 
     @property

@@ -24,7 +24,12 @@ from baglm_nb.analyses.results import PAPER_ONLY_NOTE
 from baglm_nb.analyses.tables import NOT_USED
 from baglm_nb.core import sources
 from baglm_nb.inputs.datasets import load_dataset
-from baglm_nb.inputs.paper import PAPER_LMM_NAMES, PAPER_LOCALIZATION, paper_model
+from baglm_nb.inputs.paper import (
+    PAPER_LMM_NAMES,
+    PAPER_LOCALIZATION,
+    PAPER_LOCALIZATION_DATASET,
+    paper_model,
+)
 
 __all__ = ["METRIC_NAMES", "localization_table", "model_label", "windowed_recall_table"]
 
@@ -68,7 +73,7 @@ def model_label(source: str) -> str:
 def _computed_rows(obs, d_label, beliefs, videos, evaluated, match_labels, kwargs) -> list[dict]:
     """The off-the-shelf LMM's and BaGLM's rows (workbench mAP beside the paper's)."""
     model = paper_model(obs.label)
-    paper = PAPER_LOCALIZATION.get(model, {}) if obs.dataset == "htstep" else {}
+    paper = PAPER_LOCALIZATION.get(model, {}) if obs.dataset == PAPER_LOCALIZATION_DATASET else {}
     rows = []
     for method, source in (("off_the_shelf", {u: obs.vsg[u] for u in beliefs}), ("baglm", beliefs)):
         preds = localize(source, obs.dataset, videos, **kwargs)
@@ -122,7 +127,7 @@ def localization_table(
         beliefs = run_baglm(obs, d, videos=videos)
     evaluated = [v for v in videos if v.uid in beliefs]
     computed = _computed_rows(obs, d_label, beliefs, videos, evaluated, match_labels, kwargs)
-    if obs.dataset != "htstep":
+    if obs.dataset != PAPER_LOCALIZATION_DATASET:
         return pd.DataFrame(computed).astype({"videos": "Int64", "segments": "Int64"})
     rows, placed, model = [], False, paper_model(obs.label)
     for key, name in PAPER_LMM_NAMES.items():

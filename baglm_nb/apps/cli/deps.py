@@ -2,7 +2,7 @@
 
 Examples::
 
-    python -m baglm_nb deps --dataset htstep --backend smollm2 --limit 3
+    python -m baglm_nb deps --dataset htstep --backend smollm2 --group-limit 3
     python -m baglm_nb deps --dataset htstep --backend transformers --model /models/Llama-3.3-70B \\
         --published-sampling --device cuda
     OPENAI_API_KEY=... python -m baglm_nb deps --dataset crosstask --backend openai \\
@@ -73,7 +73,8 @@ def register(verbs: argparse._SubParsersAction) -> None:
     DEPS_SERVER.add_arguments(p.add_argument_group("served LLM (--backend openai)"))
     p.add_argument("--llm", default=PUBLISHED_LLM,
                    help="imported: the LLM given to `python -m baglm_nb import`")  # fmt: skip
-    p.add_argument("--limit", type=int, default=None, help="only the first N groups")
+    p.add_argument("--group-limit", type=int, default=None, metavar="N",
+                   help="only the first N task groups (annotation order)")  # fmt: skip
     p.add_argument("--group", action="append", help="only this group (repeatable)")
     p.add_argument(
         "--goal", choices=["llm", "name"], default="llm",
@@ -140,7 +141,7 @@ def _deps(args: argparse.Namespace) -> int:
 
     for value in args.thresholds or ():
         check_range("--thresholds", value, 0, 1)
-    check_range("--limit", args.limit, 1)
+    check_range("--group-limit", args.group_limit, 1)
     progress = not args.no_progress
     source: object
     if args.backend in ("oracle", "none"):
@@ -199,23 +200,30 @@ def _build(args: argparse.Namespace, progress: bool) -> dict:
     try:
         with stdout_to_stderr(engine != "local"):
             return dep.build_dependencies(
-                args.dataset, backend, args.cache_root, groups=args.group, limit=args.limit,
-                goal=args.goal, on_error=args.on_error, show_progress=progress, engine=engine,
-            )  # fmt: skip
+                args.dataset,
+                backend,
+                args.cache_root,
+                groups=args.group,
+                group_limit=args.group_limit,
+                goal=args.goal,
+                on_error=args.on_error,
+                show_progress=progress,
+                engine=engine,
+            )
     except WorkerStartError as exc:
         raise ValueError(str(exc)) from None
 
 
 def _videos_with_matrices(args: argparse.Namespace, source: object) -> list:
-    """The videos of the selected groups (``--group``, ``--limit``) that have a matrix."""
+    """The videos of the selected groups (``--group``, ``--group-limit``) that have a matrix."""
     from baglm_nb.inputs.datasets import load_dataset
 
     videos = load_dataset(args.dataset)
     keys = list(dict.fromkeys(v.group for v in videos))
     if args.group:
         keys = [g for g in keys if g in args.group]
-    if args.limit is not None:
-        keys = keys[: args.limit]
+    if args.group_limit is not None:
+        keys = keys[: args.group_limit]
     if not isinstance(source, str):
         stored = set(source.groups())
         keys = [g for g in keys if g in stored]

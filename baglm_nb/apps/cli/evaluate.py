@@ -50,10 +50,11 @@ def format_table(
     ``deps`` (the dependency source's label) is printed under the table.
     """
     from baglm_nb.analyses.tables import title_for
+    from baglm_nb.inputs.datasets import dataset_spec
     from baglm_nb.inputs.paper import paper_value
 
     ds = result["dataset"]
-    metric = "Avg. R@1" if ds == "crosstask" else "R@1"
+    metric = dataset_spec(ds).recall.label
     rows = [
         ("method", "workbench", "paper"),
         (f"BaGLM ({transition}, prior={prior}, stepping={stepping})",

@@ -20,6 +20,7 @@ import argparse
 from typing import Any
 
 from baglm_nb.apps.cli.options import add_served_arguments
+from baglm_nb.inputs.variants import TRANSITIONS
 
 
 def register(verbs) -> None:
@@ -58,8 +59,7 @@ def register(verbs) -> None:
                    help="seconds without new frames before a growing file ends, or before a "
                    "live source counts as stalled (an error)")  # fmt: skip
     _add_live_options(p)
-    p.add_argument("--transition", default="both",
-                   choices=["static", "readiness", "validity", "both"])  # fmt: skip
+    p.add_argument("--transition", default="both", choices=TRANSITIONS)
     p.add_argument("--threshold", type=float, default=0.5, help="hysteresis confidence")
     p.add_argument("--patience", type=int, default=2, help="hysteresis segments")
     p.add_argument("--smoothing-lag", metavar="N",

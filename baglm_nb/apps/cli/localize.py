@@ -29,6 +29,7 @@ def _localize(args: argparse.Namespace) -> int:
         observations_from_args,
     )
     from baglm_nb.core.pipeline import run_baglm
+    from baglm_nb.inputs.datasets import dataset_spec
 
     check_range("--threshold", args.threshold, 0, 1)
     check_range("--overlap", args.overlap, 0, 1)
@@ -43,7 +44,7 @@ def _localize(args: argparse.Namespace) -> int:
     }
     deps = deps_from_args(args)
     beliefs = run_baglm(obs, deps, **filter_options(args))
-    if args.dataset == "ego4d_goalstep":
+    if dataset_spec(args.dataset).localization == "windowed_recall":
         table = windowed_recall_table(obs, deps, beliefs=beliefs, unit=args.unit, **detect)
         title = title_for("Ego4D Goal-Step windowed R@1 (IoU > threshold, NLQ)", obs.label)
     else:

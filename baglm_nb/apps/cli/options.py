@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any
 
+from baglm_nb.inputs.variants import BASE_PRIORS, PRECISIONS, STEPPINGS, TRANSITIONS
+
 
 def check_range(
     option: str,
@@ -43,10 +45,9 @@ def add_observation_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"dependency source: '{SIMULATED_LLM}' (default: a simulated LLM's "
                    "matrices), 'simulated-llm:gpt', 'oracle', 'none', 'imported' or a "
                    "dependency cache folder")  # fmt: skip
-    p.add_argument("--transition", default="both",
-                   choices=["static", "readiness", "validity", "both"])  # fmt: skip
-    p.add_argument("--prior", default="uniform", choices=["uniform", "propagated"])
-    p.add_argument("--stepping", default="second", choices=["second", "segment"])
+    p.add_argument("--transition", default="both", choices=TRANSITIONS)
+    p.add_argument("--prior", default="uniform", choices=BASE_PRIORS)
+    p.add_argument("--stepping", default="second", choices=STEPPINGS)
     p.add_argument("--progress", default="scores", choices=["scores", "oracle"])
     p.add_argument("--limit", type=int, default=None,
                    help="use the first N videos (annotation-file order)")  # fmt: skip
@@ -56,7 +57,7 @@ def add_observation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--precision",
         default=None,
-        choices=["float64", "float32-published"],
+        choices=PRECISIONS,
         help="the filter's arithmetic (default: float32-published on the authors' imported "
         "files, as the published code computes; float64 otherwise)",
     )

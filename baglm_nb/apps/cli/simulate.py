@@ -84,12 +84,13 @@ def run_calibrate(args: argparse.Namespace) -> int:
         raise ValueError(f"--deps: unknown preset(s) {unknown}; presets: {sorted(PRESETS)}")
     if args.deps:
         return _calibrate_deps(args.deps)
-    from baglm_nb.core.simulate import CALIBRATED_SIGNAL, calibrate, default_params, offline_recall
+    from baglm_nb.core.simulate import calibrate, default_params, offline_recall
+    from baglm_nb.inputs.datasets import dataset_spec
 
     for name in dict.fromkeys(args.dataset):
         result = calibrate(name, target=args.target, tol=args.tol)
         print(result.report())
-        stored = CALIBRATED_SIGNAL.get(name)
+        stored = dataset_spec(name).calibrated_signal
         if stored is not None:
             value = offline_recall(name, default_params(name))
             print(

@@ -18,6 +18,7 @@ import numpy as np
 
 from baglm_nb.apps.online.ending import EndReason, raise_if_stopped
 from baglm_nb.core.online import Estimate, OnlineGrounder
+from baglm_nb.inputs.variants import SAMPLING_FPS
 
 __all__ = ["follow", "replay", "smoothed"]
 
@@ -73,7 +74,7 @@ def follow(
     growing: bool = False,
     timeout: float = 10.0,
     poll: float = 0.5,
-    sampling_fps: float = 2.0,
+    sampling_fps: float = SAMPLING_FPS,
     device: str = "cpu",
     on_end=None,
     live: bool | None = None,

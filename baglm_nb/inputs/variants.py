@@ -1,0 +1,72 @@
+"""The project's vocabulary: every name a user chooses from, and the published grid, once.
+
+The filter's variants (transitions, priors, steppings, precisions), the online gap modes, the
+simulator's off-step progress models and the grid (:data:`SEGMENT_DURATION`,
+:data:`SAMPLING_FPS`) are written here and only here; CLI choices, widgets, tables and checks
+import them. Each ``Literal`` type is the source of its tuple (``typing.get_args``), so the
+two cannot drift apart. Standard library only, so any stage may import it.
+
+The dataset names are not here: they are the keys of
+:data:`baglm_nb.inputs.datasets.DATASETS`, one :class:`~baglm_nb.inputs.datasets.DatasetSpec`
+each.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+__all__ = [
+    "BASE_PRIORS",
+    "GAP_MODES",
+    "LOCALIZATIONS",
+    "OFF_STEP_PROGRESS",
+    "PRECISIONS",
+    "PRIORS",
+    "PUBLISHED_PRECISION",
+    "SAMPLING_FPS",
+    "SEGMENT_DURATION",
+    "STEPPINGS",
+    "TRANSITIONS",
+    "WITH_READINESS",
+    "WITH_VALIDITY",
+    "GapMode",
+    "Localization",
+    "Precision",
+    "Prior",
+    "Stepping",
+    "Transition",
+]
+
+#: The published grid: 2-second segments (reference-protocol §1.2) sampled at 2 frames per second.
+SEGMENT_DURATION = 2
+SAMPLING_FPS = 2.0
+
+Transition = Literal["static", "readiness", "validity", "both"]
+Prior = Literal["uniform", "propagated", "next_step"]
+Stepping = Literal["second", "segment"]
+Precision = Literal["float64", "float32-published"]
+GapMode = Literal["predict", "pause"]
+Localization = Literal["article_map", "windowed_recall"]
+
+#: Transition variants, in the order of the paper's table (static, +readiness, +validity, both).
+TRANSITIONS: tuple[str, ...] = get_args(Transition)
+#: The transition variants that weight by readiness / by validity.
+WITH_READINESS: tuple[str, ...] = ("readiness", "both")
+WITH_VALIDITY: tuple[str, ...] = ("validity", "both")
+#: State priors divided out in the update; ``next_step`` needs the LMM's next-step scores.
+PRIORS: tuple[str, ...] = get_args(Prior)
+#: The priors that need no extra scores (what a cache without next-step scores offers).
+BASE_PRIORS: tuple[str, ...] = PRIORS[:2]
+#: Filter steps: once per per-second row (the published code) or once per segment.
+STEPPINGS: tuple[str, ...] = get_args(Stepping)
+#: Filter arithmetic: float64, or the published code's torch float32 order of operations.
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+PUBLISHED_PRECISION: str = PRECISIONS[1]
+"""The published code's torch float32 arithmetic: the default on the authors' imported files."""
+#: What the online grounder does over segments a live stream lost.
+GAP_MODES: tuple[str, ...] = get_args(GapMode)
+#: A dataset's localization protocol: article-grounding mAP at tIoU (HT-Step), or windowed
+#: R@1 at IoU over natural-language queries (Ego4D Goal-Step, NLQ).
+LOCALIZATIONS: tuple[str, ...] = get_args(Localization)
+#: How the simulator reads a step that is not on screen (``core/simulate.py``).
+OFF_STEP_PROGRESS: tuple[str, ...] = ("noisy", "zero")
