@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from baglm_nb.analyses.paper import PAPER_PROMPT_QUERIES, paper_value
+from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.analyses.tables import (
     DATASET_NAMES,
     METHOD_NAMES,
@@ -57,7 +57,7 @@ _NO_DEPS = "no dependency source for this dataset"
 _DEFAULT_D = sources.SIMULATED_LLM
 
 
-def prior_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D) -> pd.DataFrame:
+def prior_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D) -> ResultTable:
     """Tab. prior: the state prior divided out in the update.
 
     Rows per dataset: 1) the LMM's next-step scores (only when the source has them, else a
@@ -66,6 +66,7 @@ def prior_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D) ->
     """
     table = TableBuilder()
     for obs in observations:
+        table.observe(obs.label)
         d = sources.dependencies(deps, obs.dataset)
         name = "1) next-step scores (pi_next)"
         paper = paper_value("prior_next_step", obs.dataset)
@@ -86,7 +87,7 @@ def prior_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D) ->
                 continue
             scored = score_baglm(obs, d, prior=prior)
             table.add(obs.dataset, label, scored, paper, source=obs.label, D=d.label, note="")
-    return table.frame()
+    return table.result()
 
 
 def _paper_key_for_llm(name: str) -> str | None:
@@ -98,7 +99,7 @@ def _paper_key_for_llm(name: str) -> str | None:
     return None
 
 
-def llm_table(observations: Iterable[Observations], llms: Mapping[str, Any]) -> pd.DataFrame:
+def llm_table(observations: Iterable[Observations], llms: Mapping[str, Any]) -> ResultTable:
     """Tab. LLM: BaGLM with the dependency matrices of two (or more) LLMs.
 
     ``llms`` maps an LLM's display name to a deps setting (:mod:`baglm_nb.core.sources`): e.g.
@@ -109,6 +110,7 @@ def llm_table(observations: Iterable[Observations], llms: Mapping[str, Any]) -> 
     """
     table = TableBuilder()
     for obs in observations:
+        table.observe(obs.label)
         for name, setting in llms.items():
             key = _paper_key_for_llm(name)
             paper = paper_value(key, obs.dataset) if key else float("nan")
@@ -119,7 +121,7 @@ def llm_table(observations: Iterable[Observations], llms: Mapping[str, Any]) -> 
                 continue
             scored = score_baglm(obs, d)
             table.add(obs.dataset, name, scored, paper, source=obs.label, D=d.label, note="")
-    return table.frame()
+    return table.result()
 
 
 def vsg_from_cache(path: str | os.PathLike) -> tuple[str, str, dict[str, np.ndarray]]:
@@ -146,7 +148,7 @@ def vsg_from_cache(path: str | os.PathLike) -> tuple[str, str, dict[str, np.ndar
 def prompt_table(
     observations: Iterable[Observations],
     binary: Mapping[str, str | os.PathLike | Mapping[str, np.ndarray]] | None = None,
-) -> pd.DataFrame:
+) -> ResultTable:
     """Tab. prompt: the off-the-shelf LMM with the multiple-choice vs the binary VSG prompt.
 
     ``observations`` give the multiple-choice rows; ``binary`` maps a dataset to a score-cache
@@ -179,10 +181,10 @@ def prompt_table(
                 continue
             extra = {"note": "", "queries_per_segment": queries}
             table.add(obs.dataset, name, scored, paper, source=label, **extra)
-    return table.frame()
+    return table.result()
 
 
-def stepping_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D) -> pd.DataFrame:
+def stepping_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D) -> ResultTable:
     """Per-second vs per-segment stepping (a new ablation; the paper does not report it).
 
     The published code steps the filter once per second row, so each 2-s segment's observation
@@ -191,6 +193,7 @@ def stepping_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D)
     """
     table = TableBuilder()
     for obs in observations:
+        table.observe(obs.label)
         d = sources.dependencies(deps, obs.dataset)
         for label, stepping, paper, note in (
             (
@@ -211,7 +214,7 @@ def stepping_table(observations: Iterable[Observations], deps: Any = _DEFAULT_D)
                 continue
             scored = score_baglm(obs, d, stepping=stepping)
             table.add(obs.dataset, label, scored, paper, source=obs.label, D=d.label, note=note)
-    return table.frame()
+    return table.result()
 
 
 def segment_duration_table(
@@ -222,7 +225,7 @@ def segment_duration_table(
     params: SimulationParams | None = None,
     limit: int | None = None,
     caches: Iterable[str | os.PathLike] = (),
-) -> pd.DataFrame:
+) -> ResultTable:
     """Fig. segment duration x LMM: BaGLM and the off-the-shelf model per segment duration.
 
     The simulated source is rebuilt at every duration (``params``, default each dataset's
@@ -233,7 +236,7 @@ def segment_duration_table(
 
     Returns
     -------
-    DataFrame
+    ResultTable
         ``dataset, source, segment_duration, method, workbench, paper, videos, D``; items carry
         ``segment_duration``.
     """
@@ -269,7 +272,7 @@ def segment_duration_table(
     columns = (
         "dataset", "source", "segment_duration", "method", "workbench", "paper", "videos", "D",
     )  # fmt: skip
-    return table.frame(columns)
+    return table.result(columns)
 
 
 def sensitivity_table(
@@ -280,7 +283,7 @@ def sensitivity_table(
     params: SimulationParams | None = None,
     limit: int | None = None,
     with_calibrated: bool = True,
-) -> pd.DataFrame:
+) -> ResultTable:
     """BaGLM's gain over the off-the-shelf model as the simulated signal strength varies.
 
     A figure the paper does not have: for each ``signal`` the simulated source is rebuilt
@@ -291,7 +294,7 @@ def sensitivity_table(
 
     Returns
     -------
-    DataFrame
+    ResultTable
         ``dataset, D, signal, calibrated, off_the_shelf, baglm, gain, paper_off_the_shelf,
         paper_baglm, paper_gain, videos, source``; items carry ``method``, ``signal`` and ``D``.
     """
@@ -330,7 +333,7 @@ def sensitivity_table(
             d_label = label if key == "baglm" else NOT_USED
             table.item(s.hits, dataset=row["dataset"], method=method, source=obs.label,
                        signal=signal, D=d_label)  # fmt: skip
-    return table.frame()
+    return table.result()
 
 
 def dependency_quality_table(
@@ -340,7 +343,7 @@ def dependency_quality_table(
     presets: Sequence[str] = ("simulated-llm:llama", "simulated-llm:gpt"),
     scores: Any = sources.SIMULATED,
     limit: int | None = None,
-) -> pd.DataFrame:
+) -> ResultTable:
     """BaGLM's gain as the dependency matrix degrades from the oracle chain to noise.
 
     A sweep the paper does not have: D = ``noisy-oracle:<level>`` (each video's oracle chain
@@ -350,7 +353,7 @@ def dependency_quality_table(
 
     Returns
     -------
-    DataFrame
+    ResultTable
         ``dataset, D, level, off_the_shelf, baglm, gain, paper_gain, videos, source``; items
         carry ``method`` and ``D``.
     """
@@ -371,4 +374,4 @@ def dependency_quality_table(
         table.row(row, bag.hits, method=METHOD_NAMES["baglm"], D=dep.label)
     table.item(off.hits, dataset=name, method=METHOD_NAMES["off_the_shelf"], source=obs.label,
                D=NOT_USED)  # fmt: skip
-    return table.frame()
+    return table.result()

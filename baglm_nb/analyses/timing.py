@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from baglm_nb.analyses.paper import PAPER_TIMING
+from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.inputs import samples
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.stores.scores import ScoreCache
@@ -135,15 +136,16 @@ def timing_tables(
     ``annotations`` is the folder of the annotation file the cache's videos come from (default
     ``data/annotations``; the sample clips': :func:`baglm_nb.inputs.samples.annotations`).
     Returns a dict with ``table`` (:func:`timing_table`, or :func:`no_timings_table` when
-    ``folder`` is None or its cache recorded no timings), ``summary`` (:func:`timing_summary`,
-    or None), ``source``, ``dataset``, ``segment_duration`` and ``message`` (what was found).
+    ``folder`` is None or its cache recorded no timings) and ``summary``
+    (:func:`timing_summary`, or None) as result tables without items, ``source``,
+    ``dataset``, ``segment_duration`` and ``message`` (what was found).
     """
     empty = {"summary": None, "source": "none", "dataset": None, "segment_duration": 2}
     if folder is None:
         reason = "no score cache given (parameter `timings`)"
         return {
             **empty,
-            "table": no_timings_table(reason),
+            "table": ResultTable.of(no_timings_table(reason)),
             "message": f"No timings available: {reason}; none are invented.",
         }
     cache = ScoreCache.open(Path(folder))
@@ -154,7 +156,7 @@ def timing_tables(
         reason = f"the score cache {cache.path} recorded no per-segment timings ({source})"
         return {
             **empty,
-            "table": no_timings_table(reason),
+            "table": ResultTable.of(no_timings_table(reason)),
             "dataset": key.dataset,
             "message": f"No timings available: {reason}; none are invented.",
         }
@@ -162,8 +164,8 @@ def timing_tables(
     d = key.segment_duration
     summary = timing_summary(frame, videos, segment_duration=d)
     return {
-        "table": timing_table(frame, videos, source=source),
-        "summary": summary,
+        "table": ResultTable.of(timing_table(frame, videos, source=source), observations=[source]),
+        "summary": ResultTable.of(summary, observations=[source]),
         "source": source,
         "dataset": key.dataset,
         "segment_duration": d,
