@@ -56,8 +56,10 @@ def test_title_is_title_for_with_the_d_column():
     frame = pd.DataFrame({"source": ["lmm:a", "lmm:a", "lmm:a"], "D": ["x", NOT_USED, None]})
     table = ResultTable.of(frame, observations=["lmm:a"])
     assert table.sources.dependencies == ("x",)
-    assert table.title("R@1") == title_for("R@1", "lmm:a", frame) == (
-        "R@1; D: x (observations: lmm:a)"
+    assert (
+        table.title("R@1")
+        == title_for("R@1", "lmm:a", frame)
+        == ("R@1; D: x (observations: lmm:a)")
     )
     assert title_for("R@1", "lmm:a", table) == table.title("R@1")
 
