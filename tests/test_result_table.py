@@ -87,7 +87,8 @@ def test_concat_keeps_the_items_of_the_tables_that_have_them(main):
 
 
 def test_write_keeps_the_csv_of_the_frame_and_records_commit_and_parameters(main, tmp_path):
-    params = {"datasets": ("htstep", "coin"), "limit": 3, "scores": {"coin": Path("/x/y")}}
+    scores = {"coin": Path("/x/y"), "htstep": ROOT / "data" / "cache" / "h"}
+    params = {"datasets": ("htstep", "coin"), "limit": 3, "scores": scores}
     main.write(tmp_path / "main", "T", params=params)
     assert (tmp_path / "main.csv").read_bytes() == main.frame.to_csv(index=False).encode()
     stored = pq.read_table(tmp_path / "main.items.parquet").to_pandas()
@@ -97,7 +98,8 @@ def test_write_keeps_the_csv_of_the_frame_and_records_commit_and_parameters(main
                           text=True, check=True).stdout.strip()  # fmt: skip
     assert summary["commit"] == head and len(head) == 40
     assert summary["parameters"] == {
-        "datasets": ["htstep", "coin"], "limit": 3, "scores": {"coin": "/x/y"},
+        "datasets": ["htstep", "coin"], "limit": 3,
+        "scores": {"coin": "/x/y", "htstep": "data/cache/h"},  # inside the checkout: relative
     }  # fmt: skip
     assert summary["observation_sources"] == ["simulated"]
     assert summary["dependency_sources"] == ["simulated-llm:llama"]

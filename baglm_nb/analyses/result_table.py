@@ -62,6 +62,9 @@ NOT_USED = "not used"
 #: The label columns every item starts with (grouping columns follow them).
 ITEM_LABELS = ("dataset", "method", "source")
 
+#: The folder holding the package (the checkout): parameters' paths inside it are kept relative.
+_ROOT = Path(__file__).resolve().parents[2]
+
 #: The pair columns of an item (:func:`~baglm_nb.core.evaluation.pair_hits`).
 _PAIR_COLUMNS = ("video_uid", "task", "step_index", "hit", "num_steps", "position")
 
@@ -259,8 +262,10 @@ def current_commit(folder: str | os.PathLike | None = None) -> str | None:
 
 
 def _json_values(params: Mapping[str, Any]) -> dict[str, Any]:
-    """``params`` as JSON values: paths and other objects as text, tuples as lists."""
-    return json.loads(json.dumps(dict(params), default=str))
+    """``params`` as JSON values: paths and other objects as text, tuples as lists; a path
+    inside the checkout relative to it (the summary names no local folder)."""
+    inside = json.dumps(str(_ROOT) + os.sep)[1:-1]  # the prefix as JSON writes it
+    return json.loads(json.dumps(dict(params), default=str).replace(inside, ""))
 
 
 def table_summary(
@@ -274,7 +279,8 @@ def table_summary(
     ``dependency_sources`` the table's :class:`Sources`. ``videos`` and ``pairs`` count the
     distinct (dataset, video) and (dataset, video, step) of the items and ``items`` their
     rows; all three are None for a table without items. ``commit`` is
-    :func:`current_commit`; ``parameters`` are ``params`` (None when not given).
+    :func:`current_commit`; ``parameters`` are ``params`` (None when not given), paths inside
+    the checkout relative to it.
     """
     table = _as_table(table)
     df, items = table.frame, table.items
