@@ -8,7 +8,6 @@ import pytest
 from reference import reference_recall
 
 from baglm_nb.analyses import ablations as A
-from baglm_nb.analyses.tables import items_of
 from baglm_nb.core.observations import Observations, from_simulation
 from baglm_nb.core.oracles import oracle_dependency
 from baglm_nb.core.pipeline import compare, run_baglm
@@ -33,9 +32,9 @@ def _is_slot(row) -> bool:
     return str(row["note"]).startswith("slot:") and math.isnan(row["workbench"])
 
 
-def _items_r1(table, method, **groups) -> float:
-    """The flat-mean R@1 of the items of one method (and group) of a table."""
-    items = items_of(table)
+def _items_r1(result, method, **groups) -> float:
+    """The flat-mean R@1 of the items of one method (and group) of a result table."""
+    items = result.items
     keep = items["method"] == method
     for key, value in groups.items():
         keep &= items[key] == value
@@ -43,7 +42,8 @@ def _items_r1(table, method, **groups) -> float:
 
 
 def test_prior_table_slot_without_next_step_and_uniform_matches_compare(obs):
-    table = A.prior_table([obs])
+    result = A.prior_table([obs])
+    table = result.frame
     assert list(table["method"]) == [
         "1) next-step scores (pi_next)",
         "2) propagated",
@@ -61,10 +61,10 @@ def test_prior_table_slot_without_next_step_and_uniform_matches_compare(obs):
         reference_recall("htstep", propagated, obs.videos), 1
     )
     assert list(table["D"]) == [LLAMA] * 3 and list(table["note"][1:]) == ["", ""]
-    assert list(A.prior_table([obs], "oracle")["D"]) == ["oracle"] * 3
+    assert list(A.prior_table([obs], "oracle").frame["D"]) == ["oracle"] * 3
     for _, row in table.iloc[1:].iterrows():
-        assert _items_r1(table, row["method"]) == row["workbench"]
-    assert set(items_of(table)["method"]) == {"2) propagated", "3) uniform 1/(K+1)"}
+        assert _items_r1(result, row["method"]) == row["workbench"]
+    assert set(result.items["method"]) == {"2) propagated", "3) uniform 1/(K+1)"}
 
 
 def test_prior_table_uses_next_step_scores_when_present(obs):
@@ -76,7 +76,7 @@ def test_prior_table_uses_next_step_scores_when_present(obs):
         obs.progress,
         {u: v + 0.01 for u, v in obs.vsg.items()},
     )
-    row = A.prior_table([with_next]).iloc[0]
+    row = A.prior_table([with_next]).frame.iloc[0]
     assert not math.isnan(row["workbench"]) and row["paper"] == 50.5
     beliefs = run_baglm(with_next, LLAMA, prior="next_step")
     assert row["workbench"] == round(reference_recall("htstep", beliefs, obs.videos), 1)
@@ -85,16 +85,18 @@ def test_prior_table_uses_next_step_scores_when_present(obs):
 def test_llm_table_fills_given_caches_and_slots_the_rest(obs):
     videos = load_dataset("htstep")[:N]
     matrices = {v.uid: oracle_dependency(v) for v in videos}
-    table = A.llm_table([obs], {"LLaMA-3.3-70B": {}, "GPT-4.1-mini": {"htstep": matrices}})
+    result = A.llm_table([obs], {"LLaMA-3.3-70B": {}, "GPT-4.1-mini": {"htstep": matrices}})
+    table = result.frame
     llama, gpt = table.iloc[0], table.iloc[1]
     assert _is_slot(llama) and llama["paper"] == 57.4
     assert gpt["paper"] == 57.1 and gpt["workbench"] == round(compare(obs, "oracle")["baglm"], 1)
-    assert gpt["D"] == "matrices" and _items_r1(table, "GPT-4.1-mini") == gpt["workbench"]
+    assert gpt["D"] == "matrices" and _items_r1(result, "GPT-4.1-mini") == gpt["workbench"]
 
 
 def test_llm_table_with_the_simulated_presets(obs):
     """The CPU default: each LLM row filled with its simulated preset, named in ``D``."""
-    table = A.llm_table([obs], {"LLaMA-3.3-70B": LLAMA, "GPT-4.1-mini": "simulated-llm:gpt"})
+    result = A.llm_table([obs], {"LLaMA-3.3-70B": LLAMA, "GPT-4.1-mini": "simulated-llm:gpt"})
+    table = result.frame
     assert list(table["D"]) == [LLAMA, "simulated-llm:gpt"]
     assert list(table["paper"]) == [57.4, 57.1]
     for row, setting in zip(table.itertuples(), [LLAMA, "simulated-llm:gpt"], strict=True):
@@ -102,12 +104,13 @@ def test_llm_table_with_the_simulated_presets(obs):
 
 
 def test_prompt_table(obs):
-    table = A.prompt_table([obs])
+    result = A.prompt_table([obs])
+    table = result.frame
     mc, binary = table.iloc[0], table.iloc[1]
     assert mc["paper"] == 52.0 and mc["queries_per_segment"] == "1"
     assert mc["workbench"] == round(compare(obs, "none")["off_the_shelf"], 1)
     assert _is_slot(binary) and binary["paper"] == 52.5 and binary["queries_per_segment"] == "K"
-    same = A.prompt_table([obs], {"htstep": dict(obs.vsg)})
+    same = A.prompt_table([obs], {"htstep": dict(obs.vsg)}).frame
     assert same.iloc[0]["workbench"] == same.iloc[1]["workbench"]
     assert mc["workbench"] == round(reference_recall("htstep", obs.vsg, obs.videos), 1)
 
@@ -116,13 +119,14 @@ def test_prompt_table_reads_a_score_cache_without_progress(obs, tmp_path):
     cache = ScoreCache(tmp_path, ScoreKey("htstep", "binary-model", "vsg-bin-v1"))
     for uid, rows in list(obs.vsg.items())[:4]:
         cache.write_video(uid, rows[::2])
-    table = A.prompt_table([obs], {"htstep": cache.path})
+    result = A.prompt_table([obs], {"htstep": cache.path})
+    table = result.frame
     assert table.iloc[1]["source"] == "lmm:binary-model"
     assert (table["videos"] == 4).all()
     shared = obs.videos[:4]
     expected = reference_recall("htstep", {v.uid: obs.vsg[v.uid] for v in shared}, shared)
     assert table.iloc[0]["workbench"] == table.iloc[1]["workbench"] == round(expected, 1)
-    items = items_of(table)
+    items = result.items
     assert items.groupby("source")["video_uid"].nunique().to_dict() == {
         "lmm:binary-model": 4,
         "simulated": 4,
@@ -130,7 +134,8 @@ def test_prompt_table_reads_a_score_cache_without_progress(obs, tmp_path):
 
 
 def test_stepping_table(obs):
-    table = A.stepping_table([obs])
+    result = A.stepping_table([obs])
+    table = result.frame
     assert list(table["paper"].isna()) == [False, True]
     assert "not reported" in table.iloc[1]["note"] and (table["D"] == LLAMA).all()
     assert table.iloc[0]["workbench"] == round(compare(obs, LLAMA)["baglm"], 1)
@@ -141,7 +146,8 @@ def test_stepping_table(obs):
 
 
 def test_segment_duration_table_rebuilds_the_simulation():
-    table = A.segment_duration_table(["htstep"], (1, 2), limit=4)
+    result = A.segment_duration_table(["htstep"], (1, 2), limit=4)
+    table = result.frame
     assert len(table) == 4 and set(table["segment_duration"]) == {1, 2}
     assert table[table["segment_duration"] == 1]["paper"].isna().all()
     two = table[table["segment_duration"] == 2].set_index("method")["paper"]
@@ -153,12 +159,13 @@ def test_segment_duration_table_rebuilds_the_simulation():
         sim = from_simulation("htstep", params, videos=videos)
         rows = sim.vsg if row.method == "off-the-shelf LMM" else run_baglm(sim, LLAMA)
         assert row.workbench == round(reference_recall("htstep", rows, videos), 1)
-        r1 = _items_r1(table, row.method, segment_duration=row.segment_duration)
+        r1 = _items_r1(result, row.method, segment_duration=row.segment_duration)
         assert r1 == row.workbench
 
 
 def test_sensitivity_table_tracks_the_signal():
-    table = A.sensitivity_table("htstep", [0.0, 4.0], limit=6)
+    result = A.sensitivity_table("htstep", [0.0, 4.0], limit=6)
+    table = result.frame
     calibrated = default_params("htstep").signal
     assert list(table["signal"]) == [0.0, calibrated, 4.0]  # the calibrated signal is added
     assert list(table["calibrated"]) == [False, True, False]
@@ -172,14 +179,17 @@ def test_sensitivity_table_tracks_the_signal():
         bag = reference_recall("htstep", run_baglm(sim, LLAMA), videos)
         assert (row.off_the_shelf, row.baglm) == (round(off, 1), round(bag, 1))
         assert row.gain == round(bag - off, 1)
-        assert _items_r1(table, "BaGLM", signal=row.signal) == row.baglm
-        assert _items_r1(table, "off-the-shelf LMM", signal=row.signal) == row.off_the_shelf
-    oracle = A.sensitivity_table("htstep", [1.0], deps="oracle", limit=6, with_calibrated=False)
+        assert _items_r1(result, "BaGLM", signal=row.signal) == row.baglm
+        assert _items_r1(result, "off-the-shelf LMM", signal=row.signal) == row.off_the_shelf
+    oracle = A.sensitivity_table(
+        "htstep", [1.0], deps="oracle", limit=6, with_calibrated=False
+    ).frame
     assert list(oracle["signal"]) == [1.0] and list(oracle["D"]) == ["oracle"]
 
 
 def test_dependency_quality_table_from_the_oracle_chain_to_noise():
-    table = A.dependency_quality_table("htstep", [0.0, 1.0], limit=6)
+    result = A.dependency_quality_table("htstep", [0.0, 1.0], limit=6)
+    table = result.frame
     assert list(table["D"]) == [
         "noisy-oracle:0",
         "noisy-oracle:1",
@@ -196,7 +206,7 @@ def test_dependency_quality_table_from_the_oracle_chain_to_noise():
     ):
         bag = reference_recall("htstep", run_baglm(obs, setting), obs.videos)
         assert row.baglm == round(bag, 1) and row.gain == round(bag - off, 1)
-    items = items_of(table)
+    items = result.items
     assert set(items["D"]) == {*table["D"], "not used"}
 
 

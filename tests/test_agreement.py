@@ -17,11 +17,13 @@ from baglm_nb.core.observations import from_simulation
 
 def test_only_the_simulated_off_the_shelf_rows_are_calibrated():
     obs = [from_simulation("htstep", limit=3)]
-    main = main_results_table(obs)
+    main = main_results_table(obs).frame
     assert agreement.calibrated_mask(main).tolist() == [False, True]  # BaGLM, off-the-shelf
     assert not agreement.calibrated_mask(main.assign(source="lmm:internvl")).any()
     assert not agreement.calibrated_mask(main.assign(paper=np.nan)).any()
-    prompt = prompt_table(obs)  # the multiple-choice row is the calibrated one; binary: a slot
+    prompt = prompt_table(
+        obs
+    ).frame  # the multiple-choice row is the calibrated one; binary: a slot
     assert agreement.calibrated_mask(prompt).tolist() == [True, False]
     assert "agrees by construction" in agreement.calibration_note(main)
     assert agreement.calibration_note(main.iloc[:1]) is None

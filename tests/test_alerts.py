@@ -14,7 +14,6 @@ import pytest
 
 from baglm_nb.analyses.alerts import alert_table, video_alerts
 from baglm_nb.analyses.mistakes import dependent_pairs, inject, mistakes_of
-from baglm_nb.analyses.tables import items_of
 from baglm_nb.core import sources
 from baglm_nb.core.alerts import (
     DONE_LEVEL,
@@ -268,8 +267,8 @@ def test_mistakes_are_seeded_per_video():
 
 
 def test_alert_table_rows_are_what_their_items_give():
-    table = alert_table(["htstep"], limit=8, show_progress=False)
-    items = items_of(table)
+    result = alert_table(["htstep"], limit=8, show_progress=False)
+    table, items = result.frame, result.items
     assert list(table["D"].unique()) == ["oracle", "simulated-llm:llama", "simulated-llm:gpt"]
     assert set(table["source"]) == {"simulated"} and len(table) == 6
     for row in table.itertuples():

@@ -637,3 +637,17 @@ def test_grid_does_not_import_datasets():
     tree = ast.parse((PACKAGE / "inputs" / "grid.py").read_text())
     modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert "baglm_nb.inputs.datasets" not in modules
+
+
+def test_result_tables_carry_their_items_and_sources_in_one_object():
+    """Items live in a ``ResultTable``, never in ``DataFrame.attrs`` (``pd.concat`` drops them);
+    source labels are joined in one function, which the notebooks call."""
+    import json
+
+    assert not [_rel(p) for p in MODULES if re.search(r"\.attrs\b", p.read_text())]
+    assert _definitions(r'" \+ "\.join') == ["baglm_nb/analyses/result_table.py"]
+    notebooks = sorted((PACKAGE.parent / "notebooks").glob("*.ipynb"))
+    code = {n.name: "".join("".join(c["source"]) for c in json.loads(n.read_text())["cells"]
+                            if c["cell_type"] == "code") for n in notebooks}  # fmt: skip
+    assert not [name for name, text in code.items() if '" + ".join' in text]
+    assert not [name for name, text in code.items() if "write_table(" in text]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from baglm_nb.analyses import assistance
-from baglm_nb.analyses.tables import items_of, title_for
+from baglm_nb.analyses.tables import title_for
 from baglm_nb.core import sources
 from baglm_nb.core.evaluation import evaluate
 from baglm_nb.core.online_metrics import measure
@@ -21,11 +21,16 @@ def observations():
 
 
 @pytest.fixture(scope="module")
-def table(observations):
+def result(observations):
     return assistance.lag_table(observations, "simulated-llm:llama", [0, 1, 4, None])
 
 
-def test_lag_table_rows_are_compare_and_measure(observations, table):
+@pytest.fixture(scope="module")
+def table(result):
+    return result.frame
+
+
+def test_lag_table_rows_are_compare_and_measure(observations, result, table):
     assert list(table["lag"].unique()) == ["0", "1", "4", "inf"]
     assert len(table) == 2 * 2 * 4
     for obs in observations:
@@ -50,8 +55,9 @@ def test_lag_table_rows_are_compare_and_measure(observations, table):
         ots = sub[sub["method"] == "off-the-shelf LMM"]
         assert ots["frame_accuracy"].nunique() == 1 and ots["workbench"].nunique() == 1
         assert ots["workbench"].iloc[0] == round(base["off_the_shelf"], 1)
-    items = items_of(table)
+    items = result.items
     assert set(items["lag"]) == {"0", "1", "4", "inf"} and items["hit"].dtype == bool
+    assert result.sources.observations == ("simulated",)
 
 
 def test_lag_lines_draw_each_metric_per_dataset(table):

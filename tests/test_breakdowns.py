@@ -9,7 +9,6 @@ import pytest
 from reference import reference_pairs, reference_recall
 
 from baglm_nb.analyses import breakdowns as B
-from baglm_nb.analyses.tables import items_of
 from baglm_nb.core.observations import Observations, from_simulation
 from baglm_nb.core.pipeline import run_baglm
 from baglm_nb.inputs.datasets import load_dataset
@@ -38,7 +37,8 @@ def hits_table() -> pd.DataFrame:
 
 
 def test_position_table_bins():
-    table = B.position_table("htstep", hits_table())
+    result = B.position_table("htstep", hits_table())
+    table = result.frame
     bag = table[table["method"] == "BaGLM"].set_index("bin")
     assert list(bag["pairs"]) == [2, 1, 0, 0, 2]
     assert bag.loc["bin 0", "workbench"] == 50.0 and bag.loc["bin 4", "workbench"] == 50.0
@@ -47,22 +47,23 @@ def test_position_table_bins():
     off = table[table["method"] == "off-the-shelf LMM"]
     assert list(off["paper"]) == [53.6, 52.7, 54.6, 49.7, 49.3]
     assert table[table["dataset"] == "HT-Step"].shape[0] == 10
-    other = B.position_table("crosstask", hits_table())
+    other = B.position_table("crosstask", hits_table()).frame
     assert other["paper"].isna().all()
-    items = items_of(table)
+    items = result.items
     assert list(items["bin"][:5]) == ["bin 0", "bin 0", "bin 1", "bin 4", "bin 4"]
     assert set(items["source"]) == {"simulated"} and len(items) == 10
 
 
 def test_candidate_steps_table():
-    table = B.candidate_steps_table("htstep", hits_table())
+    result = B.candidate_steps_table("htstep", hits_table())
+    table = result.frame
     bag = table[table["method"] == "BaGLM"].set_index("num_steps")
     assert bag.loc[2, "videos"] == 2 and bag.loc[2, "pairs"] == 4
     assert bag.loc[2, "workbench"] == 75.0 and bag.loc[5, "workbench"] == 0.0
     assert table["paper"].isna().all() and list(table["method"].unique())[0] == "BaGLM"
     off = table[table["method"] == "off-the-shelf LMM"].set_index("num_steps")
     assert off.loc[2, "workbench"] == 50.0 and off.loc[5, "workbench"] == 100.0
-    items = items_of(table)
+    items = result.items
     assert len(items) == 10 and set(items["dataset"]) == {"HT-Step"}
 
 
@@ -81,7 +82,8 @@ def test_breakdown_hits_on_real_beliefs(obs):
     videos = load_dataset("htstep")[:N]
     hits = B.breakdown_hits("htstep", {"off_the_shelf": obs.vsg}, videos)
     assert set(hits["method"]) == {"off-the-shelf LMM"}
-    table = B.position_table("htstep", hits)
+    result = B.position_table("htstep", hits)
+    table = result.frame
     explicit = _explicit_bins(videos, obs.vsg)
     assert list(table["pairs"]) == [len(explicit[i]) for i in range(5)]
     for i, row in table.iterrows():
@@ -90,12 +92,13 @@ def test_breakdown_hits_on_real_beliefs(obs):
             assert row["workbench"] == round(100 * sum(b) / len(b), 1)
         else:
             assert math.isnan(row["workbench"])
-    total = items_of(table)["hit"].mean() * 100
+    total = result.items["hit"].mean() * 100
     assert total == pytest.approx(reference_recall("htstep", obs.vsg, videos), abs=1e-9)
 
 
 def test_breakdown_tables(obs):
-    position, steps = B.breakdown_tables(obs, "oracle", bins=5)
+    results = B.breakdown_tables(obs, "oracle", bins=5)
+    position, steps = (r.frame for r in results)
     assert set(position["method"]) == set(steps["method"]) == {"BaGLM", "off-the-shelf LMM"}
     assert position["pairs"].sum() == steps["pairs"].sum() > 0
     with pytest.raises(KeyError, match="no dependency source"):
@@ -104,9 +107,9 @@ def test_breakdown_tables(obs):
     bag = position[position["method"] == "BaGLM"]
     assert list(bag["pairs"]) == [len(explicit[i]) for i in range(5)]
     assert list(bag["workbench"]) == [round(100 * sum(b) / len(b), 1) for b in explicit.values()]
-    for table, group in ((position, "bin"), (steps, "num_steps")):
-        items = items_of(table)
-        for row in table.to_dict("records"):
+    for result, group in zip(results, ("bin", "num_steps"), strict=True):
+        items = result.items
+        for row in result.frame.to_dict("records"):
             mine = items[(items["method"] == row["method"]) & (items[group] == row[group])]
             assert len(mine) == row["pairs"] > 0
             assert round(mine["hit"].mean() * 100, 1) == row["workbench"]

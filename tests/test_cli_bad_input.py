@@ -215,6 +215,21 @@ def test_check_parameters_accepts_every_notebooks_defaults():
         assert len(calls) == 1, notebook.name
 
 
+def test_check_parameters_returns_the_parameters_not_what_ipython_adds():
+    import json as json_module
+
+    from baglm_nb.apps.parameters import check_parameters
+
+    namespace = {"__name__": "__main__", "_ih": [""], "In": [""], "Out": {}, "_": None,
+                 "get_ipython": print, "json_module": json_module, "check_parameters": print,
+                 "datasets": ["coin"], "limit": 3, "scores": {}, "video_dir": None,
+                 "threshold": 0.5, "match_labels": False, "lags": [0, None]}  # fmt: skip
+    assert check_parameters(namespace) == {
+        "datasets": ["coin"], "limit": 3, "scores": {}, "video_dir": None, "threshold": 0.5,
+        "match_labels": False, "lags": [0, None],
+    }  # fmt: skip
+
+
 def test_a_notebook_run_with_a_wrong_parameter_type_names_it(tmp_path):
     notebook = ROOT / "notebooks" / "03_main_results.ipynb"
     done = subprocess.run(

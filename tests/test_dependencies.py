@@ -527,7 +527,9 @@ def test_violations_table_layout():
 
 
 def test_violation_report_prints_the_papers_rows_for_htstep():
-    table, _ = violation_report("htstep", ["none"], thresholds=[0.0, 0.1, 0.55, 1.0])
+    result, _ = violation_report("htstep", ["none"], thresholds=[0.0, 0.1, 0.55, 1.0])
+    table = result.frame
+    assert result.sources.dependencies == ("none",) and result.items is None
     assert table["source"].tolist() == ["none", "paper: LLaMA-3.3-70B", "paper: GPT-4.1-mini"] * 2
     rows = table.set_index(["metric", "source"])
     violated = rows.loc["Violated dependencies (%)"]
@@ -540,7 +542,7 @@ def test_violation_report_prints_the_papers_rows_for_htstep():
     assert np.isnan(violated.loc["paper: GPT-4.1-mini", "0.55"])  # a threshold it never printed
     by_task, _ = violation_report("htstep", ["none"], group_limit=3, thresholds=[0.0], scope="task")
     other, _ = violation_report("crosstask", ["oracle"], group_limit=3, thresholds=[0.0])
-    assert not any(t["source"].str.startswith("paper").any() for t in (by_task, other))
+    assert not any(t.frame["source"].str.startswith("paper").any() for t in (by_task, other))
 
 
 def test_violation_report_compares_sources_on_common_groups(tmp_path):
@@ -552,8 +554,11 @@ def test_violation_report_compares_sources_on_common_groups(tmp_path):
         sources.dependencies("htstep", "imported", root=tmp_path)  # not the default LLM key
     imported = sources.dependencies("htstep", "imported", root=tmp_path, llm="llama-x")
     assert imported.label == "llama-x" and imported.source.groups() == [first.group]
-    table, long = violation_report(
-        "htstep", ["oracle", str(cache.path)], root=tmp_path, thresholds=[0.0, 1.0]
+    table, long = (
+        t.frame
+        for t in violation_report(
+            "htstep", ["oracle", str(cache.path)], root=tmp_path, thresholds=[0.0, 1.0]
+        )
     )
     assert set(long.tasks) == {1}  # only the group every source has
     paper = ["paper: LLaMA-3.3-70B", "paper: GPT-4.1-mini"]

@@ -16,7 +16,6 @@ from baglm_nb.analyses.display import MISSING, format_cells, show_figure, show_t
 from baglm_nb.analyses.localization import DETECTION_CHOICES
 from baglm_nb.analyses.plots import results_bars
 from baglm_nb.analyses.results import dataset_table, main_results_table
-from baglm_nb.analyses.tables import concat_tables, items_of
 from baglm_nb.core.observations import from_simulation
 
 
@@ -41,7 +40,7 @@ def test_dataset_statistics_print_counts_as_integers():
     table = dataset_table()  # 4 datasets x 5 statistics
     view = show_table(table, "Dataset statistics")
     rows = body_rows(view._repr_html_())
-    assert len(rows) == 20 and header(view._repr_html_()) == list(table.columns)
+    assert len(rows) == 20 and header(view._repr_html_()) == list(table.frame.columns)
     cells = {(r[0], r[1]): r[2:] for r in rows}
     assert cells[("HT-Step", "videos")] == ["600", "600"]
     assert cells[("COIN", "videos")] == ["2354", "2354 (of 2797 test)"]
@@ -57,7 +56,7 @@ def test_slot_notes_are_shown_in_full(observations):
     page = show_table(table, "LLM ablation")._repr_html_()
     rows = body_rows(page)
     notes = [r[header(page).index("note")] for r in rows]
-    assert notes == table["note"].tolist()  # every note whole, e.g. the cache it needs
+    assert notes == table.frame["note"].tolist()  # every note whole, e.g. the cache it needs
     assert notes[0] == "slot: pass a LLaMA-3.3-70B dependency source (02_dependencies) for htstep"
     assert [r[header(page).index("workbench")] for r in rows] == [MISSING] * 4
     assert "..." not in page and "\u2026" not in page
@@ -65,7 +64,7 @@ def test_slot_notes_are_shown_in_full(observations):
 
 
 def test_one_missing_marker_and_no_index(observations):
-    prompt = prompt_table(observations)  # slot rows: NaN workbench; note "" elsewhere
+    prompt = prompt_table(observations).frame  # slot rows: NaN workbench; note "" elsewhere
     mixed = pd.DataFrame({"paper": [1.5, None, np.nan], "n": pd.array([1, None, 3], "Int64")})
     both = pd.concat([prompt, prompt])  # a repeated index 0..3, 0..3
     cells = format_cells(both)
@@ -93,7 +92,7 @@ def test_a_meaningful_index_becomes_a_column():
 
 
 def test_float_columns_share_the_decimals_they_need():
-    table = sensitivity_table("htstep", [0.5, 1.244], limit=4, with_calibrated=False)
+    table = sensitivity_table("htstep", [0.5, 1.244], limit=4, with_calibrated=False).frame
     cells = format_cells(table)
     assert cells["signal"].tolist() == ["0.500", "1.244"]
     assert all(re.fullmatch(r"\d+\.\d", v) for v in cells["BaGLM"])  # R@1: one decimal
@@ -102,13 +101,13 @@ def test_float_columns_share_the_decimals_they_need():
 
 
 def test_long_tables_show_every_row_up_to_the_limit(observations):
-    items = items_of(main_results_table(observations))  # one row per (video, step) and method
+    items = main_results_table(observations).items  # one row per (video, step) and method
     assert 60 < len(items) < shown.MAX_ROWS
     page = show_table(items, "items")._repr_html_()
     assert len(body_rows(page)) == len(items) and "items" in page
     rows = body_rows(page)
     assert [r[list(items.columns).index("video_uid")] for r in rows] == items["video_uid"].tolist()
-    longer = concat_tables([items] * 3)
+    longer = pd.concat([items] * 3)
     view = show_table(longer, "T")
     assert len(body_rows(view._repr_html_())) == shown.MAX_ROWS
     assert f"the first {shown.MAX_ROWS} of {len(longer)} rows" in view.caption
@@ -119,7 +118,7 @@ def test_show_figure_saves_and_shows_the_same_png(observations, tmp_path, monkey
 
     shown_objects = []
     monkeypatch.setattr(IPython.display, "display", lambda obj: shown_objects.append(obj))
-    table = main_results_table(observations)
+    table = main_results_table(observations).frame
     fig = results_bars(table, "Main results")
     assert plt.fignum_exists(fig.number)
     assert show_figure(fig, tmp_path / "main_results") is None

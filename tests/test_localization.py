@@ -618,16 +618,17 @@ def test_localization_tables_name_baglms_dependency_source():
     from baglm_nb.core.pipeline import run_baglm
 
     htstep = sources.observations("htstep", limit=3)
-    table = localization_table(htstep)
+    table = localization_table(htstep).frame
     computed = table[table["source"] == "simulated"]
     assert list(computed["D"]) == ["not used", "simulated-llm:llama"]
     assert table[table["source"] != "simulated"]["D"].isna().all()  # slots and NaSVA
     beliefs = run_baglm(htstep, "oracle")
-    given = localization_table(htstep, "oracle", beliefs=beliefs)
+    given = localization_table(htstep, "oracle", beliefs=beliefs).frame
     assert list(given[given["source"] == "simulated"]["D"]) == ["not used", "oracle"]
     ego4d = sources.observations("ego4d_goalstep", limit=2)
     recall = windowed_recall_table(ego4d, "simulated-llm:gpt")
-    assert list(recall["D"]) == ["not used", "simulated-llm:gpt"]
+    assert list(recall.frame["D"]) == ["not used", "simulated-llm:gpt"]
+    assert recall.items is None and recall.sources.dependencies == ("simulated-llm:gpt",)
 
 
 def test_localization_table_has_the_papers_rows_and_slots_for_the_lmms_not_run():
@@ -636,7 +637,7 @@ def test_localization_table_has_the_papers_rows_and_slots_for_the_lmms_not_run()
     from baglm_nb.analyses.localization import localization_table, model_label
     from baglm_nb.core import sources
 
-    table = localization_table(sources.observations("htstep", limit=3))
+    table = localization_table(sources.observations("htstep", limit=3)).frame
     assert list(zip(table["model"], table["method"], strict=True)) == [
         ("llava-onevision-7b", "off-the-shelf LMM"),
         ("llava-onevision-7b", "+ BaGLM"),

@@ -373,6 +373,14 @@ def test_notebook_runs_on_small_parameters(notebook, tmp_path):
         page = (tmp_path / "03_main_results.html").read_text()
         assert "Readiness" in page and "Dep. matrix oracle" in page and "\u2713" in page
         assert "calibrated to the paper" in page
+        # the summary records the code's commit and the parameters that produced the table
+        summary = json.loads((tmp_path / "main_results.summary.json").read_text())
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, check=True).stdout.strip()  # fmt: skip
+        assert summary["commit"] == head and summary["parameters"]["limit"] == 6
+        assert summary["parameters"]["datasets"] == ["htstep", "crosstask"]
+        assert summary["parameters"]["deps"] == "simulated-llm:llama"
+        assert summary["dependency_sources"] == ["simulated-llm:llama"]
     for name in SIMULATED_TITLES.get(notebook.stem, []):
         assert "simulated observations, not a real model" in (tmp_path / name).read_text(), name
     if notebook.stem == "04_ablations":

@@ -12,7 +12,8 @@ from matplotlib.colors import to_hex
 from baglm_nb.analyses import palette, plots
 from baglm_nb.analyses.ablations import llm_table, segment_duration_table, sensitivity_table
 from baglm_nb.analyses.breakdowns import breakdown_tables
-from baglm_nb.analyses.tables import concat_tables, title_for
+from baglm_nb.analyses.result_table import ResultTable
+from baglm_nb.analyses.tables import title_for
 from baglm_nb.core.observations import Observations, from_simulation
 from baglm_nb.inputs.datasets import load_dataset
 from baglm_nb.inputs.video import find_video_file, frames_at
@@ -78,7 +79,7 @@ def test_results_bars_draw_values_paper_ticks_and_slots():
 
 def test_a_chart_of_slots_draws_no_bar_and_says_so_in_its_title():
     obs = [from_simulation(name, limit=3) for name in ("htstep", "crosstask")]
-    table = llm_table(obs, {"LLaMA-3.3-70B": {}, "GPT-4.1-mini": {}})  # no caches: all slots
+    table = llm_table(obs, {"LLaMA-3.3-70B": {}, "GPT-4.1-mini": {}}).frame  # all slots
     assert table["note"].str.startswith("slot:").all() and table["paper"].notna().all()
     title = title_for("LLM ablation (Tab. LLM), R@1", "simulated")
     ax = plots.results_bars(table, title).axes[0]
@@ -98,7 +99,7 @@ def test_a_chart_of_slots_draws_no_bar_and_says_so_in_its_title():
 
 
 def test_results_bars_of_a_binned_table(obs):
-    position, _ = breakdown_tables(obs, "oracle")
+    position = breakdown_tables(obs, "oracle")[0].frame
     title = title_for("R@1 by temporal position", obs.label)
     ax = plots.results_bars(position, title, group="bin").axes[0]
     assert len(ax.patches) == len(position) == 10  # 5 bins x 2 methods, no slot
@@ -111,7 +112,7 @@ def test_results_bars_of_a_binned_table(obs):
 
 
 def test_duration_lines_draw_the_table():
-    table = segment_duration_table(["htstep"], (2, 1), limit=4)
+    table = segment_duration_table(["htstep"], (2, 1), limit=4).frame
     title = title_for("Segment duration x source", "simulated")
     fig = plots.duration_lines(table, title)
     [ax] = fig.axes
@@ -166,7 +167,7 @@ def test_duration_lines_one_panel_per_dataset_and_one_line_per_source():
 
 
 def test_sensitivity_lines_draw_the_table():
-    table = sensitivity_table("htstep", [4.0, 0.0], limit=6, with_calibrated=False)
+    table = sensitivity_table("htstep", [4.0, 0.0], limit=6, with_calibrated=False).frame
     title = title_for("BaGLM's gain vs observation quality", "simulated")
     fig = plots.sensitivity_lines(table, title, calibrated=1.244)
     assert fig.axes[0].get_title() == "HT-Step" and _text(fig.get_suptitle()) == title
@@ -235,7 +236,7 @@ def test_sensitivity_lines_one_line_per_dependency_source_and_the_calibrated_mar
         sensitivity_table("htstep", [0.0], deps=d, limit=4)
         for d in ("simulated-llm:llama", "oracle")
     ]
-    table = concat_tables(tables)
+    table = ResultTable.concat(tables).frame
     fig = plots.sensitivity_lines(table, "t")
     top, bottom = fig.axes
     calibrated = float(table.loc[table["calibrated"], "signal"].iloc[0])
@@ -277,7 +278,7 @@ def test_violation_lines_draw_each_source_and_the_papers_rows():
     from baglm_nb.analyses.violations import violation_report
     from baglm_nb.inputs.paper import PAPER_VIOLATIONS
 
-    _, long = violation_report("htstep", ["simulated-llm:llama", "oracle"], group_limit=10)
+    long = violation_report("htstep", ["simulated-llm:llama", "oracle"], group_limit=10)[1].frame
     fig = plots.violation_lines(long, "violations", paper=PAPER_VIOLATIONS)
     left, right = fig.axes
     for ax, col in ((left, "violated_pct"), (right, "tasks_violated_pct")):
@@ -312,7 +313,7 @@ def test_results_bars_draw_negative_values_below_zero():
 
 
 def test_steps_lines_draw_the_table(obs):
-    _, steps = breakdown_tables(obs, "oracle")
+    steps = breakdown_tables(obs, "oracle")[1].frame
     title = title_for("R@1 by number of candidate steps K", obs.label)
     fig = plots.steps_lines(steps, title)
     [ax] = fig.axes
@@ -375,11 +376,11 @@ def test_one_hue_per_method_across_the_bar_charts():
     from baglm_nb.analyses.results import main_results_table, oracle_table, transition_table
 
     obs = [from_simulation("htstep", limit=3)]
-    main = plots.results_bars(main_results_table(obs), "main").axes[0]
-    transition = plots.results_bars(transition_table(obs), "transition").axes[0]
-    oracles = plots.results_bars(oracle_table(obs), "oracles").axes[0]
+    main = plots.results_bars(main_results_table(obs).frame, "main").axes[0]
+    transition = plots.results_bars(transition_table(obs).frame, "transition").axes[0]
+    oracles = plots.results_bars(oracle_table(obs).frame, "oracles").axes[0]
     llms = {"LLaMA-3.3-70B": "simulated-llm:llama", "GPT-4.1-mini": "simulated-llm:gpt"}
-    llm = plots.results_bars(llm_table(obs, llms), "llm").axes[0]
+    llm = plots.results_bars(llm_table(obs, llms).frame, "llm").axes[0]
     main_c, tr_c, or_c, llm_c = map(_bar_colours, (main, transition, oracles, llm))
     assert main_c == {
         "BaGLM": palette.COLOURS["baglm"],
@@ -396,7 +397,7 @@ def test_one_hue_per_method_across_the_bar_charts():
 def test_calibrated_bars_are_hatched_and_named_in_the_legend():
     from baglm_nb.analyses.results import main_results_table
 
-    table = main_results_table([from_simulation("htstep", limit=3)])
+    table = main_results_table([from_simulation("htstep", limit=3)]).frame
     ax = plots.results_bars(table, "main").axes[0]
     hatched = {c.get_label(): [p.get_hatch() for p in c.patches] for c in ax.containers}
     assert hatched == {"BaGLM": [None], "off-the-shelf LMM": [palette.CALIBRATED_HATCH]}
@@ -404,7 +405,8 @@ def test_calibrated_bars_are_hatched_and_named_in_the_legend():
     assert legend[-1] == plots.CALIBRATED_LABEL
     from baglm_nb.analyses.ablations import prompt_table
 
-    prompt = prompt_table([from_simulation("htstep", limit=2), from_simulation("coin", limit=2)])
+    two = [from_simulation("htstep", limit=2), from_simulation("coin", limit=2)]
+    prompt = prompt_table(two).frame
     fig = plots.results_bars(prompt, "prompt")  # long legend entries in a narrow figure
     fig.canvas.draw()
     box = fig.axes[0].get_legend().get_window_extent()
@@ -418,7 +420,7 @@ def test_localization_bars_draw_the_computed_rows_and_the_papers_ticks():
     from baglm_nb.analyses.localization import localization_table
     from baglm_nb.core import sources
 
-    table = localization_table(sources.observations("htstep", limit=3))
+    table = localization_table(sources.observations("htstep", limit=3)).frame
     ax = plots.localization_bars(table, "mAP").axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["@0.3", "@0.5", "@0.7", "@[0.3-0.7]"]
     computed = table[table["source"] == "simulated"]

@@ -8,7 +8,7 @@ import pytest
 from reference import reference_recall
 
 from baglm_nb.analyses.qualitative import qualitative_case
-from baglm_nb.analyses.tables import concat_tables, items_of
+from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.core.observations import from_simulation
 from baglm_nb.core.pipeline import run_baglm
 from baglm_nb.inputs.datasets import load_dataset
@@ -20,7 +20,7 @@ def test_qualitative_case_with_keyframes(tmp_path):
     video = load_dataset("coin")[0]
     (tmp_path / f"{video.uid}.mp4").symlink_to(ROOT / "tests" / "data" / "videos" / "cup.mp4")
     fig, case = qualitative_case("coin", video.uid, video_dir=tmp_path, keyframes=2)
-    row = case.iloc[0]
+    row = case.frame.iloc[0]
     assert row["keyframes"] == 2 and row["source"] == "simulated" and row["task"] == video.goal
     assert "simulated observations, not a real model" in fig.title_text
     # D is the tables' (the simulated LLaMA) and named; heatmaps even for a few steps
@@ -29,7 +29,8 @@ def test_qualitative_case_with_keyframes(tmp_path):
     assert fig.figure.axes[-2].get_images()[0].get_array().ndim == 3  # the keyframes (RGB)
     assert fig._repr_png_()[:4] == b"\x89PNG"  # display(fig) shows an image, not "<Figure ...>"
     lines, plain = qualitative_case("coin", video.uid, deps="oracle", style="lines")
-    assert plain["keyframes"].iloc[0] == 0 and plain["D"].iloc[0] == "oracle"
+    assert plain.frame["keyframes"].iloc[0] == 0 and plain.frame["D"].iloc[0] == "oracle"
+    assert plain.sources.dependencies == ("oracle",)
     assert lines.style == "lines" and "; D: oracle" in lines.title_text
     with pytest.raises(KeyError):
         qualitative_case("coin", "no-such-video")
@@ -38,9 +39,10 @@ def test_qualitative_case_with_keyframes(tmp_path):
 def test_qualitative_rows_keep_their_items():
     videos = load_dataset("coin")[:2]
     cases = [qualitative_case("coin", v.uid, deps="oracle")[1] for v in videos]
-    table = concat_tables(cases)
+    result = ResultTable.concat(cases)
+    table = result.frame
     assert list(table["video"]) == [v.uid for v in videos] and len(table) == 2
-    items = items_of(table)
+    items = result.items
     for video, row in zip(videos, table.itertuples(), strict=True):
         obs = from_simulation("coin", videos=[video])
         beliefs = run_baglm(obs, "oracle")

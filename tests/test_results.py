@@ -16,7 +16,7 @@ from baglm_nb.analyses.results import (
     oracle_table,
     transition_table,
 )
-from baglm_nb.analyses.tables import items_of, title_for, write_table
+from baglm_nb.analyses.tables import title_for
 from baglm_nb.core.evaluation import evaluate
 from baglm_nb.core.observations import from_simulation
 from baglm_nb.core.oracles import oracle_dependency
@@ -45,12 +45,13 @@ def scored_calls(monkeypatch):
 
 
 def test_tables_name_the_source_and_write_atomically(observations, tmp_path):
-    table = main_results_table(observations[:1])
+    result = main_results_table(observations[:1])
+    table = result.frame
     assert set(table["source"]) == {"simulated"}
     assert table.loc[table["method"] == "BaGLM", "paper"].item() == 57.4
     title = title_for("Main results", "simulated")
     assert "simulated" in title
-    write_table(table, tmp_path / "main", title=title)
+    result.write(tmp_path / "main", title)
     assert pd.read_csv(tmp_path / "main.csv").shape == table.shape
     md = (tmp_path / "main.md").read_text()
     assert md.startswith(f"**{title}**") and md.count("\n|") == len(table) + 2
@@ -63,7 +64,7 @@ def test_tables_name_the_source_and_write_atomically(observations, tmp_path):
 
 
 def test_main_results_beside_the_paper(observations):
-    table = main_results_table(observations)
+    table = main_results_table(observations).frame
     assert list(table.columns) == [
         "dataset",
         "method",
@@ -88,12 +89,13 @@ def test_main_results_beside_the_paper(observations):
     assert (table["videos"] == 5).all()
     with pytest.raises(KeyError, match="no dependency source for htstep"):
         main_results_table(observations, {"coin": "oracle"})
-    oracle = main_results_table(observations, "oracle")
+    oracle = main_results_table(observations, "oracle").frame
     assert list(oracle["D"]) == ["oracle", "not used"] * 2
 
 
 def test_transition_table_computes_the_baseline_once_per_dataset(observations, scored_calls):
-    table = transition_table(observations)
+    result = transition_table(observations)
+    table = result.frame
     # per dataset: one off-the-shelf evaluation, then one per variant
     assert scored_calls == [("htstep", 5)] * 5 + [("coin", 5)] * 5
     assert list(table.columns) == [
@@ -118,7 +120,7 @@ def test_transition_table_computes_the_baseline_once_per_dataset(observations, s
             beliefs = run_baglm(obs, "simulated-llm:llama", transition=row["method"])
             expected = evaluate(obs.dataset, beliefs, obs.videos)
             assert row["workbench"] == round(expected, 1)
-            items = items_of(table)
+            items = result.items
             mine = items[(items["dataset"] == row["dataset"]) & (items["method"] == row["method"])]
             assert round(mine["hit"].mean() * 100, 1) == row["workbench"]
 
@@ -128,7 +130,7 @@ def test_oracle_table_crosses_llm_or_oracle_d_with_lmm_or_oracle_progress(
 ):
     """The paper's four rows, each naming its D and progress; the LLM rows use the LLM's D."""
     htstep = observations[0]
-    table = oracle_table([htstep])
+    table = oracle_table([htstep]).frame
     assert len(scored_calls) == 5  # the baseline once, then the four variants
     assert list(table["method"]) == [
         "LLM D, LMM progress",
@@ -145,39 +147,41 @@ def test_oracle_table_crosses_llm_or_oracle_d_with_lmm_or_oracle_progress(
         beliefs = run_baglm(htstep, row.D, progress=progress)
         assert row.workbench == round(evaluate("htstep", beliefs, htstep.videos), 1)
     # the first row is BaGLM of the main table, not the off-the-shelf model
-    main = main_results_table([htstep])
+    main = main_results_table([htstep]).frame
     assert table["workbench"].iloc[0] == main["workbench"].iloc[0]
 
 
 @pytest.mark.parametrize("deps", ["oracle", "none", {"coin": "oracle"}])
 def test_oracle_table_slots_the_llm_rows_without_an_llm(observations, deps):
     """Without an LLM's D the LLM rows are slots: never another D under the paper's label."""
-    table = oracle_table([observations[0]], deps)
+    table = oracle_table([observations[0]], deps).frame
     llm, oracle = table.iloc[:2], table.iloc[2:]
     assert llm["workbench"].isna().all() and llm["note"].str.startswith("slot:").all()
     assert llm["note"].str.contains("simulated-llm:llama").all()
     assert list(llm["paper"]) == [57.4, 44.9] and llm["D"].isna().all()
     assert oracle["workbench"].notna().all() and (oracle["D"] == "oracle").all()
     matrices = {v.uid: oracle_dependency(v) for v in load_dataset("htstep")[:5]}
-    given = oracle_table([observations[0]], {"htstep": matrices})  # caller's matrices: filled
+    given = oracle_table([observations[0]], {"htstep": matrices}).frame  # caller's: filled
     assert list(given["D"][:2]) == ["matrices"] * 2 and given["workbench"].notna().all()
 
 
 def test_dataset_table_beside_the_paper():
-    table = dataset_table(["coin"])
+    result = dataset_table(["coin"])
+    table = result.frame
     assert list(table["statistic"]) == list(PAPER_STATS["coin"])
     assert list(table["paper"]) == [v or None for v in PAPER_STATS["coin"].values()]
     stats = table.set_index("statistic")["workbench"]
     assert stats["videos"] == len(load_dataset("coin"))
     assert type(stats["videos"]) is int and type(stats["tasks"]) is int  # counts, not 2354.0
     assert stats["tasks"] == len({v.task for v in load_dataset("coin")})
-    assert items_of(table) is None and not math.isnan(stats["mean_steps"])
+    assert result.items is None and not math.isnan(stats["mean_steps"])
 
 
 def test_comparison_table_has_every_row_of_the_papers_tables(observations):
     """Tab. comparison (HT-Step) and Tab. COIN in full: the paper's values, as in its LaTeX."""
     main = main_results_table(observations)
-    table = comparison_table(main)
+    result = comparison_table(main)
+    table = result.frame
     assert list(table.columns) == [
         "dataset",
         "method",
@@ -213,16 +217,16 @@ def test_comparison_table_has_every_row_of_the_papers_tables(observations):
     # the computed rows are main's, unchanged, and so are the items
     ours = pd.DataFrame(table[table["source"] != "paper"]).drop(columns=["setting", "note"])
     key = ["dataset", "method"]
-    ours, theirs = ours.sort_values(key).reset_index(drop=True), pd.DataFrame(main)
+    ours, theirs = ours.sort_values(key).reset_index(drop=True), main.frame
     pd.testing.assert_frame_equal(ours, theirs.sort_values(key).reset_index(drop=True))
-    assert items_of(table).equals(items_of(main))
+    assert result.items.equals(main.items) and result.sources == main.sources
 
 
 def test_comparison_layouts_group_offline_and_online_as_the_paper():
     from baglm_nb.analyses.layouts import PAPER_ONLY, comparison_layouts
 
     obs = [from_simulation(n, limit=2) for n in ("htstep", "crosstask", "ego4d_goalstep")]
-    parts = dict(comparison_layouts(comparison_table(main_results_table(obs, "oracle"))))
+    parts = dict(comparison_layouts(comparison_table(main_results_table(obs, "oracle")).frame))
     assert list(parts) == ["HT-Step and Ego4D", "CrossTask"]
     both = parts["HT-Step and Ego4D"]
     assert list(both.columns) == [
@@ -255,19 +259,19 @@ def test_comparison_layouts_group_offline_and_online_as_the_paper():
 def test_transition_and_oracle_layouts_have_the_papers_check_marks(observations):
     from baglm_nb.analyses.layouts import CHECK, oracle_layout, transition_layout
 
-    transition = transition_table(observations[:1])
+    transition = transition_table(observations[:1]).frame
     layout = transition_layout(transition)
     assert list(layout.columns) == ["Readiness", "Validity", "method", "HT-Step", "HT-Step paper"]
     marks = [(r["Readiness"], r["Validity"]) for r in layout.to_dict("records")]
     assert marks == [("", ""), (CHECK, ""), ("", CHECK), (CHECK, CHECK)]
     assert layout["HT-Step paper"].tolist() == ["55.9", "57.0", "56.4", "57.4"]
     assert layout["HT-Step"].tolist() == [f"{v:.1f}" for v in transition["workbench"]]
-    oracles = oracle_layout(oracle_table(observations[:1]))
+    oracles = oracle_layout(oracle_table(observations[:1]).frame)
     assert list(oracles.columns)[:2] == ["Progress oracle", "Dep. matrix oracle"]
     marks = [(r["Progress oracle"], r["Dep. matrix oracle"]) for r in oracles.to_dict("records")]
     assert marks == [("", ""), (CHECK, ""), ("", CHECK), (CHECK, CHECK)]
     assert oracles["HT-Step paper"].tolist() == ["57.4", "44.9", "54.6", "62.6"]
-    slots = oracle_layout(oracle_table(observations[:1], "oracle"))
+    slots = oracle_layout(oracle_table(observations[:1], "oracle").frame)
     assert slots["HT-Step"].tolist()[:2] == ["slot", "slot"]  # no LLM: the LLM rows are slots
 
 
@@ -276,7 +280,7 @@ def test_notebook_05s_wide_tables_have_narrow_views_with_every_column_kept():
     from baglm_nb.analyses.layouts import gain_layouts, pattern_layouts, sensitivity_layout
     from baglm_nb.analyses.simulation_check import simulation_check
 
-    gains, patterns = simulation_check(["htstep"], limit=3)
+    gains, patterns = (t.frame for t in simulation_check(["htstep"], limit=3))
     views = gain_layouts(gains)
     assert [p for p, _, _ in views] == ["R@1 and gain", "diagnostic"]
     kept = {c for _, v, _ in views for c in v.columns}
@@ -288,6 +292,6 @@ def test_notebook_05s_wide_tables_have_narrow_views_with_every_column_kept():
     assert kept == set(patterns.columns) - {"source"} and all(
         len(v.columns) <= 11 for _, v, _ in order
     )
-    table = sensitivity_table("htstep", [1.0], limit=2)
+    table = sensitivity_table("htstep", [1.0], limit=2).frame
     view, note = sensitivity_layout(table)
     assert "paper_gain" not in view and "HT-Step: off-the-shelf 52.0, BaGLM 57.4, gain 5.4" in note

@@ -120,7 +120,7 @@ def test_llama_preset_is_mostly_binary_and_flat_like_the_paper():
     assert pct[1] - pct[-1] < 2.0  # flat
     tasks = frame["tasks_violated_pct"].to_numpy()
     assert abs((100 - tasks[1]) - 28.0) <= 3.0  # about 28% of tasks without a violation at 0.1
-    answers = answer_table("htstep", ["simulated-llm:llama"]).iloc[0]
+    answers = answer_table("htstep", ["simulated-llm:llama"]).frame.iloc[0]
     assert answers["graded_pct"] < 15.0  # mostly exact 0/1
 
 
@@ -131,7 +131,7 @@ def test_gpt_preset_is_graded_and_falls_with_the_threshold():
     assert (np.diff(tasks[1:10]) <= 0).all()
     assert pct[10] == tasks[10] == 0.0  # nothing kept at 1.0, as in the paper
     assert abs(tasks[1] - PAPER_VIOLATIONS["tasks_violated_pct"]["GPT-4.1-mini"][1]) <= 3.0
-    answers = answer_table("htstep", ["simulated-llm:gpt"]).iloc[0]
+    answers = answer_table("htstep", ["simulated-llm:gpt"]).frame.iloc[0]
     assert answers["exact_1_pct"] == 0.0 and answers["graded_pct"] > 95.0
 
 

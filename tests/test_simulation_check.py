@@ -13,7 +13,6 @@ from baglm_nb.analyses.simulation_check import (
     order_of,
     simulation_check,
 )
-from baglm_nb.analyses.tables import items_of
 from baglm_nb.core import sources
 from baglm_nb.core.pipeline import compare
 from baglm_nb.inputs.paper import paper_value
@@ -28,7 +27,8 @@ def check():
 
 
 def test_gains_beside_the_papers_on_a_subset(check):
-    gains, _ = check
+    result, _ = check
+    gains = result.frame
     assert list(gains["dataset"]) == ["HT-Step", "CrossTask", "Ego4D", "COIN"]
     assert list(gains["paper_gain"]) == [5.4, 5.5, -1.9, 3.1]  # with LLaMA's D
     assert (gains["D"] == "simulated-llm:llama").all()
@@ -45,15 +45,17 @@ def test_gains_beside_the_papers_on_a_subset(check):
         assert row.gain_diagnostic == round(row.baglm_diagnostic - row.off_the_shelf, 1)
         assert row.paper_baglm == paper_value("baglm", name)
         assert row.gain_difference == round(row.gain - row.paper_gain, 1)
-    items = items_of(gains)
+    items = result.items
     assert set(items["D"]) == {"simulated-llm:llama", "simulated-llm:llama:held-out", "not used"}
     bars = gain_bars(gains)
     assert list(bars["workbench"][:2]) == [gains["gain"][0], gains["gain_diagnostic"][0]]
     assert (bars["paper"][:2] == 5.4).all()
+    held_out = ("simulated-llm:llama", "simulated-llm:llama:held-out")
+    assert result.sources.dependencies == held_out
 
 
 def test_transition_pattern_beside_the_papers(check):
-    _, patterns = check
+    patterns = check[1].frame
     default = patterns[patterns["D"] == "simulated-llm:llama"]
     assert list(default["dataset"]) == ["HT-Step", "CrossTask", "Ego4D"]  # not COIN: no paper row
     assert list(default["paper_order"]) == [

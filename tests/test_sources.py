@@ -54,7 +54,7 @@ def test_cli_notebook_and_table_evaluate_the_same_videos(shuffled_cache):
     assert "D (BaGLM's dependency matrices): simulated-llm:llama" in out
     # what notebook 03 does: sources.observations_for(datasets, scores, limit=limit)
     [obs] = sources.observations_for(["crosstask"], {"crosstask": folder}, limit=3)
-    table = main_results_table([obs])
+    table = main_results_table([obs]).frame
     first3 = from_cache(folder).subset([v.uid for v in videos[:3]])
     direct = compare(first3, sources.SIMULATED_LLM)
     assert cli["videos"] == table["videos"].iloc[0] == 3

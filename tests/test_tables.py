@@ -11,18 +11,16 @@ import pytest
 from reference import reference_pairs, reference_recall
 
 from baglm_nb.analyses.ablations import prior_table
+from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.analyses.results import dataset_table, main_results_table
 from baglm_nb.analyses.tables import (
     DATASET_NAMES,
-    concat_tables,
-    items_of,
     result_row,
     score,
     slot_row,
     table_summary,
     title_for,
     to_markdown,
-    write_table,
 )
 from baglm_nb.core.evaluation import recall_from_hits
 from baglm_nb.core.observations import from_simulation
@@ -42,9 +40,9 @@ def main(observations):
     return main_results_table(observations)
 
 
-def row_items(table: pd.DataFrame, row: pd.Series) -> pd.DataFrame:
+def row_items(table: ResultTable, row: pd.Series) -> pd.DataFrame:
     """The items of one row of a (dataset, method) table."""
-    items = items_of(table)
+    items = table.items
     keep = (items["dataset"] == row["dataset"]) & (items["method"] == row["method"])
     return items[keep & (items["source"] == row["source"])]
 
@@ -61,7 +59,7 @@ def test_result_row_and_slot_row_share_one_shape(observations):
 
 
 def test_items_hold_one_row_per_evaluated_pair(observations, main):
-    items = items_of(main)
+    items = main.items
     assert list(items.columns[: len(ITEM_COLUMNS)]) == ITEM_COLUMNS
     for obs in observations:
         mine = (items["dataset"] == DATASET_NAMES[obs.dataset]) & (items["source"] == obs.label)
@@ -80,7 +78,7 @@ def test_items_hold_one_row_per_evaluated_pair(observations, main):
 def test_row_r1_equals_what_its_items_give(observations, main):
     """HT-Step: the flat mean of the row's items; CrossTask: recall_from_hits over them."""
     by_name = {"HT-Step": observations[0], "CrossTask": observations[1]}
-    for _, row in main.iterrows():
+    for _, row in main.frame.iterrows():
         obs = by_name[row["dataset"]]
         items = row_items(main, row)
         assert items["video_uid"].nunique() == row["videos"]
@@ -95,7 +93,7 @@ def test_row_r1_equals_what_its_items_give(observations, main):
 
 def test_write_table_saves_items_and_a_summary(observations, main, tmp_path):
     title = title_for("Main results", "simulated")
-    write_table(main, tmp_path / "main", title=title)
+    main.write(tmp_path / "main", title)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "main.csv",
         "main.items.parquet",
@@ -103,7 +101,7 @@ def test_write_table_saves_items_and_a_summary(observations, main, tmp_path):
         "main.summary.json",
     ]
     stored = pq.read_table(tmp_path / "main.items.parquet").to_pandas()
-    items = items_of(main)
+    items = main.items
     assert list(stored.columns) == list(items.columns) and len(stored) == len(items)
     assert list(stored["hit"]) == list(items["hit"])
     assert list(stored["video_uid"]) == list(items["video_uid"])
@@ -117,35 +115,36 @@ def test_write_table_saves_items_and_a_summary(observations, main, tmp_path):
     assert summary["title"] == title and summary["sources"] == ["simulated"]
     assert summary["rows"] == 4 and summary["videos"] == len({p[:2] for p in pairs}) == 14
     assert summary["pairs"] == len(pairs) and summary["items"] == 2 * len(pairs)
-    assert [sorted(r) for r in summary["values"]] == [sorted(main.columns)] * 4
-    assert [r["workbench"] for r in summary["values"]] == list(main["workbench"])
+    assert [sorted(r) for r in summary["values"]] == [sorted(main.frame.columns)] * 4
+    assert [r["workbench"] for r in summary["values"]] == list(main.frame["workbench"])
     assert [r["method"] for r in summary["values"]] == ["BaGLM", "off-the-shelf LMM"] * 2
 
 
 def test_slot_rows_have_no_items(observations, tmp_path):
     table = prior_table(observations[:1], deps={})  # no dependency source: three slot rows
-    assert table["note"].str.startswith("slot:").all()
-    items = items_of(table)
+    assert table.frame["note"].str.startswith("slot:").all()
+    items = table.items
     assert items is not None and items.empty
-    write_table(table, tmp_path / "slots")
+    table.write(tmp_path / "slots")
     assert pq.read_table(tmp_path / "slots.items.parquet").num_rows == 0
     summary = table_summary(table)
     assert summary["pairs"] == 0 and summary["videos"] == 0 and summary["sources"] == ["none"]
-    assert math.isnan(table["workbench"].iloc[0])
+    assert math.isnan(table.frame["workbench"].iloc[0])
 
 
-def test_concat_tables_keeps_items(observations, main):
+def test_concat_keeps_items_and_sources(observations, main):
     parts = [main_results_table([obs]) for obs in observations]
-    both = concat_tables(parts)
-    pd.testing.assert_frame_equal(both, main)
-    pd.testing.assert_frame_equal(items_of(both), items_of(main))
-    plain = concat_tables([dataset_table(["coin"]), dataset_table(["htstep"])])
-    assert items_of(plain) is None and len(plain) == 10
+    both = ResultTable.concat(parts)
+    pd.testing.assert_frame_equal(both.frame, main.frame)
+    pd.testing.assert_frame_equal(both.items, main.items)
+    assert both.sources == main.sources
+    plain = ResultTable.concat([dataset_table(["coin"]), dataset_table(["htstep"])])
+    assert plain.items is None and len(plain) == 10
 
 
 def test_a_table_without_items_writes_no_items_file(tmp_path):
     table = dataset_table(["coin"])
-    write_table(table, tmp_path / "stats", title="t")
+    table.write(tmp_path / "stats", "t")
     assert not (tmp_path / "stats.items.parquet").exists()
     summary = json.loads((tmp_path / "stats.summary.json").read_text())
     assert summary["videos"] is None and summary["pairs"] is None and summary["rows"] == 5

@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 
 from baglm_nb.analyses import timing as T
-from baglm_nb.analyses.tables import items_of
 from baglm_nb.core.simulate import write_simulated_cache
 from baglm_nb.inputs.datasets import load_dataset
 from baglm_nb.inputs.paper import PAPER_TIMING
@@ -48,7 +47,6 @@ def test_timing_summary_and_table_from_a_score_cache(tmp_path):
     assert table.loc["decode_s", "workbench"] == pytest.approx(2.0)
     assert table.loc["decode_s", "workbench_example"] == pytest.approx(1.0)
     assert table.loc["progress_s", "paper"] == 0.814 and table.loc["total_s", "segments"] == 6
-    assert items_of(table) is None  # timings have no (video, step) pairs
     with pytest.raises(ValueError, match="not in the dataset"):
         T.timing_summary(frame, videos[:1])
 
@@ -64,7 +62,8 @@ def test_timing_tables_never_invent_timings(tmp_path):
     assert T.timing_tables(None)["summary"] is None
     sim = T.timing_tables(write_simulated_cache("coin", tmp_path, limit=2))
     assert sim["summary"] is None and "recorded no per-segment timings" in sim["message"]
-    assert (sim["table"]["workbench"] == "no timings available").all()
+    assert (sim["table"].frame["workbench"] == "no timings available").all()
+    assert sim["table"].items is None  # timings have no (video, step) pairs
     video = load_dataset("coin")[0]
     cache = ScoreCache(tmp_path, ScoreKey("coin", "m", "p"))
     cache.write_video(
@@ -74,7 +73,9 @@ def test_timing_tables_never_invent_timings(tmp_path):
     )
     real = T.timing_tables(cache.path)
     assert real["source"] == "lmm:m" and real["dataset"] == "coin"
-    assert real["summary"]["total_s"].iloc[0] == pytest.approx(2.0)
+    assert real["summary"].frame["total_s"].iloc[0] == pytest.approx(2.0)
+    assert real["table"].items is None and real["table"].sources.observations == ("lmm:m",)
+    assert real["table"].title("t") == "t (observations: lmm:m)"
 
 
 def test_run_table_names_each_videos_outcome():

@@ -19,8 +19,8 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.analyses.tables import (
     DATASET_NAMES,
     METHOD_NAMES,
@@ -54,7 +54,7 @@ _DEFAULT_D = sources.SIMULATED_LLM
 
 def prior_table(
     observations: Iterable[Observations], deps: sources.DependencySource = _DEFAULT_D
-) -> pd.DataFrame:
+) -> ResultTable:
     """Tab. prior: the state prior divided out in the update.
 
     Rows per dataset: 1) the LMM's next-step scores (only when the source has them, else a
@@ -63,6 +63,7 @@ def prior_table(
     """
     table = TableBuilder()
     for obs in observations:
+        table.observe(obs.label)
         d = sources.dependencies(obs.dataset, deps)
         name = "1) next-step scores (pi_next)"
         paper = paper_value("prior_next_step", obs.dataset)
@@ -83,7 +84,7 @@ def prior_table(
                 continue
             scored = score_baglm(obs, d, prior=prior)
             table.add(obs.dataset, label, scored, paper, source=obs.label, D=d.label, note="")
-    return table.frame()
+    return table.result()
 
 
 def _paper_key_for_llm(name: str) -> str | None:
@@ -97,7 +98,7 @@ def _paper_key_for_llm(name: str) -> str | None:
 
 def llm_table(
     observations: Iterable[Observations], llms: Mapping[str, sources.DependencySource | None]
-) -> pd.DataFrame:
+) -> ResultTable:
     """Tab. LLM: BaGLM with the dependency matrices of two (or more) LLMs.
 
     ``llms`` maps an LLM's display name to a deps setting (:mod:`baglm_nb.core.sources`): e.g.
@@ -108,6 +109,7 @@ def llm_table(
     """
     table = TableBuilder()
     for obs in observations:
+        table.observe(obs.label)
         for name, setting in llms.items():
             key = _paper_key_for_llm(name)
             paper = paper_value(key, obs.dataset) if key else float("nan")
@@ -118,13 +120,13 @@ def llm_table(
                 continue
             scored = score_baglm(obs, d)
             table.add(obs.dataset, name, scored, paper, source=obs.label, D=d.label, note="")
-    return table.frame()
+    return table.result()
 
 
 def prompt_table(
     observations: Iterable[Observations],
     binary: Mapping[str, sources.VsgSetting] | None = None,
-) -> pd.DataFrame:
+) -> ResultTable:
     """Tab. prompt: the off-the-shelf LMM with the multiple-choice vs the binary VSG prompt.
 
     ``observations`` give the multiple-choice rows; ``binary`` maps a dataset to a score-cache
@@ -154,12 +156,12 @@ def prompt_table(
                 continue
             extra = {"note": "", "queries_per_segment": queries}
             table.add(obs.dataset, name, scored, paper, source=label, **extra)
-    return table.frame()
+    return table.result()
 
 
 def stepping_table(
     observations: Iterable[Observations], deps: sources.DependencySource = _DEFAULT_D
-) -> pd.DataFrame:
+) -> ResultTable:
     """Per-second vs per-segment stepping (a new ablation; the paper does not report it).
 
     The published code steps the filter once per second row, so each 2-s segment's observation
@@ -168,6 +170,7 @@ def stepping_table(
     """
     table = TableBuilder()
     for obs in observations:
+        table.observe(obs.label)
         d = sources.dependencies(obs.dataset, deps)
         for label, stepping, paper, note in (
             (
@@ -188,7 +191,7 @@ def stepping_table(
                 continue
             scored = score_baglm(obs, d, stepping=stepping)
             table.add(obs.dataset, label, scored, paper, source=obs.label, D=d.label, note=note)
-    return table.frame()
+    return table.result()
 
 
 def segment_duration_table(
@@ -199,7 +202,7 @@ def segment_duration_table(
     params: SimulationParams | None = None,
     limit: int | None = None,
     caches: Iterable[str | os.PathLike] = (),
-) -> pd.DataFrame:
+) -> ResultTable:
     """Fig. segment duration x LMM: BaGLM and the off-the-shelf model per segment duration.
 
     The simulated source is rebuilt at every duration (``params``, default each dataset's
@@ -210,7 +213,7 @@ def segment_duration_table(
 
     Returns
     -------
-    DataFrame
+    ResultTable
         ``dataset, source, segment_duration, method, workbench, paper, videos, D``; items carry
         ``segment_duration``.
     """
@@ -246,7 +249,7 @@ def segment_duration_table(
     columns = (
         "dataset", "source", "segment_duration", "method", "workbench", "paper", "videos", "D",
     )  # fmt: skip
-    return table.frame(columns)
+    return table.result(columns)
 
 
 def sensitivity_table(
@@ -257,7 +260,7 @@ def sensitivity_table(
     params: SimulationParams | None = None,
     limit: int | None = None,
     with_calibrated: bool = True,
-) -> pd.DataFrame:
+) -> ResultTable:
     """BaGLM's gain over the off-the-shelf model as the simulated signal strength varies.
 
     A figure the paper does not have: for each ``signal`` the simulated source is rebuilt
@@ -268,7 +271,7 @@ def sensitivity_table(
 
     Returns
     -------
-    DataFrame
+    ResultTable
         ``dataset, D, signal, calibrated, off_the_shelf, baglm, gain, paper_off_the_shelf,
         paper_baglm, paper_gain, videos, source``; items carry ``method``, ``signal`` and ``D``.
     """
@@ -307,7 +310,7 @@ def sensitivity_table(
             d_label = label if key == "baglm" else NOT_USED
             table.item(s.hits, dataset=row["dataset"], method=method, source=obs.label,
                        signal=signal, D=d_label)  # fmt: skip
-    return table.frame()
+    return table.result()
 
 
 def dependency_quality_table(
@@ -317,7 +320,7 @@ def dependency_quality_table(
     presets: Sequence[str] = ("simulated-llm:llama", "simulated-llm:gpt"),
     scores: sources.ObservationSource = sources.SIMULATED,
     limit: int | None = None,
-) -> pd.DataFrame:
+) -> ResultTable:
     """BaGLM's gain as the dependency matrix degrades from the oracle chain to noise.
 
     A sweep the paper does not have: D = ``noisy-oracle:<level>`` (each video's oracle chain
@@ -327,7 +330,7 @@ def dependency_quality_table(
 
     Returns
     -------
-    DataFrame
+    ResultTable
         ``dataset, D, level, off_the_shelf, baglm, gain, paper_gain, videos, source``; items
         carry ``method`` and ``D``.
     """
@@ -348,4 +351,4 @@ def dependency_quality_table(
         table.row(row, bag.hits, method=METHOD_NAMES["baglm"], D=dep.label)
     table.item(off.hits, dataset=name, method=METHOD_NAMES["off_the_shelf"], source=obs.label,
                D=NOT_USED)  # fmt: skip
-    return table.frame()
+    return table.result()

@@ -30,7 +30,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from baglm_nb.analyses.mistakes import MISTAKE_KINDS, MISTAKE_SEED, Mistake, mistakes_of
-from baglm_nb.analyses.tables import DATASET_NAMES, with_items
+from baglm_nb.analyses.result_table import ResultTable
+from baglm_nb.analyses.tables import DATASET_NAMES
 from baglm_nb.core import sources
 from baglm_nb.core.alerts import DEFAULT_THRESHOLD, DONE_LEVEL, Alert, AlertMonitor
 from baglm_nb.core.online import OnlineGrounder
@@ -179,7 +180,7 @@ def alert_table(
     noise_corr: float = 0.0,
     seed: int = MISTAKE_SEED,
     show_progress: bool = True,
-) -> pd.DataFrame:
+) -> ResultTable:
     """The alert table: detection of injected Skips and Swaps, false alerts, delay (simulated).
 
     Parameters
@@ -202,13 +203,13 @@ def alert_table(
 
     Returns
     -------
-    pandas.DataFrame
+    ResultTable
         One row per (dataset, D, mistake): ``dataset``, ``mistake`` (skip / swap), ``D``,
         ``videos`` (edited), ``detected``, ``detection_pct``, ``delay_median_s``,
         ``delay_p90_s``, ``unedited_videos``, ``false_alerts_per_video``, ``source``
-        (``simulated``). ``table.attrs["items"]`` holds one row per (video, mistake or
-        ``none``, D): ``video_uid``, ``step_index`` (j), ``dependent_index`` (k), ``alerts``,
-        ``detected``, ``delay_s``.
+        (``simulated``). Its ``items`` hold one row per (video, mistake or ``none``, D):
+        ``video_uid``, ``step_index`` (j), ``dependent_index`` (k), ``alerts``, ``detected``,
+        ``delay_s``.
     """
     kw = {"threshold": threshold, "done_level": done_level}
     frames = []
@@ -218,4 +219,4 @@ def alert_table(
         frames.append(_dataset_items(dataset, deps, limit, params, kw, seed, show_progress))
     items = pd.concat(frames, ignore_index=True)
     table = pd.DataFrame(_summary_rows(items), columns=_COLUMNS)
-    return with_items(table, [items.assign(source=LABEL)])
+    return ResultTable.of(table, [items.assign(source=LABEL)], observations=[LABEL])

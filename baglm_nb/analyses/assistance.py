@@ -35,6 +35,7 @@ from baglm_nb.analyses.alerts import video_alerts
 from baglm_nb.analyses.belief_data import runs
 from baglm_nb.analyses.belief_views import step_colours
 from baglm_nb.analyses.palette import WORKBENCH, colour
+from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.analyses.tables import (
     METHOD_NAMES,
     NOT_USED,
@@ -43,7 +44,6 @@ from baglm_nb.analyses.tables import (
     result_row,
     score,
     score_raw,
-    with_items,
 )
 from baglm_nb.core import sources
 from baglm_nb.core.observations import Observations
@@ -90,7 +90,7 @@ def lag_table(
     *,
     threshold: float = 0.5,
     patience: int = 2,
-) -> pd.DataFrame:
+) -> ResultTable:
     """R@1 and the online metrics of BaGLM at each smoothing lag, and of the off-the-shelf model.
 
     Columns: ``dataset``, ``method``, ``workbench`` (R@1 %), ``paper`` (NaN: no paper number),
@@ -138,7 +138,8 @@ def lag_table(
                         s.hits, dataset=obs.dataset, method=name, source=obs.label, lag=extra["lag"]
                     )
                 )
-    return with_items(pd.DataFrame(rows), items)
+    labels = [obs.label for obs in observations]
+    return ResultTable.of(pd.DataFrame(rows), items, observations=labels)
 
 
 #: The columns of :func:`lag_view`: what notebook 09 shows of :func:`lag_table`.

@@ -17,13 +17,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.analyses.tables import (
     DATASET_NAMES,
     METHOD_NAMES,
     NOT_USED,
     pair_items,
     require_dependencies,
-    with_items,
 )
 from baglm_nb.core import sources
 from baglm_nb.core.evaluation import pair_hits
@@ -70,7 +70,7 @@ def position_table(
     bins: int = 5,
     source: str = "simulated",
     deps: str | None = None,
-) -> pd.DataFrame:
+) -> ResultTable:
     """R@1 by the temporal position of the step (Tab. htstep_step_position).
 
     A step's position is its first annotated start over the video's duration (``position`` of
@@ -80,7 +80,7 @@ def position_table(
 
     Returns
     -------
-    DataFrame
+    ResultTable
         ``dataset, method, bin, range, workbench, paper, pairs, source, D``; items carry ``bin``.
     """
     if bins < 1:
@@ -107,12 +107,12 @@ def position_table(
             )
     table = pd.DataFrame(rows)
     table["D"] = _d_column(table["method"], deps)
-    return with_items(table, [frame])
+    return ResultTable.of(table, [frame], observations=[source])
 
 
 def candidate_steps_table(
     dataset: str, hits: pd.DataFrame, *, source: str = "simulated", deps: str | None = None
-) -> pd.DataFrame:
+) -> ResultTable:
     """R@1 by the number of candidate steps K of the video's task (Fig. recall by step count).
 
     The paper shows this as a figure without numbers, so ``paper`` is NaN. ``deps`` is the
@@ -120,7 +120,7 @@ def candidate_steps_table(
 
     Returns
     -------
-    DataFrame
+    ResultTable
         ``dataset, method, num_steps, videos, pairs, workbench, paper, source, D``; items carry
         ``num_steps``.
     """
@@ -137,12 +137,13 @@ def candidate_steps_table(
     out["_o"] = out["method"].map(order.index)
     table = out.sort_values(["_o", "num_steps"]).drop(columns="_o").reset_index(drop=True)
     table["D"] = _d_column(table["method"], deps)
-    return with_items(table, [pair_items(hits, dataset=name, source=source)])
+    items = [pair_items(hits, dataset=name, source=source)]
+    return ResultTable.of(table, items, observations=[source])
 
 
 def breakdown_tables(
     obs: Observations, deps: sources.DependencySource = sources.SIMULATED_LLM, *, bins: int = 5
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+) -> tuple[ResultTable, ResultTable]:
     """Position and candidate-step breakdowns of BaGLM and the off-the-shelf model on ``obs``.
 
     Runs the filter once over ``obs`` (``deps`` is a deps setting of

@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from baglm_nb.analyses.plots import save_figure
+from baglm_nb.analyses.result_table import ResultTable
 
 __all__ = [
     "HEADERS",
@@ -265,17 +266,17 @@ def _is_number_text(text: str) -> bool:
 
 
 def show_table(
-    df: pd.DataFrame | pd.Series, title: str | None = None, note: str | None = None
+    df: ResultTable | pd.DataFrame | pd.Series, title: str | None = None, note: str | None = None
 ) -> TableView:
     """The table to show in a notebook (end a cell with it): in full, see :func:`format_cells`.
 
     Parameters
     ----------
-    df : pandas.DataFrame or pandas.Series
-        The table (a result table, or any frame).
+    df : ResultTable, pandas.DataFrame or pandas.Series
+        The table (a result table: its rows, or any frame).
     title : str, optional
         Shown as the table's caption (e.g. the title given to
-        :func:`~baglm_nb.analyses.tables.write_table`).
+        :meth:`~baglm_nb.analyses.result_table.ResultTable.write`).
     note : str, optional
         One line shown under the table (e.g. from :mod:`baglm_nb.analyses.agreement`).
 
@@ -285,7 +286,8 @@ def show_table(
         Rendered as HTML in a notebook and as full text elsewhere; tables longer than
         :data:`MAX_ROWS` show their first :data:`MAX_ROWS` rows and say so in the caption.
     """
-    frame = df.to_frame() if isinstance(df, pd.Series) else df
+    frame = df.frame if isinstance(df, ResultTable) else df
+    frame = frame.to_frame() if isinstance(frame, pd.Series) else frame
     return TableView(format_cells(frame.iloc[:MAX_ROWS]), title, len(frame), note)
 
 

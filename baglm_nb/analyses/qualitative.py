@@ -3,8 +3,8 @@
 Exports :func:`qualitative_case`: the video's belief views
 (:class:`~baglm_nb.analyses.belief_views.BeliefFigure`) and a one-row table of its per-video
 R@1 (BaGLM and the off-the-shelf model) with its (video, step) items
-(:mod:`baglm_nb.analyses.tables`); stack the rows of several videos with
-:func:`~baglm_nb.analyses.tables.concat_tables`.
+(:class:`~baglm_nb.analyses.result_table.ResultTable`); stack the rows of several videos with
+:meth:`~baglm_nb.analyses.result_table.ResultTable.concat`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.analyses.tables import DATASET_NAMES, METHOD_NAMES, TableBuilder, title_for
 from baglm_nb.core import sources
 from baglm_nb.core.evaluation import pair_hits
@@ -34,7 +34,7 @@ def qualitative_case(
     video_dir: str | os.PathLike | None = None,
     keyframes: int = 4,
     style: str = "heatmap",
-) -> tuple[Any, pd.DataFrame]:
+) -> tuple[Any, ResultTable]:
     """One video's belief views (Fig. qualitative) and its row.
 
     Observations come from ``scores[dataset]`` when given, else the simulation; ``deps`` is a
@@ -47,7 +47,7 @@ def qualitative_case(
 
     Returns
     -------
-    (BeliefFigure, DataFrame)
+    (BeliefFigure, ResultTable)
         The figure (it displays as a PNG in a notebook; save it with
         :func:`~baglm_nb.analyses.plots.save_figure`) and a one-row table ``dataset, video,
         task, K, baglm, off_the_shelf, keyframes, D, source`` (per-video R@1 in percent: the flat
@@ -91,4 +91,4 @@ def qualitative_case(
     )
     for key, h in hits.items():
         table.item(h, dataset=name, method=METHOD_NAMES[key], source=obs.label)
-    return fig, table.frame()
+    return fig, table.result()

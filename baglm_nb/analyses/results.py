@@ -3,7 +3,7 @@
 Notebooks ``00_dataset_statistics`` and ``03_main_results`` show them. Every R@1 table names its
 observation source in the ``source`` column and its dependency source in the ``D`` column (the
 oracle table also its progress source in ``progress``), as the paper's tables do, and carries
-its (video, step) items (:mod:`baglm_nb.analyses.tables`); the paper's values come from
+its (video, step) items (:mod:`baglm_nb.analyses.result_table`); the paper's values come from
 :mod:`baglm_nb.inputs.paper`. The default D is :data:`~baglm_nb.core.sources.SIMULATED_LLM`
 (the simulated LLaMA-3.3-70B, as the paper's rows use LLaMA); the oracle rows use the oracle
 chain. A row whose inputs are missing is a slot row, never a different quantity under the
@@ -25,12 +25,11 @@ from baglm_nb.analyses.tables import (
     DATASET_NAMES,
     METHOD_NAMES,
     NOT_USED,
+    ResultTable,
     TableBuilder,
-    items_of,
     require_dependencies,
     score_baglm,
     score_raw,
-    with_items,
 )
 from baglm_nb.core import sources
 from baglm_nb.core.observations import Observations
@@ -55,11 +54,11 @@ _VARIANT_COLUMNS = (
 _ESTIMATED = ("llm", "matrices")
 
 
-def dataset_table(names: Iterable[str] = tuple(DATASETS)) -> pd.DataFrame:
+def dataset_table(names: Iterable[str] = tuple(DATASETS)) -> ResultTable:
     """Statistics of the annotation files beside the figures the paper states.
 
     ``workbench`` keeps each statistic's own type (counts are integers, means floats: an object
-    column); ``paper`` is the paper's text, None where it states nothing.
+    column); ``paper`` is the paper's text, None where it states nothing. No items.
     """
     rows = []
     for name in names:
@@ -68,12 +67,12 @@ def dataset_table(names: Iterable[str] = tuple(DATASETS)) -> pd.DataFrame:
             rows.append({"dataset": DATASET_NAMES[name], "statistic": key,
                          "workbench": stats[key], "paper": paper or None})  # fmt: skip
     columns = ["dataset", "statistic", "workbench", "paper"]
-    return pd.DataFrame(rows, columns=columns, dtype=object)
+    return ResultTable.of(pd.DataFrame(rows, columns=columns, dtype=object))
 
 
 def main_results_table(
     observations: Iterable[Observations], deps: sources.DependencySource = sources.SIMULATED_LLM
-) -> pd.DataFrame:
+) -> ResultTable:
     """Tab. comparison: BaGLM and the off-the-shelf LMM per dataset, beside the paper.
 
     ``deps`` is a deps setting (:mod:`baglm_nb.core.sources`); a dataset without a source
@@ -89,7 +88,7 @@ def main_results_table(
             paper = paper_value(key, obs.dataset)
             method = METHOD_NAMES[key]
             table.add(obs.dataset, method, scored, paper, source=obs.label, groups={"D": label})
-    return table.frame()
+    return table.result()
 
 
 #: The ``note`` of a row that only the paper reports (another paper's method).
@@ -99,7 +98,7 @@ PAPER_ONLY_NOTE = "paper only: reported in the paper, not run here"
 RERUN_NOTE = f" ({RERUN_MARK}: the paper's authors ran the method's released code)"
 
 
-def comparison_table(main: pd.DataFrame) -> pd.DataFrame:
+def comparison_table(main: ResultTable) -> ResultTable:
     """Tab. comparison and Tab. COIN in full: ``main`` with the paper's other methods.
 
     ``main``: :func:`main_results_table` rows. Per dataset (in ``main``'s order): the paper's
@@ -107,11 +106,11 @@ def comparison_table(main: pd.DataFrame) -> pd.DataFrame:
     BaGLM), as the paper orders them (:data:`~baglm_nb.inputs.paper.PAPER_BASELINES`). A
     paper-only row has the paper's value, no workbench value, 0 videos, ``source`` ``"paper"``
     and the ``note`` :data:`PAPER_ONLY_NOTE`; a ``setting`` column (``offline`` / ``online``)
-    follows ``method``. The items are ``main``'s.
+    follows ``method``. The items and sources are ``main``'s.
     """
     keys = {v: k for k, v in DATASET_NAMES.items()}
     rows: list[dict] = []
-    for name, part in main.groupby("dataset", sort=False):
+    for name, part in main.frame.groupby("dataset", sort=False):
         baselines = PAPER_BASELINES.get(keys.get(str(name), str(name)), ())
         for setting, method, value, rerun in baselines:
             note = PAPER_ONLY_NOTE + (RERUN_NOTE if rerun else "")
@@ -122,11 +121,9 @@ def comparison_table(main: pd.DataFrame) -> pd.DataFrame:
         ours = part.sort_values("method", key=lambda s: s.map(order.index), kind="stable")
         for record in ours.to_dict("records"):
             rows.append({**record, "setting": "online", "note": ""})
-    columns = ["dataset", "method", "setting", *[c for c in main.columns if c not in
+    columns = ["dataset", "method", "setting", *[c for c in main.frame.columns if c not in
                ("dataset", "method")], "note"]  # fmt: skip
-    table = pd.DataFrame(rows, columns=columns)
-    items = items_of(main)
-    return with_items(table, [items] if items is not None else [])
+    return main.with_frame(pd.DataFrame(rows, columns=columns))
 
 
 def _variants_table(
@@ -134,7 +131,7 @@ def _variants_table(
     deps: sources.DependencySource,
     variants: list[tuple[str, str, str, dict]],
     columns: tuple[str, ...] = _VARIANT_COLUMNS,
-) -> pd.DataFrame:
+) -> ResultTable:
     """One row per (dataset, variant) with the dataset's off-the-shelf R@1 beside it.
 
     ``variants`` are ``(label, paper key, D, run_baglm keyword arguments)`` where D is
@@ -144,6 +141,7 @@ def _variants_table(
     """
     table = TableBuilder()
     for obs in observations:
+        table.observe(obs.label)
         off = round(score_raw(obs).value, 1)
         resolved = {"oracle": require_dependencies("oracle", obs.dataset)}
         if any(v[2] == "given" for v in variants):
@@ -159,7 +157,7 @@ def _variants_table(
             scored = score_baglm(obs, d, **kwargs)
             table.add(obs.dataset, label, scored, paper, source=obs.label, off_the_shelf=off,
                       groups={"D": d.label}, **extra)  # fmt: skip
-    return table.frame(list(columns) + ["note"] if table.has_slots else list(columns))
+    return table.result(list(columns) + ["note"] if table.has_slots else list(columns))
 
 
 def _why_slot(d: Any, dataset: str) -> str:
@@ -172,7 +170,7 @@ def _why_slot(d: Any, dataset: str) -> str:
 
 def transition_table(
     observations: Iterable[Observations], deps: sources.DependencySource = sources.SIMULATED_LLM
-) -> pd.DataFrame:
+) -> ResultTable:
     """Tab. transition model: static, readiness only, validity only, both (with ``deps``).
 
     ``deps`` must be an estimated D (an LLM's matrices, real or simulated), as in the paper;
@@ -194,7 +192,7 @@ ORACLE_ROWS = (
 
 def oracle_table(
     observations: Iterable[Observations], deps: sources.DependencySource = sources.SIMULATED_LLM
-) -> pd.DataFrame:
+) -> ResultTable:
     """Tab. oracle: the LLM's or the oracle D, crossed with the LMM's or the oracle progress.
 
     The two "LLM D" rows use ``deps``, which must be an LLM's matrices (real or simulated);

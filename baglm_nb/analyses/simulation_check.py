@@ -31,14 +31,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.analyses.results import main_results_table, transition_table
-from baglm_nb.analyses.tables import (
-    DATASET_NAMES,
-    METHOD_NAMES,
-    concat_tables,
-    items_of,
-    with_items,
-)
+from baglm_nb.analyses.tables import DATASET_NAMES, METHOD_NAMES
 from baglm_nb.core import simulate_deps, sources
 from baglm_nb.core.observations import Observations
 from baglm_nb.inputs.datasets import DATASETS
@@ -65,7 +60,7 @@ def gain_table(
     deps: sources.DependencySource = sources.SIMULATED_LLM,
     *,
     diagnostic: Any = None,
-) -> pd.DataFrame:
+) -> ResultTable:
     """BaGLM's gain per dataset beside the paper's (with the paper's LLaMA D).
 
     ``diagnostic`` (a second deps setting, e.g. ``simulated-llm:llama:held-out``) adds its
@@ -73,17 +68,18 @@ def gain_table(
 
     Returns
     -------
-    DataFrame
+    ResultTable
         ``dataset, D, off_the_shelf, paper_off_the_shelf, baglm, paper_baglm, gain,
         paper_gain, gain_difference``, then with ``diagnostic`` ``D_diagnostic,
         baglm_diagnostic, gain_diagnostic``, then ``videos, source`` (R@1 in percent, gains in
-        points, ``gain_difference`` = workbench gain - paper gain); items of the main table(s).
+        points, ``gain_difference`` = workbench gain - paper gain); items and sources of the
+        main table(s).
     """
     observations = list(observations)
     main = main_results_table(observations, deps)
     second = main_results_table(observations, diagnostic) if diagnostic is not None else None
     rows = []
-    for name, part in main.groupby("dataset", sort=False):
+    for name, part in main.frame.groupby("dataset", sort=False):
         by = part.set_index("method")
         bag, off = by.loc[METHOD_NAMES["baglm"]], by.loc[METHOD_NAMES["off_the_shelf"]]
         key = _KEYS.get(str(name), str(name))
@@ -101,15 +97,15 @@ def gain_table(
             "gain_difference": round(gain - p_gain, 1),
         }
         if second is not None:
-            other = second[second["dataset"] == name].set_index("method")
+            other = second.frame[second.frame["dataset"] == name].set_index("method")
             alt = other.loc[METHOD_NAMES["baglm"]]
             row["D_diagnostic"] = alt["D"]
             row["baglm_diagnostic"] = alt["workbench"]
             row["gain_diagnostic"] = round(alt["workbench"] - off["workbench"], 1)
         row.update({"videos": int(bag["videos"]), "source": bag["source"]})
         rows.append(row)
-    items = [items_of(main)] + ([items_of(second)] if second is not None else [])
-    return with_items(pd.DataFrame(rows), items)
+    both = [main] if second is None else [main, second]
+    return ResultTable.concat(both).with_frame(pd.DataFrame(rows))
 
 
 def gain_bars(gains: pd.DataFrame) -> pd.DataFrame:
@@ -155,21 +151,21 @@ def _pattern(values: Mapping[str, float]) -> bool:
 
 def transition_pattern_table(
     observations: Iterable[Observations], deps: sources.DependencySource = sources.SIMULATED_LLM
-) -> pd.DataFrame:
+) -> ResultTable:
     """The transition ablation per dataset, its order and the paper's pattern, both sides.
 
     Returns
     -------
-    DataFrame
+    ResultTable
         One row per dataset: ``dataset, D, off_the_shelf``, the four variants' R@1
         (workbench), the paper's (``paper_<variant>``), ``order`` and ``paper_order``
         (:func:`order_of`), ``pattern`` and ``paper_pattern`` (whether ``static < readiness,
-        validity < both``; None where the paper has no row), ``videos, source``; items of the
-        transition table.
+        validity < both``; None where the paper has no row), ``videos, source``; items and
+        sources of the transition table.
     """
     table = transition_table(observations, deps)
     rows = []
-    for name, part in table.groupby("dataset", sort=False):
+    for name, part in table.frame.groupby("dataset", sort=False):
         by = part.set_index("method")
         ours = {v: float(by.loc[v, "workbench"]) for v in VARIANTS}
         paper = {v: float(by.loc[v, "paper"]) for v in VARIANTS}
@@ -192,7 +188,7 @@ def transition_pattern_table(
             }
         )
         rows.append(row)
-    return with_items(pd.DataFrame(rows), [items_of(table)])
+    return table.with_frame(pd.DataFrame(rows))
 
 
 def held_out_of(deps: sources.DependencySource) -> str | None:
@@ -212,7 +208,7 @@ def simulation_check(
     deps: sources.DependencySource = sources.SIMULATED_LLM,
     limit: int | None = None,
     transition_datasets: Iterable[str] | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+) -> tuple[ResultTable, ResultTable]:
     """``(gain_table, transition_pattern_table)`` on ``scores`` (default: simulated).
 
     With a ``simulated-llm`` D, its held-out variant (:func:`held_out_of`) is the diagnostic
@@ -228,4 +224,4 @@ def simulation_check(
     diagnostic = held_out_of(deps)
     gains = gain_table(observed, deps, diagnostic=diagnostic)
     patterns = [transition_pattern_table(ablated, d) for d in (deps, diagnostic) if d]
-    return gains, concat_tables(patterns) if ablated else pd.DataFrame()
+    return gains, ResultTable.concat(patterns if ablated else [])

@@ -1,61 +1,62 @@
-"""What every result table shares: names, titles, the row shape, its items, and its files.
+"""What every result table shares: names, the row shape, scoring with the pairs kept, a builder.
 
-A result table is a pandas DataFrame, one row per number, with the workbench's value beside the
-paper's (``paper``, NaN where the paper reports none), the observation ``source`` and, for a
-table of BaGLM rows, the dependency source ``D`` (:data:`NOT_USED` for a row that uses none).
-Rows that the inputs cannot fill are *slot rows* (:func:`slot_row`): the paper's value, an empty
-``workbench`` and a ``note`` starting with ``slot:`` that says which input fills it.
+A result table (:class:`~baglm_nb.analyses.result_table.ResultTable`: its rows, items and
+sources) has one row per number, with the workbench's value beside the paper's (``paper``, NaN
+where the paper reports none), the observation ``source`` and, for a table of BaGLM rows, the
+dependency source ``D`` (:data:`NOT_USED` for a row that uses none). Rows that the inputs cannot
+fill are *slot rows* (:func:`slot_row`): the paper's value, an empty ``workbench`` and a
+``note`` starting with ``slot:`` that says which input fills it.
 
-**Items** (lighteval style): a table built from evaluated (video, step) pairs carries them in
-``table.attrs["items"]`` (:func:`items_of`), one row per pair and table row: ``dataset``,
-``method``, ``source``, any grouping column (``signal``, ``segment_duration``, ``bin``, ...),
-then the :func:`~baglm_nb.core.evaluation.pair_hits` columns (``video_uid``, ``task``,
-``step_index``, ``hit``, ``num_steps``, ``position``). A row's R@1 is what its items give
-(:func:`~baglm_nb.core.evaluation.recall_from_hits`). Slot rows have no items. ``pd.concat``
-cannot join tables that carry items: use :func:`concat_tables`.
+**Items** (lighteval style): a table built from evaluated (video, step) pairs carries them
+(:func:`pair_items`), one row per pair and table row: ``dataset``, ``method``, ``source``, any
+grouping column (``signal``, ``segment_duration``, ``bin``, ...), then the
+:func:`~baglm_nb.core.evaluation.pair_hits` columns (``video_uid``, ``task``, ``step_index``,
+``hit``, ``num_steps``, ``position``). A row's R@1 is what its items give
+(:func:`~baglm_nb.core.evaluation.recall_from_hits`). Slot rows have no items.
 
-:func:`write_table` saves ``<stem>.csv``, ``<stem>.md``, ``<stem>.summary.json``
-(:func:`table_summary`) and, for a table with items, ``<stem>.items.parquet``, each atomically.
+Titles, Markdown and the table's files are :mod:`baglm_nb.analyses.result_table`'s
+(:func:`title_for`, :func:`to_markdown`, :func:`table_summary` and :func:`write_table` are
+importable from here too).
 
 Exports :data:`DATASET_NAMES`, :data:`METHOD_NAMES`, :data:`SLOT`, :data:`NOT_USED`,
 :class:`Scored` with
 :func:`score`, :func:`score_baglm` and :func:`score_raw`, :func:`require_dependencies`,
-:func:`result_row` (the one row builder), :func:`slot_row`, :class:`TableBuilder`,
-:func:`pair_items`, :func:`with_items`, :func:`items_of`, :func:`concat_tables`,
-:func:`title_for`, :func:`to_markdown`, :func:`table_summary` and :func:`write_table`.
+:func:`result_row` (the one row builder), :func:`slot_row`, :class:`TableBuilder` and
+:func:`pair_items`.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
+from baglm_nb.analyses.result_table import (
+    ITEM_LABELS,
+    NOT_USED,
+    ResultTable,
+    sources_label,
+    table_summary,
+    title_for,
+    to_markdown,
+    write_table,
+)
 from baglm_nb.core import sources
 from baglm_nb.core.evaluation import pair_hits, recall_from_hits
 from baglm_nb.core.observations import Observations
 from baglm_nb.core.pipeline import run_baglm
 from baglm_nb.inputs.datasets import DATASETS, Video
-from baglm_nb.stores.atomic import atomic_write, atomic_write_json, atomic_write_text
 
 __all__ = [
     "DATASET_NAMES",
-    "ITEMS",
     "METHOD_NAMES",
     "NOT_USED",
     "SLOT",
     "Scored",
     "TableBuilder",
-    "concat_tables",
-    "items_of",
     "pair_items",
     "require_dependencies",
     "result_row",
@@ -63,10 +64,10 @@ __all__ = [
     "score_baglm",
     "score_raw",
     "slot_row",
+    "sources_label",
     "table_summary",
     "title_for",
     "to_markdown",
-    "with_items",
     "write_table",
 ]
 
@@ -79,14 +80,8 @@ METHOD_NAMES: dict[str, str] = {"baglm": "BaGLM", "off_the_shelf": "off-the-shel
 #: Prefix of the ``note`` of a slot row: a row the workbench cannot fill from its inputs yet.
 SLOT = "slot"
 
-#: The ``D`` (or ``progress``) cell of a row whose method does not use that input.
-NOT_USED = "not used"
-
-#: The key of a table's items in ``DataFrame.attrs``.
-ITEMS = "items"
-
 #: The label columns every item starts with (grouping columns follow them).
-_LABELS = ("dataset", "method", "source")
+_LABELS = ITEM_LABELS
 
 
 # ------------------------------------------------------------------------------------------
@@ -189,48 +184,25 @@ def pair_items(hits: pd.DataFrame, **labels: Any) -> pd.DataFrame:
     return out[first + [c for c in out.columns if c not in first]].reset_index(drop=True)
 
 
-def _no_items() -> pd.DataFrame:
-    columns = [*_LABELS, "video_uid", "task", "step_index", "hit", "num_steps", "position"]
-    return pd.DataFrame({c: [] for c in columns})
-
-
-def with_items(table: pd.DataFrame, items: Iterable[pd.DataFrame]) -> pd.DataFrame:
-    """``table`` carrying ``items`` (concatenated) in ``table.attrs["items"]``; returns it."""
-    frames = [f for f in items if len(f)]
-    table.attrs[ITEMS] = pd.concat(frames, ignore_index=True) if frames else _no_items()
-    return table
-
-
-def items_of(table: pd.DataFrame) -> pd.DataFrame | None:
-    """The items a table carries (see the module docstring), or None."""
-    return table.attrs.get(ITEMS)
-
-
-def concat_tables(tables: Iterable[pd.DataFrame]) -> pd.DataFrame:
-    """Stack tables (e.g. one per dataset) with their items; rows renumbered from 0.
-
-    The result carries the concatenated items of the tables that have them (none when no
-    table has any).
-    """
-    tables = list(tables)
-    frame = pd.concat([pd.DataFrame(t) for t in tables], ignore_index=True)  # without attrs
-    items = [items_of(t) for t in tables]
-    if any(i is not None for i in items):
-        with_items(frame, [i for i in items if i is not None])
-    return frame
-
-
 class TableBuilder:
-    """The rows of one result table and the items behind them, in order.
+    """The rows of one result table, the items behind them and its sources, in order.
 
     :meth:`add` appends a :func:`result_row` and its items, :meth:`slot` a :func:`slot_row`,
     :meth:`row` any row with optional items, :meth:`item` more items of the last row;
-    :meth:`frame` returns the table with its items.
+    :meth:`observe` names an observation source the table is computed on (the ``source`` of
+    every row but a slot is named too); :meth:`result` returns the
+    :class:`~baglm_nb.analyses.result_table.ResultTable`.
     """
 
     def __init__(self) -> None:
         self.rows: list[dict] = []
         self.items: list[pd.DataFrame] = []
+        self.observations: list[str] = []
+
+    def observe(self, label: str) -> None:
+        """Name ``label`` among the table's observation sources."""
+        if label not in self.observations:
+            self.observations.append(label)
 
     def add(
         self,
@@ -260,6 +232,8 @@ class TableBuilder:
         and ``labels``.
         """
         self.rows.append(row)
+        if "source" in row:
+            self.observe(str(row["source"]))
         if hits is not None:
             self.item(hits, **{k: row[k] for k in _LABELS if k in row}, **labels)
 
@@ -272,80 +246,11 @@ class TableBuilder:
         """Append items (:func:`pair_items` of ``hits`` and ``labels``) to the last row."""
         self.items.append(pair_items(hits, **labels))
 
-    def frame(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
-        """The table (``columns`` in this order when given) with its items."""
+    def result(self, columns: Sequence[str] | None = None) -> ResultTable:
+        """The table (``columns`` in this order when given) with its items and sources.
+
+        Its dependency sources are those its ``D`` column names.
+        """
         table = pd.DataFrame(self.rows)
-        return with_items(table if columns is None else table[list(columns)], self.items)
-
-
-# ------------------------------------------------------------------------------------------
-# titles and files
-
-
-def title_for(what: str, source: str, table: pd.DataFrame | None = None) -> str:
-    """A table or figure title that names the observation source (and says ``simulated``).
-
-    ``source`` is an observations label, possibly ending in its precision (``", float64"``).
-    With ``table``, the dependency sources of its ``D`` column (those used) are named too,
-    e.g. ``D: simulated-llm:llama, oracle``.
-    """
-    if table is not None and "D" in table.columns:
-        used = [str(d) for d in dict.fromkeys(table["D"]) if pd.notna(d) and d != NOT_USED]
-        if used:
-            what = f"{what}; D: {', '.join(used)}"
-    base, _, precision = source.partition(", ")
-    if base == "simulated":
-        extra = f", {precision}" if precision else ""
-        return f"{what} (simulated observations, not a real model{extra})"
-    return f"{what} (observations: {source})"
-
-
-def to_markdown(df: pd.DataFrame, title: str | None = None) -> str:
-    """A GitHub-style Markdown table (no extra dependency)."""
-    cells = [[("" if pd.isna(v) else str(v)) for v in row] for row in df.itertuples(index=False)]
-    header = [str(c) for c in df.columns]
-    lines = [f"**{title}**", ""] if title else []
-    lines.append("| " + " | ".join(header) + " |")
-    lines.append("|" + "|".join("---" for _ in header) + "|")
-    lines += ["| " + " | ".join(row) + " |" for row in cells]
-    return "\n".join(lines) + "\n"
-
-
-def table_summary(df: pd.DataFrame, title: str | None = None) -> dict[str, Any]:
-    """The small JSON beside a table: title, source labels, counts and the values as records.
-
-    ``videos`` and ``pairs`` count the distinct (dataset, video) and (dataset, video, step)
-    of the items and ``items`` their rows; all three are None for a table without items.
-    """
-    items = items_of(df)
-    labels = list(dict.fromkeys(df["source"])) if "source" in df.columns else []
-
-    def distinct(columns: list[str]) -> int | None:
-        return None if items is None else int(len(items[columns].drop_duplicates()))
-
-    return {
-        "title": title,
-        "sources": [str(s) for s in labels],
-        "rows": len(df),
-        "videos": distinct(["dataset", "video_uid"]),
-        "pairs": distinct(["dataset", "video_uid", "step_index"]),
-        "items": None if items is None else len(items),
-        "values": json.loads(df.to_json(orient="records")),
-    }
-
-
-def write_table(df: pd.DataFrame, stem: str | os.PathLike, title: str | None = None) -> None:
-    """Save ``df`` beside ``stem``, each file atomically.
-
-    ``<stem>.csv``, ``<stem>.md`` (with ``title``), ``<stem>.summary.json``
-    (:func:`table_summary`) and, when ``df`` carries items, ``<stem>.items.parquet``
-    (written with pyarrow).
-    """
-    stem = Path(stem)
-    atomic_write_text(stem.with_suffix(".csv"), df.to_csv(index=False))
-    atomic_write_text(stem.with_suffix(".md"), to_markdown(df, title))
-    items = items_of(df)
-    if items is not None:
-        arrow = pa.Table.from_pandas(items, preserve_index=False)
-        atomic_write(stem.with_suffix(".items.parquet"), lambda f: pq.write_table(arrow, f))
-    atomic_write_json(stem.with_suffix(".summary.json"), table_summary(df, title))
+        frame = table if columns is None else table[list(columns)]
+        return ResultTable.of(frame, self.items, observations=self.observations)

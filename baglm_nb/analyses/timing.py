@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.core import sources
 from baglm_nb.inputs import samples
 from baglm_nb.inputs.datasets import Video, load_dataset
@@ -135,8 +136,9 @@ def timing_tables(
     ``annotations`` is the folder of the annotation file the cache's videos come from (default
     ``data/annotations``; the sample clips': :func:`baglm_nb.inputs.samples.annotations`).
     Returns a dict with ``table`` (:func:`timing_table`, or :func:`no_timings_table` when
-    ``folder`` is None or its cache recorded no timings), ``summary`` (:func:`timing_summary`,
-    or None), ``source``, ``dataset``, ``segment_duration`` and ``message`` (what was found).
+    ``folder`` is None or its cache recorded no timings) and ``summary``
+    (:func:`timing_summary`, or None) as result tables without items, ``source``,
+    ``dataset``, ``segment_duration`` and ``message`` (what was found).
     """
     empty = {
         "summary": None,
@@ -148,7 +150,7 @@ def timing_tables(
         reason = "no score cache given (parameter `timings`)"
         return {
             **empty,
-            "table": no_timings_table(reason),
+            "table": ResultTable.of(no_timings_table(reason)),
             "message": f"No timings available: {reason}; none are invented.",
         }
     cache = sources.open_score_cache(folder)
@@ -159,7 +161,7 @@ def timing_tables(
         reason = f"the score cache {cache.path} recorded no per-segment timings ({source})"
         return {
             **empty,
-            "table": no_timings_table(reason),
+            "table": ResultTable.of(no_timings_table(reason)),
             "dataset": key.dataset,
             "message": f"No timings available: {reason}; none are invented.",
         }
@@ -167,8 +169,8 @@ def timing_tables(
     d = key.segment_duration
     summary = timing_summary(frame, videos, segment_duration=d)
     return {
-        "table": timing_table(frame, videos, source=source),
-        "summary": summary,
+        "table": ResultTable.of(timing_table(frame, videos, source=source), observations=[source]),
+        "summary": ResultTable.of(summary, observations=[source]),
         "source": source,
         "dataset": key.dataset,
         "segment_duration": d,

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.core import simulate_deps, sources
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import first_starts
@@ -240,7 +241,7 @@ def violation_report(
     group_limit: int | None = None,
     thresholds: Sequence[float] = THRESHOLDS,
     scope: str = "group",
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+) -> tuple[ResultTable, ResultTable]:
     """The violation table of several sources over the same videos.
 
     Every source is evaluated on the videos of the groups that all cache sources hold (and,
@@ -252,7 +253,7 @@ def violation_report(
     (table, long)
         ``table``: the paper's layout (:func:`violations_table`), with the paper's rows for
         HT-Step at ``scope="group"``; ``long``: the :func:`violations` rows of every source,
-        concatenated.
+        concatenated. Both without items; their dependency sources are ``specs``'.
     """
     videos = load_dataset(dataset)
     keys = list(dict.fromkeys(v.group for v in videos))
@@ -268,12 +269,14 @@ def violation_report(
         raise ValueError(f"no group of {dataset!r} has a matrix in every source")
     frames = {dep.label: violations(dep, chosen, thresholds, scope=scope) for dep in opened}
     paper = dataset == PAPER_VIOLATIONS_DATASET and scope == "group"
-    return violations_table(frames, paper=paper), pd.concat(frames.values(), ignore_index=True)
+    table = ResultTable.of(violations_table(frames, paper=paper), dependencies=list(frames))
+    long = pd.concat(frames.values(), ignore_index=True)
+    return table, ResultTable.of(long, dependencies=list(frames))
 
 
 def answer_table(
     dataset: str, specs: Sequence[sources.DependencySource], *, group_limit: int | None = None
-) -> pd.DataFrame:
+) -> ResultTable:
     """How each source's D values are spread: exact 0, exact 1, or graded (in percent).
 
     One matrix per group of ``dataset`` (the first ``group_limit`` task groups), the first
@@ -282,8 +285,8 @@ def answer_table(
 
     Returns
     -------
-    DataFrame
-        ``source, matrices, entries, exact_0_pct, exact_1_pct, graded_pct, mean``.
+    ResultTable
+        ``source, matrices, entries, exact_0_pct, exact_1_pct, graded_pct, mean``; no items.
     """
     videos = load_dataset(dataset)
     firsts: dict[str, Video] = {}
@@ -307,7 +310,7 @@ def answer_table(
                 "mean": round(float(values.mean()), 3),
             }
         )
-    return pd.DataFrame(rows)
+    return ResultTable.of(pd.DataFrame(rows), dependencies=[r["source"] for r in rows])
 
 
 # ------------------------------------------------------------------------------------------

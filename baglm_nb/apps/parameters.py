@@ -4,9 +4,10 @@ Every notebook's cell after ``parameters`` (where papermill puts its injected va
 ``check_parameters(globals())``. The rules go by name, so one table serves every notebook: a
 name that ends in ``limit`` is ``None`` or a whole number >= 1, ``dataset`` is a dataset name,
 ``datasets`` and ``*_datasets`` lists of them, and so on (:data:`RULES`); names without a rule
-are not checked.
+are not checked. It returns the parameters (:func:`notebook_parameters`), which the notebook
+passes on to the tables it writes (``summary.json`` records them).
 
-Exports :data:`RULES` and :func:`check_parameters`.
+Exports :data:`RULES`, :func:`notebook_parameters` and :func:`check_parameters`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from baglm_nb.inputs.datasets import DATASETS
 
-__all__ = ["RULES", "check_parameters"]
+__all__ = ["RULES", "check_parameters", "notebook_parameters"]
 
 
 def _whole(value: Any, low: int) -> bool:
@@ -72,8 +73,36 @@ RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
 )  # fmt: skip
 
 
-def check_parameters(namespace: Mapping[str, Any]) -> None:
+#: Names in a notebook's namespace that IPython puts there (not parameters).
+_IPYTHON_NAMES = ("In", "Out")
+
+#: The types of a parameter's value (what papermill can inject).
+_VALUE_TYPES = (str, numbers.Number, bool, list, tuple, dict, type(None))
+
+
+def notebook_parameters(namespace: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters in ``namespace`` (a notebook's ``globals()`` right after its parameters).
+
+    Every name that IPython did not put there (``In``, ``Out``, names starting with ``_``) and
+    that holds data (text, a number, None, a list, tuple or dict), in their order; functions
+    and modules are left out.
+    """
+    return {
+        name: value
+        for name, value in namespace.items()
+        if not name.startswith("_")
+        and name not in _IPYTHON_NAMES
+        and isinstance(value, _VALUE_TYPES)
+    }
+
+
+def check_parameters(namespace: Mapping[str, Any]) -> dict[str, Any]:
     """Check the notebook parameters found in ``namespace`` (a notebook's ``globals()``).
+
+    Returns
+    -------
+    dict
+        The parameters (:func:`notebook_parameters`), for the summaries of the tables.
 
     Raises
     ------
@@ -89,3 +118,4 @@ def check_parameters(namespace: Mapping[str, Any]) -> None:
                 if not check(value):
                     raise ValueError(f"notebook parameter {name}={value!r}: expected {expected}")
                 break
+    return notebook_parameters(namespace)

@@ -20,8 +20,8 @@ import pandas as pd
 from baglm_nb.analyses.agreement import is_simulated
 from baglm_nb.analyses.localization.detection import localize
 from baglm_nb.analyses.localization.metrics import article_grounding_map, windowed_recall
+from baglm_nb.analyses.result_table import NOT_USED, ResultTable
 from baglm_nb.analyses.results import PAPER_ONLY_NOTE
-from baglm_nb.analyses.tables import NOT_USED
 from baglm_nb.core import sources
 from baglm_nb.inputs.datasets import load_dataset
 from baglm_nb.inputs.paper import (
@@ -106,7 +106,7 @@ def localization_table(
     match_labels: bool = False,
     beliefs=None,
     **kwargs: Any,
-) -> pd.DataFrame:
+) -> ResultTable:
     """Tab. htstep_localization / off_the_shelf_vs_baglm_localization for one observation set.
 
     Rows: the off-the-shelf LMM (raw scores) and BaGLM (beliefs), both without the none column,
@@ -117,7 +117,7 @@ def localization_table(
     ``note`` ``slot: ...``: their scores fill them), the computed rows stand at their LMM's
     place, and NaSVA's reported row (``source`` ``paper``) comes last. ``kwargs`` go to
     :func:`~baglm_nb.analyses.localization.detection.detect_segments`; ``beliefs``
-    (uid -> (T, K+1)) skips the filter (``deps`` then only labels the ``D`` column).
+    (uid -> (T, K+1)) skips the filter (``deps`` then only labels the ``D`` column). No items.
     """
     from baglm_nb.core.pipeline import run_baglm
 
@@ -128,7 +128,8 @@ def localization_table(
     evaluated = [v for v in videos if v.uid in beliefs]
     computed = _computed_rows(obs, d_label, beliefs, videos, evaluated, match_labels, kwargs)
     if obs.dataset != PAPER_LOCALIZATION_DATASET:
-        return pd.DataFrame(computed).astype({"videos": "Int64", "segments": "Int64"})
+        frame = pd.DataFrame(computed).astype({"videos": "Int64", "segments": "Int64"})
+        return ResultTable.of(frame, observations=[obs.label])
     rows, placed, model = [], False, paper_model(obs.label)
     for key, name in PAPER_LMM_NAMES.items():
         if key == model:
@@ -143,7 +144,8 @@ def localization_table(
         rows = [{**r, "note": ""} for r in computed] + rows
     nasva = PAPER_LOCALIZATION["nasva"]["offline"]
     rows.append(_paper_row("NaSVA (offline)", "nasva", nasva, "paper", PAPER_ONLY_NOTE))
-    return pd.DataFrame(rows).astype({"videos": "Int64", "segments": "Int64"})
+    frame = pd.DataFrame(rows).astype({"videos": "Int64", "segments": "Int64"})
+    return ResultTable.of(frame, observations=[obs.label])
 
 
 def windowed_recall_table(
@@ -153,9 +155,9 @@ def windowed_recall_table(
     unit: str = "query",
     beliefs=None,
     **kwargs: Any,
-) -> pd.DataFrame:
+) -> ResultTable:
     """Ego4D Goal-Step windowed R@1 (IoU > 0.3, 0.5) and mIoU for the LMM and BaGLM, beside the
-    point-wise R@1 (the paper's metric) of the same beliefs. No paper values exist."""
+    point-wise R@1 (the paper's metric) of the same beliefs. No paper values exist; no items."""
     from baglm_nb.core.evaluation import evaluate
     from baglm_nb.core.pipeline import run_baglm
 
@@ -181,4 +183,4 @@ def windowed_recall_table(
                 "D": d_label if label == "BaGLM" else NOT_USED,
             }
         )
-    return pd.DataFrame(rows)
+    return ResultTable.of(pd.DataFrame(rows), observations=[obs.label])
