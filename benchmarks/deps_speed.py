@@ -109,18 +109,31 @@ def one_run(groups, fast, slow, full, args) -> dict:
         if args.full_batched:
             t_full += time_score(full, goal, steps, every)[0]
     n_pairs = sum(len(s) ** 2 for _, s in groups.values())
-    return {"fast": t_fast, "slow": t_slow * n_pairs / n_slow, "slow_timed": t_slow,
-            "n_slow": n_slow, "full": t_full, "diff": diff}  # fmt: skip
+    return {
+        "fast": t_fast,
+        "slow": t_slow * n_pairs / n_slow,
+        "slow_timed": t_slow,
+        "n_slow": n_slow,
+        "full": t_full,
+        "diff": diff,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=10, help="HT-Step groups (default 10)")
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--baseline-pairs", type=int, default=None,
-                        help="time one-at-a-time on N pairs per group and scale up")  # fmt: skip
-    parser.add_argument("--full-batched", action="store_true",
-                        help="also time full prompts in batches, no shared prefix")  # fmt: skip
+    parser.add_argument(
+        "--baseline-pairs",
+        type=int,
+        default=None,
+        help="time one-at-a-time on N pairs per group and scale up",
+    )
+    parser.add_argument(
+        "--full-batched",
+        action="store_true",
+        help="also time full prompts in batches, no shared prefix",
+    )
     parser.add_argument("--runs", type=int, default=3, help="alternating runs (median reported)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (0: default)")
     args = parser.parse_args()
@@ -128,16 +141,20 @@ def main() -> None:
         torch.set_num_threads(args.threads)
 
     fast = load_smollm2(batch_size=args.batch_size)
-    slow = TransformersBackend(fast.model, fast.tokenizer, name="x", batch_size=1,
-                               shared_prefix=False)  # fmt: skip
-    full = TransformersBackend(fast.model, fast.tokenizer, name="x",
-                               batch_size=args.batch_size, shared_prefix=False)  # fmt: skip
+    slow = TransformersBackend(
+        fast.model, fast.tokenizer, name="x", batch_size=1, shared_prefix=False
+    )
+    full = TransformersBackend(
+        fast.model, fast.tokenizer, name="x", batch_size=args.batch_size, shared_prefix=False
+    )
     groups = dict(list(group_steps(load_dataset("htstep")).items())[: args.tasks])
     ks = [len(s) for _, s in groups.values()]
     n_pairs = sum(k * k for k in ks)
-    print(f"SmolLM2-135M-Instruct (float32, CPU, {torch.get_num_threads()} threads); "
-          f"{len(groups)} HT-Step groups, K = {ks}, {n_pairs} prompts; median of {args.runs} "
-          "alternating runs after a warm-up")  # fmt: skip
+    print(
+        f"SmolLM2-135M-Instruct (float32, CPU, {torch.get_num_threads()} threads); "
+        f"{len(groups)} HT-Step groups, K = {ks}, {n_pairs} prompts; median of {args.runs} "
+        "alternating runs after a warm-up"
+    )
     print(token_accounting(fast, groups))
     goal, steps = next(iter(groups.values()))
     warm = _pair_order(len(steps))[:32]
@@ -156,8 +173,10 @@ def main() -> None:
     diff = max(x["diff"] for x in runs)
     n_slow = runs[0]["n_slow"]
     note = "" if n_slow == n_pairs else f" (timed {n_slow} prompts, scaled to {n_pairs})"
-    print(f"batched (shared prefixes, batch {args.batch_size}): {t_fast:8.1f} s "
-          f"({1000 * t_fast / n_pairs:.0f} ms/prompt), median")  # fmt: skip
+    print(
+        f"batched (shared prefixes, batch {args.batch_size}): {t_fast:8.1f} s "
+        f"({1000 * t_fast / n_pairs:.0f} ms/prompt), median"
+    )
     print(f"one prompt at a time:                   {t_slow:8.1f} s "
           f"({1000 * t_slow / n_pairs:.0f} ms/prompt), median{note}")  # fmt: skip
     if args.full_batched:
@@ -165,8 +184,10 @@ def main() -> None:
         print(f"full prompts in batches (left-padded):  {t_full:8.1f} s "
               f"(ratio to one at a time {t_slow / t_full:.2f}x)")  # fmt: skip
     each = ", ".join(f"{x['slow'] / x['fast']:.2f}" for x in runs)
-    print(f"ratio one-at-a-time / batched: median {ratio:.2f}x of {each} (goal >= 3x); "
-          f"max |difference| of P(Yes): {diff:.1e}")  # fmt: skip
+    print(
+        f"ratio one-at-a-time / batched: median {ratio:.2f}x of {each} (goal >= 3x); "
+        f"max |difference| of P(Yes): {diff:.1e}"
+    )
 
 
 if __name__ == "__main__":

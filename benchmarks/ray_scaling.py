@@ -31,14 +31,16 @@ import numpy as np
 
 # Before ``import ray``: loopback address only, this run's own token, no usage statistics, and
 # the patience a busy 2-core machine needs to start the node's agents.
-os.environ.update({
-    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
-    "RAY_AUTH_MODE": "token",
-    "RAY_AUTH_TOKEN": secrets.token_hex(32),
-    "RAY_USAGE_STATS_ENABLED": "0",
-    "RAY_agent_register_timeout_ms": "120000",
-    "RAY_raylet_start_wait_time_s": "120",
-})  # fmt: skip
+os.environ.update(
+    {
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": secrets.token_hex(32),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_agent_register_timeout_ms": "120000",
+        "RAY_raylet_start_wait_time_s": "120",
+    }
+)
 
 import ray  # noqa: E402
 
@@ -59,12 +61,30 @@ def make_videos(folder: Path, copies: int) -> Path:
         for n in range(copies):
             uid = f"{clip.stem}-{n}"
             (folder / "videos" / f"{uid}{clip.suffix}").symlink_to(clip)
-            records.append({
-                "video_uid": uid, "video_num_frames": info.num_frames, "video_fps": info.fps,
-                "activity": "HandleObject", "step_headline": STEPS, "clips": [{"annotations": [
-                    {"language_queries": [{"clip_start_sec": 0.5, "clip_end_sec": 3.0,
-                                           "query": STEPS[0]}]}]}],
-            })  # fmt: skip
+            records.append(
+                {
+                    "video_uid": uid,
+                    "video_num_frames": info.num_frames,
+                    "video_fps": info.fps,
+                    "activity": "HandleObject",
+                    "step_headline": STEPS,
+                    "clips": [
+                        {
+                            "annotations": [
+                                {
+                                    "language_queries": [
+                                        {
+                                            "clip_start_sec": 0.5,
+                                            "clip_end_sec": 3.0,
+                                            "query": STEPS[0],
+                                        }
+                                    ]
+                                }
+                            ]
+                        }
+                    ],
+                }
+            )
     (folder / "ann" / "coin_video_annots.json").write_text(json.dumps(records))
     return folder
 
@@ -72,18 +92,25 @@ def make_videos(folder: Path, copies: int) -> Path:
 def run(folder: Path, workers: int) -> dict:
     """Score every video with ``workers`` single-thread workers into ``folder/w<workers>``."""
     summary = score_dataset(
-        "coin", folder / "videos", "random-init:internvl", root=folder / f"w{workers}",
-        annotations=folder / "ann", show_progress=False,
+        "coin",
+        folder / "videos",
+        "random-init:internvl",
+        root=folder / f"w{workers}",
+        annotations=folder / "ann",
+        show_progress=False,
         engine=RayOptions(workers=workers, num_cpus_per_worker=1, wait_for_workers=True),
-    )  # fmt: skip
+    )
     cache = ScoreCache.open(summary["cache"])
     segments = sum(cache.read_video(u).num_segments for u in summary["scored"])
     t = summary["seconds"]
     rate = segments / t["scoring"]
-    print(f"{workers} worker(s): {len(summary['scored'])} videos, {segments} segments in "
-          f"{t['scoring']:.1f} s: {rate:.2f} segments/s (model loaded in {t['startup']:.1f} s); "
-          f"driver {100 * t['driver'] / t['scoring']:.1f}% of the scoring time "
-          f"(goal < 5%)", flush=True)  # fmt: skip
+    print(
+        f"{workers} worker(s): {len(summary['scored'])} videos, {segments} segments in "
+        f"{t['scoring']:.1f} s: {rate:.2f} segments/s (model loaded in {t['startup']:.1f} s); "
+        f"driver {100 * t['driver'] / t['scoring']:.1f}% of the scoring time "
+        f"(goal < 5%)",
+        flush=True,
+    )
     return {"rate": rate, "cache": cache, "uids": summary["scored"], **t}
 
 
@@ -102,16 +129,26 @@ def main() -> int:
         (folder / "videos").mkdir()
         (folder / "ann").mkdir()
         make_videos(folder, args.copies)
-        ray.init(num_cpus=args.cpus, _node_ip_address="127.0.0.1", _temp_dir=str(folder / "r"),
-                 include_dashboard=False, logging_level="WARNING")  # fmt: skip
-        print(f"local Ray cluster on {ray.get_runtime_context().gcs_address}, {args.cpus} CPUs; "
-              f"tiny random-init InternVL, {3 * args.copies} videos", flush=True)  # fmt: skip
+        ray.init(
+            num_cpus=args.cpus,
+            _node_ip_address="127.0.0.1",
+            _temp_dir=str(folder / "r"),
+            include_dashboard=False,
+            logging_level="WARNING",
+        )
+        print(
+            f"local Ray cluster on {ray.get_runtime_context().gcs_address}, {args.cpus} CPUs; "
+            f"tiny random-init InternVL, {3 * args.copies} videos",
+            flush=True,
+        )
         one, two = run(folder, 1), run(folder, 2)
         same = sorted(one["uids"]) == sorted(two["uids"]) and all(
             _equal(one["cache"], two["cache"], u) for u in one["uids"]
         )
-        print(f"throughput 2 workers / 1 worker: {two['rate'] / one['rate']:.2f}x (goal >= "
-              f"1.7x); caches identical: {'yes' if same else 'NO'}")  # fmt: skip
+        print(
+            f"throughput 2 workers / 1 worker: {two['rate'] / one['rate']:.2f}x (goal >= "
+            f"1.7x); caches identical: {'yes' if same else 'NO'}"
+        )
         return 0 if same else 1
     finally:
         ray.shutdown()

@@ -73,13 +73,29 @@ def steps_of(k: int) -> list[str]:
 
 
 # --dry-run: the published architectures at toy widths (every other setting as published)
-TOY_TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-            "num_attention_heads": 4, "num_key_value_heads": 2}  # fmt: skip
-TOY_VISION = {"internvl": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
-                           "num_attention_heads": 2},
-              "qwen2_5_vl": {"depth": 2, "hidden_size": 32, "intermediate_size": 64,
-                             "num_heads": 2, "out_hidden_size": 64,
-                             "fullatt_block_indexes": [1]}}  # fmt: skip
+TOY_TEXT = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+}
+TOY_VISION = {
+    "internvl": {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+    },
+    "qwen2_5_vl": {
+        "depth": 2,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_heads": 2,
+        "out_hidden_size": 64,
+        "fullatt_block_indexes": [1],
+    },
+}
 
 
 def full_config(family: str, tok, *, toy: bool = False) -> object:
@@ -88,38 +104,68 @@ def full_config(family: str, tok, *, toy: bool = False) -> object:
     architecture at the widths of :data:`TOY_TEXT` and :data:`TOY_VISION` (``--dry-run``)."""
     import transformers
 
-    text = {"vocab_size": len(tok), "hidden_size": 3584, "intermediate_size": 18944,
-            "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
-            "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,
-            "tie_word_embeddings": False, **(TOY_TEXT if toy else {})}  # fmt: skip
+    text = {
+        "vocab_size": len(tok),
+        "hidden_size": 3584,
+        "intermediate_size": 18944,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "max_position_embeddings": 32768,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": False,
+        **(TOY_TEXT if toy else {}),
+    }
     vision = TOY_VISION[family] if toy else {}
     # mrope sections (Qwen2.5-VL) split half the head width: [16, 24, 24] of 64 as published
     half = text["hidden_size"] // text["num_attention_heads"] // 2
     mrope = [16, 24, 24] if not toy else [half - 2 * (half // 3), half // 3, half // 3]
     if family == "internvl":
         return transformers.InternVLConfig(
-            vision_config={"hidden_size": 1024, "intermediate_size": 4096,
-                           "num_hidden_layers": 24, "num_attention_heads": 16,
-                           "image_size": [448, 448], "patch_size": [14, 14],
-                           "layer_norm_eps": 1e-6, **vision},  # fmt: skip
-            text_config={"model_type": "qwen2", **text,
-                         "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}},
+            vision_config={
+                "hidden_size": 1024,
+                "intermediate_size": 4096,
+                "num_hidden_layers": 24,
+                "num_attention_heads": 16,
+                "image_size": [448, 448],
+                "patch_size": [14, 14],
+                "layer_norm_eps": 1e-6,
+                **vision,
+            },  # fmt: skip
+            text_config={
+                "model_type": "qwen2",
+                **text,
+                "rope_parameters": {"rope_type": "default", "rope_theta": 1e6},
+            },
             image_token_id=tok.convert_tokens_to_ids("<IMG_CONTEXT>"),
-            downsample_ratio=0.5, tie_word_embeddings=False,
-        )  # fmt: skip
+            downsample_ratio=0.5,
+            tie_word_embeddings=False,
+        )
     return transformers.Qwen2_5_VLConfig(
-        vision_config={"depth": 32, "hidden_size": 1280, "intermediate_size": 3420,
-                       "num_heads": 16, "out_hidden_size": 3584, "patch_size": 14,
-                       "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 112,
-                       "fullatt_block_indexes": [7, 15, 23, 31], "tokens_per_second": 2,
-                       **vision},
-        text_config={**text, "max_position_embeddings": 128000, "rope_parameters": {
-            "rope_type": "default", "mrope_section": mrope, "rope_theta": 1e6}},
+        vision_config={
+            "depth": 32,
+            "hidden_size": 1280,
+            "intermediate_size": 3420,
+            "num_heads": 16,
+            "out_hidden_size": 3584,
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "window_size": 112,
+            "fullatt_block_indexes": [7, 15, 23, 31],
+            "tokens_per_second": 2,
+            **vision,
+        },
+        text_config={
+            **text,
+            "max_position_embeddings": 128000,
+            "rope_parameters": {"rope_type": "default", "mrope_section": mrope, "rope_theta": 1e6},
+        },
         video_token_id=tok.convert_tokens_to_ids("<|video_pad|>"),
         image_token_id=tok.convert_tokens_to_ids("<|image_pad|>"),
         vision_start_token_id=tok.convert_tokens_to_ids("<|vision_start|>"),
         vision_end_token_id=tok.convert_tokens_to_ids("<|vision_end|>"),
-    )  # fmt: skip
+    )
 
 
 def full_scorer(
@@ -136,10 +182,14 @@ def full_scorer(
     net = net.eval()
     net._baglm_random_init = True
     return TransformersScorer(
-        net, tok, family=family,
+        net,
+        tok,
+        family=family,
         model_id=f"{RANDOM_INIT}/{NAMES[family]}-{'toy-width' if toy else 'size'}",
-        label=RANDOM_INIT, segment_batch_size=batch, suffix_batch_size=batch * (k + 1),
-    )  # fmt: skip
+        label=RANDOM_INIT,
+        segment_batch_size=batch,
+        suffix_batch_size=batch * (k + 1),
+    )
 
 
 def token_accounting(scorer: TransformersScorer, frames: torch.Tensor, steps: list[str]) -> str:
@@ -186,17 +236,27 @@ def run_cpu(args: argparse.Namespace) -> None:
     """The tiny-model comparison on CPU."""
     tok = build_tokenizer("internvl")
     scorer = make_random_scorer(
-        "internvl", tok, hidden_size=256, num_layers=4, num_heads=4, vision_hidden_size=64,
-        vision_layers=2, image_size=448, seed=0, segment_batch_size=args.segments,
+        "internvl",
+        tok,
+        hidden_size=256,
+        num_layers=4,
+        num_heads=4,
+        vision_hidden_size=64,
+        vision_layers=2,
+        image_size=448,
+        seed=0,
+        segment_batch_size=args.segments,
         suffix_batch_size=args.segments * (args.steps + 1),
-    )  # fmt: skip
+    )
     g = torch.Generator().manual_seed(0)
     frames = torch.randint(0, 256, (args.segments, 4, 3, 360, 640), generator=g, dtype=torch.uint8)
     steps = steps_of(args.steps)
     n_vis = scorer.adapter.tokens_per_frame()
-    print(f"model {scorer.model_id} (label {scorer.label}): {n_vis} visual tokens per frame, 4 "
-          f"frames, K={args.steps}, {args.segments} segments, {torch.get_num_threads()} "
-          "thread(s)")  # fmt: skip
+    print(
+        f"model {scorer.model_id} (label {scorer.label}): {n_vis} visual tokens per frame, 4 "
+        f"frames, K={args.steps}, {args.segments} segments, {torch.get_num_threads()} "
+        "thread(s)"
+    )
     print(token_accounting(scorer, frames, steps))
     scorer.score_segments(frames[:1], GOAL, steps[:2])  # warm-up (lazy inits, tokenisation)
     best = {True: (np.inf, np.inf, None), False: (np.inf, np.inf, None)}
@@ -208,13 +268,16 @@ def run_cpu(args: argparse.Namespace) -> None:
     (wn, cn, naive), (ws, cs, work) = best[False], best[True]
     d = max(_check(work.vsg, naive.vsg, "vsg"), _check(work.progress, naive.progress, "progress"))
     per = args.segments
-    print(f"published recipe (K+1 full passes): {wn / per:7.3f} s/segment wall, "
-          f"{cn / per:7.3f} s CPU")  # fmt: skip
+    print(
+        f"published recipe (K+1 full passes): {wn / per:7.3f} s/segment wall, {cn / per:7.3f} s CPU"
+    )
     print(f"workbench (one encoding + prefix):  {ws / per:7.3f} s/segment wall, "
           f"{cs / per:7.3f} s CPU; phases of the last call: "
           + ", ".join(f"{k} {v / per:.3f} s" for k, v in work.timings.items()))  # fmt: skip
-    print(f"ratio published / workbench: wall {wn / ws:.2f}x, CPU {cn / cs:.2f}x (goal >= 8x); "
-          f"outputs agree to {d:.1e} relative (goal <= 1e-4)")  # fmt: skip
+    print(
+        f"ratio published / workbench: wall {wn / ws:.2f}x, CPU {cn / cs:.2f}x (goal >= 8x); "
+        f"outputs agree to {d:.1e} relative (goal <= 1e-4)"
+    )
 
 
 def run_full(args: argparse.Namespace) -> int:
@@ -228,9 +291,12 @@ def run_full(args: argparse.Namespace) -> int:
         return 0
     cuda = args.device == "cuda" and torch.cuda.is_available()
     if not cuda and not args.dry_run:
-        print("--size full needs CUDA (a GPU): run it with --device cuda on a GPU machine; "
-              "--check builds the model on the meta device only, --dry-run runs this path at "
-              "toy widths on the CPU", file=sys.stderr)  # fmt: skip
+        print(
+            "--size full needs CUDA (a GPU): run it with --device cuda on a GPU machine; "
+            "--check builds the model on the meta device only, --dry-run runs this path at "
+            "toy widths on the CPU",
+            file=sys.stderr,
+        )
         return 2
     device = "cuda" if cuda else "cpu"
     scorer = full_scorer(args.family, device, args.batch, args.steps, toy=args.dry_run)
@@ -238,11 +304,15 @@ def run_full(args: argparse.Namespace) -> int:
     frames = torch.randint(0, 256, (args.segments, 4, 3, 360, 640), generator=g, dtype=torch.uint8)
     steps = steps_of(args.steps)
     if args.dry_run:
-        print("DRY RUN: the published architecture at toy widths, float32 (checks this code "
-              "path only; its timings say nothing of a real-size model)")  # fmt: skip
+        print(
+            "DRY RUN: the published architecture at toy widths, float32 (checks this code "
+            "path only; its timings say nothing of a real-size model)"
+        )
     where = torch.cuda.get_device_name() if cuda else "CPU"
-    print(f"{scorer.model_id} (label {scorer.label}, {scorer.model.dtype}, SDPA) on {where}: "
-          f"K={args.steps}, {args.segments} segments, {args.batch} per pass")  # fmt: skip
+    print(
+        f"{scorer.model_id} (label {scorer.label}, {scorer.model.dtype}, SDPA) on {where}: "
+        f"K={args.steps}, {args.segments} segments, {args.batch} per pass"
+    )
     print(token_accounting(scorer, frames, steps))
     timed(scorer, True, frames[: args.batch], steps)  # warm-up
     w, _, out = timed(scorer, True, frames, steps)
@@ -255,10 +325,14 @@ def run_full(args: argparse.Namespace) -> int:
     if args.compare:
         n = args.batch
         wn, _, naive = timed(scorer, False, frames[:n], steps)
-        d = max(_check(out.vsg[:n], naive.vsg, "vsg"),
-                _check(out.progress[:n], naive.progress, "progress"))  # fmt: skip
-        print(f"published recipe: {wn / n:.3f} s/segment: ratio {wn / n / s:.2f}x; outputs "
-              f"agree to {d:.1e} relative")  # fmt: skip
+        d = max(
+            _check(out.vsg[:n], naive.vsg, "vsg"),
+            _check(out.progress[:n], naive.progress, "progress"),
+        )
+        print(
+            f"published recipe: {wn / n:.3f} s/segment: ratio {wn / n / s:.2f}x; outputs "
+            f"agree to {d:.1e} relative"
+        )
     return 0
 
 

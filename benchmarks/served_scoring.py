@@ -40,17 +40,30 @@ from baglm_nb.models.served import ServedScorer  # noqa: E402
 from baglm_nb.models.served_messages import QWEN_PIXELS, served_frames  # noqa: E402
 from baglm_nb.models.testing import random_gguf  # noqa: E402
 
-STEPS = ["Fill the kettle.", "Boil the water.", "Put the tea bag in the cup.",
-         "Pour the water.", "Remove the tea bag.", "Add milk."]  # fmt: skip
+STEPS = [
+    "Fill the kettle.",
+    "Boil the water.",
+    "Put the tea bag in the cup.",
+    "Pour the water.",
+    "Remove the tea bag.",
+    "Add milk.",
+]
 SPEED_GOAL = 10.0
 BYTES_GOAL = 0.01
 
 
 def run(url: str, strategy: str, c: int, frames: np.ndarray, steps: list[str], args):
     """Score ``frames`` once (after a warm-up): (segments/s, requests/s, bytes/segment, result)."""
-    scorer = ServedScorer(args.model_name, family="qwen2_5_vl", base_url=url,
-                          api_key_env="BAGLM_BENCH_KEY", strategy=strategy, concurrency=c,
-                          timeout=600, pixels=tuple(args.pixels))  # fmt: skip
+    scorer = ServedScorer(
+        args.model_name,
+        family="qwen2_5_vl",
+        base_url=url,
+        api_key_env="BAGLM_BENCH_KEY",
+        strategy=strategy,
+        concurrency=c,
+        timeout=600,
+        pixels=tuple(args.pixels),
+    )
     scorer.score_segments(frames[:1], "make tea", steps[:1], progress=False)  # warm-up, probe
     scorer.stats.update(encode_s=0.0, request_s=0.0, requests=0, bytes=0)
     t0 = time.perf_counter()
@@ -69,10 +82,16 @@ def main() -> None:
     parser.add_argument("--gguf", help="model GGUF (default: the tiny random Qwen2.5-VL)")
     parser.add_argument("--mmproj", help="its mmproj GGUF")
     parser.add_argument("--model-name", default="random-init/qwen2_5_vl-tiny")
-    parser.add_argument("--pixels", type=int, nargs=2, default=None, metavar=("MIN", "MAX"),
-                        help="the frames' processor size bounds (default: the tiny model's "
-                        "56*56, as its local scorer; with --gguf the published 128*28*28 "
-                        "and 360*420)")  # fmt: skip
+    parser.add_argument(
+        "--pixels",
+        type=int,
+        nargs=2,
+        default=None,
+        metavar=("MIN", "MAX"),
+        help="the frames' processor size bounds (default: the tiny model's "
+        "56*56, as its local scorer; with --gguf the published 128*28*28 "
+        "and 360*420)",
+    )
     args = parser.parse_args()
     if args.pixels is None:
         args.pixels = list(QWEN_PIXELS) if args.gguf else [56 * 56, 56 * 56]
@@ -90,19 +109,23 @@ def main() -> None:
     sent = served_frames("qwen2_5_vl", frames, tuple(args.pixels))
     try:
         server.wait_ready()
-        print(f"llama.cpp server (xllamacpp), {args.parallel} slots, model {args.model_name}; "
-              f"{frames.shape[0]} segments of {frames.shape[1]} frames {frames.shape[4]}x"
-              f"{frames.shape[3]} sent at {sent.shape[4]}x{sent.shape[3]}, K = {len(steps)}; "
-              f"load average "
-              f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")  # fmt: skip
+        print(
+            f"llama.cpp server (xllamacpp), {args.parallel} slots, model {args.model_name}; "
+            f"{frames.shape[0]} segments of {frames.shape[1]} frames {frames.shape[4]}x"
+            f"{frames.shape[3]} sent at {sent.shape[4]}x{sent.shape[3]}, K = {len(steps)}; "
+            f"load average "
+            f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+        )
         for strategy in ("labels", "full-vocab"):
             for c in args.concurrency:
                 seg_s, req_s, size, result = run(server.url, strategy, c, frames, steps, args)
                 rates[strategy, c], sizes[strategy] = seg_s, size
                 results.setdefault(strategy, result)
-                print(f"{strategy:10s} concurrency {c}: {seg_s:7.3f} segments/s, {req_s:6.2f} "
-                      f"requests/s, {size / 1e3:10.1f} KB received per segment",
-                      flush=True)  # fmt: skip
+                print(
+                    f"{strategy:10s} concurrency {c}: {seg_s:7.3f} segments/s, {req_s:6.2f} "
+                    f"requests/s, {size / 1e3:10.1f} KB received per segment",
+                    flush=True,
+                )
     finally:
         server.kill()
     a, b = results["labels"], results["full-vocab"]
@@ -110,17 +133,23 @@ def main() -> None:
         np.concatenate([a.vsg.ravel(), a.progress.ravel()]),
         np.concatenate([b.vsg.ravel(), b.progress.ravel()]),
     )
-    print(f"agreement (concurrency 1, {p_a.size} probabilities): max |dp| = "
-          f"{np.abs(p_a - p_b).max():.2e}, max |d log p| = "
-          f"{np.abs(np.log(p_a) - np.log(p_b)).max():.2e} (largest p {p_b.max():.2e})")  # fmt: skip
+    print(
+        f"agreement (concurrency 1, {p_a.size} probabilities): max |dp| = "
+        f"{np.abs(p_a - p_b).max():.2e}, max |d log p| = "
+        f"{np.abs(np.log(p_a) - np.log(p_b)).max():.2e} (largest p {p_b.max():.2e})"
+    )
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
     if 2 in args.concurrency:
         ratio = rates["labels", 2] / rates["full-vocab", 2]
-        print(f"labels / full-vocab segments per second at concurrency 2: {ratio:.1f}x "
-              f"(goal >= {SPEED_GOAL:g}x: {ratio / SPEED_GOAL:.1f} of the goal)")  # fmt: skip
+        print(
+            f"labels / full-vocab segments per second at concurrency 2: {ratio:.1f}x "
+            f"(goal >= {SPEED_GOAL:g}x: {ratio / SPEED_GOAL:.1f} of the goal)"
+        )
     share = sizes["labels"] / sizes["full-vocab"]
-    print(f"labels bytes per segment: {100 * share:.4f} % of full-vocab's (goal <= "
-          f"{100 * BYTES_GOAL:g} %: {share / BYTES_GOAL:.4f} of the goal)")  # fmt: skip
+    print(
+        f"labels bytes per segment: {100 * share:.4f} % of full-vocab's (goal <= "
+        f"{100 * BYTES_GOAL:g} %: {share / BYTES_GOAL:.4f} of the goal)"
+    )
 
 
 if __name__ == "__main__":

@@ -493,6 +493,8 @@ def test_no_alerts_option_and_the_alerts_verb(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "simulated observations, not a real model" in out.stdout
     assert (tmp_path / "alerts.csv").is_file() and (tmp_path / "alerts.items.parquet").is_file()
+    params = json.loads((tmp_path / "alerts.summary.json").read_text())["parameters"]
+    assert params["limit"] == 3 and params["deps"] == ["oracle"]
     bad = _cli("alerts", "--alert-threshold", "2")
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         "error: --alert-threshold must be in [0, 1], got 2"

@@ -217,8 +217,20 @@ def test_cli_verbs_live_in_one_package():
 
     parser = main.build_parser()
     verbs = parser._subparsers._group_actions[0].choices  # noqa: SLF001
-    assert set(verbs) == {"stats", "evaluate", "import", "simulate", "calibrate", "sim-check",
-                          "score", "deps", "localize", "follow", "alerts", "render"}  # fmt: skip
+    assert set(verbs) == {
+        "stats",
+        "evaluate",
+        "import",
+        "simulate",
+        "calibrate",
+        "sim-check",
+        "score",
+        "deps",
+        "localize",
+        "follow",
+        "alerts",
+        "render",
+    }
     main_text = (PACKAGE / "__main__.py").read_text()
     assert "add_parser" not in main_text and "apps.cli.main" in main_text
 
@@ -371,16 +383,23 @@ def test_one_engine_pattern_for_scoring_and_dependencies():
         ), driver
     ray_side = _imports_of(PACKAGE / "models" / "ray_pool.py")
     ray_side |= _imports_of(PACKAGE / "models" / "ray_connect.py")
-    assert not {m for m in ray_side if m.startswith(("baglm_nb.models.scoring",
-                                                     "baglm_nb.models.dependencies",
-                                                     "baglm_nb.models.dispatch"))}  # fmt: skip
+    assert not {
+        m
+        for m in ray_side
+        if m.startswith(
+            ("baglm_nb.models.scoring", "baglm_nb.models.dependencies", "baglm_nb.models.dispatch")
+        )
+    }
 
 
 def test_served_model_strings_are_recognised_in_one_place():
     """``openai:<name>`` is read by ``models.served.is_served`` / ``served_name`` only."""
-    found = [f"{_rel(p)}:{node.lineno}" for p in MODULES
-             for node in ast.walk(ast.parse(p.read_text()))
-             if isinstance(node, ast.Constant) and node.value == "openai:"]  # fmt: skip
+    found = [
+        f"{_rel(p)}:{node.lineno}"
+        for p in MODULES
+        for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.Constant) and node.value == "openai:"
+    ]
     assert [f.split(":")[0] for f in found] == ["baglm_nb/models/served.py"], found
     from baglm_nb.models.served import is_served, served_name
 
@@ -390,13 +409,14 @@ def test_served_model_strings_are_recognised_in_one_place():
 
 
 def test_scorer_and_engine_parameters_are_typed():
-    """No parameter named ``scorer``, ``engine`` or ``backend`` is untyped or typed ``Any``."""
+    """No parameter named ``deps``, ``scores``, ``source``, ``scorer``, ``engine`` or ``backend``
+    is untyped or typed ``Any``."""
     loose = []
     for path in MODULES:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for a in [*node.args.args, *node.args.kwonlyargs]:
-                    if a.arg in ("scorer", "engine", "backend") and (
+                    if a.arg in ("deps", "scores", "source", "scorer", "engine", "backend") and (
                         a.annotation is None or ast.unparse(a.annotation) in ("Any", "object")
                     ):
                         loose.append(f"{_rel(path)}:{node.lineno} {node.name}({a.arg})")
@@ -647,7 +667,13 @@ def test_result_tables_carry_their_items_and_sources_in_one_object():
     assert not [_rel(p) for p in MODULES if re.search(r"\.attrs\b", p.read_text())]
     assert _definitions(r'" \+ "\.join') == ["baglm_nb/analyses/result_table.py"]
     notebooks = sorted((PACKAGE.parent / "notebooks").glob("*.ipynb"))
-    code = {n.name: "".join("".join(c["source"]) for c in json.loads(n.read_text())["cells"]
-                            if c["cell_type"] == "code") for n in notebooks}  # fmt: skip
+    code = {
+        n.name: "".join(
+            "".join(c["source"])
+            for c in json.loads(n.read_text())["cells"]
+            if c["cell_type"] == "code"
+        )
+        for n in notebooks
+    }
     assert not [name for name, text in code.items() if '" + ".join' in text]
     assert not [name for name, text in code.items() if "write_table(" in text]

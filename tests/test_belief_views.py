@@ -61,7 +61,7 @@ def _outlines(ax) -> set[tuple[int, float, float]]:
     return out
 
 
-def test_the_case_is_the_issue_video(case):
+def test_the_case_is_the_chosen_htstep_video(case):
     video, beliefs, raw = case
     assert video.num_steps == 10 and len({s.step_index for s in video.segments}) == 6
     assert beliefs.shape == raw.shape == (video.num_rows(), 11)

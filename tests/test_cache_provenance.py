@@ -166,8 +166,16 @@ def test_deps_imported_under_one_order_are_refused_under_another(data, tmp_path)
     videos = load_dataset("coin", data / "annotations")[:2]
     src, cache_root = tmp_path / "src", tmp_path / "cache"
     write_authors_files(src, videos)
-    imported = cli(data, "import", str(src), "--dataset", "coin", "--cache-root",
-                   str(cache_root), "--no-progress")  # fmt: skip
+    imported = cli(
+        data,
+        "import",
+        str(src),
+        "--dataset",
+        "coin",
+        "--cache-root",
+        str(cache_root),
+        "--no-progress",
+    )
     assert imported.returncode == 0, imported.stderr
     folder = next((cache_root / "deps").rglob("config.json")).parent
     args = (

@@ -35,8 +35,17 @@ def one_error(capsys) -> str:
 def test_import_of_an_empty_folder_is_an_error(tmp_path, capsys):
     src = tmp_path / "published"
     src.mkdir()
-    code = main(["import", str(src), "--dataset", "coin", "--cache-root", str(tmp_path / "c"),
-                 "--no-progress"])  # fmt: skip
+    code = main(
+        [
+            "import",
+            str(src),
+            "--dataset",
+            "coin",
+            "--cache-root",
+            str(tmp_path / "c"),
+            "--no-progress",
+        ]
+    )
     assert code == EXIT_BAD_INPUT
     line = one_error(capsys)
     assert str(src) in line and "no file matched a coin video" in line and "no .pt files" in line
@@ -46,8 +55,17 @@ def test_import_of_another_datasets_files_names_the_unmatched_files(tmp_path, ca
     src = tmp_path / "published"
     video = load_dataset("htstep")[0]
     write_authors_files(src, [video])
-    code = main(["import", str(src), "--dataset", "coin", "--cache-root", str(tmp_path / "c"),
-                 "--no-progress"])  # fmt: skip
+    code = main(
+        [
+            "import",
+            str(src),
+            "--dataset",
+            "coin",
+            "--cache-root",
+            str(tmp_path / "c"),
+            "--no-progress",
+        ]
+    )
     assert code == EXIT_BAD_INPUT
     line = one_error(capsys)
     assert "3 unmatched .pt file(s)" in line
@@ -94,9 +112,22 @@ def test_calibrate_refuses_an_unknown_preset_before_fitting(capsys):
 
 def test_score_batch_segments_zero_is_refused_before_creating_anything(tmp_path, capsys):
     root = tmp_path / "cache"
-    code = main(["score", "--dataset", "coin", "--video-dir", str(CLIPS), "--model",
-                 "random-init:internvl", "--batch-segments", "0", "--cache-root", str(root),
-                 "--no-progress"])  # fmt: skip
+    code = main(
+        [
+            "score",
+            "--dataset",
+            "coin",
+            "--video-dir",
+            str(CLIPS),
+            "--model",
+            "random-init:internvl",
+            "--batch-segments",
+            "0",
+            "--cache-root",
+            str(root),
+            "--no-progress",
+        ]
+    )
     assert code == EXIT_BAD_INPUT
     assert one_error(capsys) == "error: --batch-segments 0 is out of range: expected >= 1"
     assert not root.exists()
@@ -124,8 +155,19 @@ def test_a_missing_dependency_group_is_a_named_bad_input(tmp_path, capsys):
     limit = videos.index(other) + 1
     cache = DependencyCache(tmp_path, DependencyKey("coin", "partial-llm", "v1"))
     cache.write(first.group, first.steps, [[0.0] * first.num_steps] * first.num_steps)
-    code = main(["evaluate", "--dataset", "coin", "--scores", "simulated", "--limit", str(limit),
-                 "--deps", str(cache.path)])  # fmt: skip
+    code = main(
+        [
+            "evaluate",
+            "--dataset",
+            "coin",
+            "--scores",
+            "simulated",
+            "--limit",
+            str(limit),
+            "--deps",
+            str(cache.path),
+        ]
+    )
     assert code == EXIT_BAD_INPUT
     line = one_error(capsys)
     assert f"no dependency matrix for video {other.uid!r} (group {other.group!r})" in line
@@ -134,9 +176,24 @@ def test_a_missing_dependency_group_is_a_named_bad_input(tmp_path, capsys):
 
 def _score(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     ann = write_annotations(tmp_path / "ann", ["cup"])
-    cmd = [sys.executable, "-m", "baglm_nb", "score", "--dataset", "coin", "--video-dir",
-           str(CLIPS), "--model", "random-init:internvl", "--annotations", str(ann),
-           "--cache-root", str(tmp_path / "cache"), "--no-progress", *extra]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "baglm_nb",
+        "score",
+        "--dataset",
+        "coin",
+        "--video-dir",
+        str(CLIPS),
+        "--model",
+        "random-init:internvl",
+        "--annotations",
+        str(ann),
+        "--cache-root",
+        str(tmp_path / "cache"),
+        "--no-progress",
+        *extra,
+    ]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=280)
 
@@ -164,12 +221,22 @@ def test_library_warnings_are_hidden_unless_debug_and_ours_are_kept(debug, monke
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         quiet_library_warnings(debug)
-        warnings.warn_explicit("`x` is deprecated", FutureWarning, "modeling.py", 1,
-                               module="transformers.modeling_utils")  # fmt: skip
+        warnings.warn_explicit(
+            "`x` is deprecated",
+            FutureWarning,
+            "modeling.py",
+            1,
+            module="transformers.modeling_utils",
+        )
         warnings.warn_explicit("a note", UserWarning, "decoder.py", 1, module="torchcodec.x")
         warnings.warn_explicit("old", DeprecationWarning, "mine.py", 1, module="somelib")
-        warnings.warn_explicit("cache without fingerprint", UserWarning, "obs.py", 1,
-                               module="baglm_nb.core.observations")  # fmt: skip
+        warnings.warn_explicit(
+            "cache without fingerprint",
+            UserWarning,
+            "obs.py",
+            1,
+            module="baglm_nb.core.observations",
+        )
     shown = [str(w.message) for w in seen]
     if debug:
         assert len(shown) == 4
@@ -206,8 +273,11 @@ def test_check_parameters_accepts_every_notebooks_defaults():
 
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         cells = json.loads(notebook.read_text())["cells"]
-        source = next("".join(c["source"]) for c in cells
-                      if "parameters" in c.get("metadata", {}).get("tags", []))  # fmt: skip
+        source = next(
+            "".join(c["source"])
+            for c in cells
+            if "parameters" in c.get("metadata", {}).get("tags", [])
+        )
         namespace: dict = {}
         exec(source, namespace)  # the committed defaults (plain literals)
         check_parameters({k: v for k, v in namespace.items() if k != "__builtins__"})
@@ -220,24 +290,54 @@ def test_check_parameters_returns_the_parameters_not_what_ipython_adds():
 
     from baglm_nb.apps.parameters import check_parameters
 
-    namespace = {"__name__": "__main__", "_ih": [""], "In": [""], "Out": {}, "_": None,
-                 "get_ipython": print, "json_module": json_module, "check_parameters": print,
-                 "datasets": ["coin"], "limit": 3, "scores": {}, "video_dir": None,
-                 "threshold": 0.5, "match_labels": False, "lags": [0, None]}  # fmt: skip
+    namespace = {
+        "__name__": "__main__",
+        "_ih": [""],
+        "In": [""],
+        "Out": {},
+        "_": None,
+        "get_ipython": print,
+        "json_module": json_module,
+        "check_parameters": print,
+        "datasets": ["coin"],
+        "limit": 3,
+        "scores": {},
+        "video_dir": None,
+        "threshold": 0.5,
+        "match_labels": False,
+        "lags": [0, None],
+    }
     assert check_parameters(namespace) == {
-        "datasets": ["coin"], "limit": 3, "scores": {}, "video_dir": None, "threshold": 0.5,
-        "match_labels": False, "lags": [0, None],
-    }  # fmt: skip
+        "datasets": ["coin"],
+        "limit": 3,
+        "scores": {},
+        "video_dir": None,
+        "threshold": 0.5,
+        "match_labels": False,
+        "lags": [0, None],
+    }
 
 
 def test_a_notebook_run_with_a_wrong_parameter_type_names_it(tmp_path):
     notebook = ROOT / "notebooks" / "03_main_results.ipynb"
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "papermill"), str(notebook),
-         str(tmp_path / "out.ipynb"), "-k", "python3", "--cwd", str(tmp_path),
-         "--no-progress-bar", "-p", "limit", "five"],
-        capture_output=True, text=True, timeout=280,
-    )  # fmt: skip
+        [
+            str(Path(sys.executable).parent / "papermill"),
+            str(notebook),
+            str(tmp_path / "out.ipynb"),
+            "-k",
+            "python3",
+            "--cwd",
+            str(tmp_path),
+            "--no-progress-bar",
+            "-p",
+            "limit",
+            "five",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
     assert done.returncode != 0
     assert "ValueError: notebook parameter limit='five': expected a whole number >= 1" in (
         done.stderr

@@ -16,9 +16,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "baglm_nb", *args], capture_output=True, text=True, cwd=ROOT,
+        [sys.executable, "-m", "baglm_nb", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
         timeout=300,
-    )  # fmt: skip
+    )
 
 
 def one_error_line(stderr: str) -> str:
@@ -69,11 +72,26 @@ def test_empty_and_truncated_caches_name_the_folder_or_file(small_cache, tmp_pat
 
 def test_api_key_pasted_into_api_key_env_is_refused_and_never_echoed(tmp_path, capsys):
     pasted = "sk-proj-9f8e7d6c5b4a_pasted_key"
-    code = main([
-        "deps", "--dataset", "htstep", "--backend", "openai", "--model", "m",
-        "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", pasted, "--group-limit", "1",
-        "--cache-root", str(tmp_path), "--no-progress",
-    ])  # fmt: skip
+    code = main(
+        [
+            "deps",
+            "--dataset",
+            "htstep",
+            "--backend",
+            "openai",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--api-key-env",
+            pasted,
+            "--group-limit",
+            "1",
+            "--cache-root",
+            str(tmp_path),
+            "--no-progress",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == EXIT_BAD_INPUT
     assert "NAME of an environment variable" in one_error_line(captured.err)
@@ -155,13 +173,33 @@ def test_a_cached_video_shorter_than_its_annotation_is_refused(small_cache, tmp_
 
 def test_score_checks_its_inputs_before_loading_a_model(tmp_path):
     cache_root = tmp_path / "cache"
-    out = run_cli("score", "--dataset", "coin", "--video-dir", str(tmp_path / "missing"),
-                  "--model", "internvl2.5-8b", "--cache-root", str(cache_root))  # fmt: skip
+    out = run_cli(
+        "score",
+        "--dataset",
+        "coin",
+        "--video-dir",
+        str(tmp_path / "missing"),
+        "--model",
+        "internvl2.5-8b",
+        "--cache-root",
+        str(cache_root),
+    )
     assert out.returncode == EXIT_BAD_INPUT
     assert one_error_line(out.stderr) == f"error: --video-dir {tmp_path / 'missing'}: not a folder"
     assert not cache_root.exists()  # nothing left behind; no model was looked up
-    out = run_cli("score", "--dataset", "coin", "--video-dir", str(tmp_path), "--model", "x",
-                  "--limit", "0", "--cache-root", str(cache_root))  # fmt: skip
+    out = run_cli(
+        "score",
+        "--dataset",
+        "coin",
+        "--video-dir",
+        str(tmp_path),
+        "--model",
+        "x",
+        "--limit",
+        "0",
+        "--cache-root",
+        str(cache_root),
+    )
     assert out.returncode == EXIT_BAD_INPUT and "--limit" in one_error_line(out.stderr)
 
 
@@ -178,8 +216,10 @@ def test_a_huge_goal_is_refused_before_tokenising():
     goal = "Make tea. " * 1_000_000  # 10 MB
     frames = np.zeros((1, 4, 3, 64, 64), dtype=np.uint8)
     start = time.perf_counter()
-    pattern = (r"hold 10,000,0\d\d characters, more than a context of 32,768 tokens can "
-               r"hold \(goal: 'Make tea\. Make tea\.")  # fmt: skip
+    pattern = (
+        r"hold 10,000,0\d\d characters, more than a context of 32,768 tokens can "
+        r"hold \(goal: 'Make tea\. Make tea\."
+    )
     with pytest.raises(ValueError, match=pattern) as info:
         scorer.score_segments(frames, goal, ["Boil water."])
     assert time.perf_counter() - start < 5.0 and len(str(info.value)) < 250

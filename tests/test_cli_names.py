@@ -82,18 +82,55 @@ def test_a_full_disk_names_the_path_and_is_a_failed_run(tmp_path):
 
 
 def test_a_base_url_without_scheme_is_bad_input(tmp_path, capsys, key):
-    code = main(["deps", "--dataset", "coin", "--backend", "openai", "--model", "m",
-                 "--base-url", "localhost:8000", "--api-key-env", KEY_ENV, "--group-limit", "1",
-                 "--cache-root", str(tmp_path), "--no-progress"])  # fmt: skip
+    code = main(
+        [
+            "deps",
+            "--dataset",
+            "coin",
+            "--backend",
+            "openai",
+            "--model",
+            "m",
+            "--base-url",
+            "localhost:8000",
+            "--api-key-env",
+            KEY_ENV,
+            "--group-limit",
+            "1",
+            "--cache-root",
+            str(tmp_path),
+            "--no-progress",
+        ]
+    )
     assert code == EXIT_BAD_INPUT
     line = one_error(capsys)
     assert "--base-url 'localhost:8000' is not an http(s) URL" in line
     assert "http://localhost:8000/v1" in line
     ann = write_annotations(tmp_path / "ann", ["cup"])
-    code = main(["score", "--dataset", "coin", "--video-dir", str(CLIPS), "--annotations",
-                 str(ann), "--model", "m", "--backend", "openai", "--base-url", "localhost:8000",
-                 "--api-key-env", KEY_ENV, "--family", "qwen2_5_vl", "--cache-root",
-                 str(tmp_path / "c"), "--no-progress"])  # fmt: skip
+    code = main(
+        [
+            "score",
+            "--dataset",
+            "coin",
+            "--video-dir",
+            str(CLIPS),
+            "--annotations",
+            str(ann),
+            "--model",
+            "m",
+            "--backend",
+            "openai",
+            "--base-url",
+            "localhost:8000",
+            "--api-key-env",
+            KEY_ENV,
+            "--family",
+            "qwen2_5_vl",
+            "--cache-root",
+            str(tmp_path / "c"),
+            "--no-progress",
+        ]
+    )
     assert code == EXIT_BAD_INPUT
     assert "--base-url 'localhost:8000'" in one_error(capsys)
 
@@ -114,10 +151,32 @@ def test_garbage_under_strategy_auto_is_not_called_a_top20_cap(tmp_path, capsys,
     garbage = RawServer(b"<html>this is not an OpenAI server</html>")
     try:
         ann = write_annotations(tmp_path / "ann", ["cup"])
-        code = main(["score", "--dataset", "coin", "--video-dir", str(CLIPS), "--annotations",
-                     str(ann), "--model", "m", "--backend", "openai", "--base-url", garbage.url,
-                     "--api-key-env", KEY_ENV, "--family", "qwen2_5_vl", "--cache-root",
-                     str(tmp_path / "c"), "--no-progress", "--request-attempts", "1"])  # fmt: skip
+        code = main(
+            [
+                "score",
+                "--dataset",
+                "coin",
+                "--video-dir",
+                str(CLIPS),
+                "--annotations",
+                str(ann),
+                "--model",
+                "m",
+                "--backend",
+                "openai",
+                "--base-url",
+                garbage.url,
+                "--api-key-env",
+                KEY_ENV,
+                "--family",
+                "qwen2_5_vl",
+                "--cache-root",
+                str(tmp_path / "c"),
+                "--no-progress",
+                "--request-attempts",
+                "1",
+            ]
+        )
     finally:
         garbage.close()
     assert code == EXIT_FAILED
@@ -129,10 +188,28 @@ def test_garbage_under_strategy_auto_is_not_called_a_top20_cap(tmp_path, capsys,
 def test_deps_on_truncated_json_names_the_server_and_the_pair(tmp_path, capsys, key):
     cut = RawServer(b'{"id": "x", "object": "chat.completion", "choices": [{"ind')
     try:
-        code = main(["deps", "--dataset", "coin", "--backend", "openai", "--model", "m",
-                     "--base-url", cut.url, "--api-key-env", KEY_ENV, "--group-limit", "1",
-                     "--request-attempts", "1", "--cache-root", str(tmp_path),
-                     "--no-progress"])  # fmt: skip
+        code = main(
+            [
+                "deps",
+                "--dataset",
+                "coin",
+                "--backend",
+                "openai",
+                "--model",
+                "m",
+                "--base-url",
+                cut.url,
+                "--api-key-env",
+                KEY_ENV,
+                "--group-limit",
+                "1",
+                "--request-attempts",
+                "1",
+                "--cache-root",
+                str(tmp_path),
+                "--no-progress",
+            ]
+        )
     finally:
         cut.close()
     assert code == EXIT_FAILED
@@ -155,10 +232,28 @@ def test_a_nan_from_the_server_in_follow_is_a_failed_run(tmp_path, capsys, key):
         videos = short_clips(tmp_path / "videos", ["v1"], 2.2)
         task = tmp_path / "task.json"
         task.write_text(json.dumps({"goal": GOAL, "steps": STEPS}))
-        code = main(["follow", str(videos / "v1.mp4"), "--task", str(task), "--model",
-                     "openai:m", "--base-url", stub.url, "--api-key-env", KEY_ENV, "--family",
-                     "qwen2_5_vl", "--strategy", "full-vocab", "--request-timeout", "10",
-                     "--jsonl", str(tmp_path / "events.jsonl")])  # fmt: skip
+        code = main(
+            [
+                "follow",
+                str(videos / "v1.mp4"),
+                "--task",
+                str(task),
+                "--model",
+                "openai:m",
+                "--base-url",
+                stub.url,
+                "--api-key-env",
+                KEY_ENV,
+                "--family",
+                "qwen2_5_vl",
+                "--strategy",
+                "full-vocab",
+                "--request-timeout",
+                "10",
+                "--jsonl",
+                str(tmp_path / "events.jsonl"),
+            ]
+        )
     finally:
         stub.httpd.shutdown()
     assert code == EXIT_FAILED
@@ -172,11 +267,28 @@ def test_score_with_failed_videos_prints_one_error_line(tmp_path):
 
     ann = write_annotations(tmp_path / "ann", ["cup", "no_such_clip"])
     done = subprocess.run(
-        [sys.executable, "-m", "baglm_nb", "score", "--dataset", "coin", "--video-dir",
-         str(CLIPS), "--annotations", str(ann), "--model", "random-init:internvl",
-         "--cache-root", str(tmp_path / "c"), "--no-progress"],
-        capture_output=True, text=True, timeout=280, cwd=Path(__file__).resolve().parent.parent,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "baglm_nb",
+            "score",
+            "--dataset",
+            "coin",
+            "--video-dir",
+            str(CLIPS),
+            "--annotations",
+            str(ann),
+            "--model",
+            "random-init:internvl",
+            "--cache-root",
+            str(tmp_path / "c"),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     assert done.returncode == EXIT_FAILED
     summary = json.loads(done.stdout)
     assert summary["scored"] == 1 and list(summary["failed"]) == ["no_such_clip"]

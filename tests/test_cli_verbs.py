@@ -16,9 +16,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "baglm_nb", *args], capture_output=True, text=True, cwd=ROOT,
+        [sys.executable, "-m", "baglm_nb", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
         timeout=300,
-    )  # fmt: skip
+    )
 
 
 def one_error_line(stderr: str) -> str:
@@ -72,8 +75,13 @@ def test_render_of_a_missing_or_broken_notebook_is_bad_input_naming_the_file(tmp
 
 
 def test_the_old_render_module_is_no_command_line():
-    out = subprocess.run([sys.executable, "-m", "baglm_nb.apps.render", "x.ipynb"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "baglm_nb.apps.render", "x.ipynb"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert out.returncode == 0 and out.stdout == ""  # imports, renders nothing
 
 
@@ -91,8 +99,18 @@ def test_deps_does_not_import_the_authors_files(tmp_path, capsys):
     cache root without an import says to import the files first, naming the folder."""
     out = run_cli("deps", "--dataset", "coin", "--backend", "imported", "--src", str(tmp_path))
     assert out.returncode == EXIT_BAD_INPUT and "unrecognized arguments: --src" in out.stderr
-    code = main(["deps", "--dataset", "coin", "--backend", "imported", "--cache-root",
-                 str(tmp_path), "--no-progress"])  # fmt: skip
+    code = main(
+        [
+            "deps",
+            "--dataset",
+            "coin",
+            "--backend",
+            "imported",
+            "--cache-root",
+            str(tmp_path),
+            "--no-progress",
+        ]
+    )
     assert code == EXIT_BAD_INPUT
     line = one_error_line(capsys.readouterr().err)
     assert str(tmp_path) in line and "import the authors' files first" in line
@@ -108,8 +126,17 @@ def test_a_refused_file_fails_the_import_after_the_summary(tmp_path, capsys):
     write_authors_files(src, videos)
     vsg = next((src / "vsg").rglob(f"{videos[0].uid}.pt"))
     vsg.write_bytes(b"not a tensor file")
-    code = main(["import", str(src), "--dataset", "coin", "--cache-root", str(tmp_path / "c"),
-                 "--no-progress"])  # fmt: skip
+    code = main(
+        [
+            "import",
+            str(src),
+            "--dataset",
+            "coin",
+            "--cache-root",
+            str(tmp_path / "c"),
+            "--no-progress",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == EXIT_FAILED
     assert "refused: 1 files (1 videos not imported)" in captured.out
@@ -130,8 +157,20 @@ def test_deps_groups_that_failed_are_one_error_line_and_exit_1(tmp_path, monkeyp
         "baglm_nb.apps.cli.deps._backend", lambda args: FakeBackend(fail={("A", "B")})
     )
     monkeypatch.setattr(dep, "load_dataset", lambda name, root=None: _toy_dataset()[0])
-    code = main(["deps", "--dataset", "htstep", "--backend", "smollm2", "--cache-root",
-                 str(tmp_path), "--no-progress", "--on-error", "continue"])  # fmt: skip
+    code = main(
+        [
+            "deps",
+            "--dataset",
+            "htstep",
+            "--backend",
+            "smollm2",
+            "--cache-root",
+            str(tmp_path),
+            "--no-progress",
+            "--on-error",
+            "continue",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == EXIT_FAILED
     assert "computed 1, reused 0, failed 1" in captured.out
@@ -147,8 +186,18 @@ def test_one_server_options_for_every_verb_that_talks_to_a_server():
     from baglm_nb.apps.cli.options import ServerOptions
 
     parser = build_parser()
-    flags = ["--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "K", "--concurrency", "3",
-             "--request-attempts", "5", "--top-logprobs", "7"]  # fmt: skip
+    flags = [
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--api-key-env",
+        "K",
+        "--concurrency",
+        "3",
+        "--request-attempts",
+        "5",
+        "--top-logprobs",
+        "7",
+    ]
     score = ["score", "--dataset", "coin", "--video-dir", "v", "--model", "m"]
     follow = ["follow", "x.mp4", "--model", "openai:m"]
     deps = ["deps", "--dataset", "coin", "--backend", "openai", "--model", "m"]

@@ -592,6 +592,11 @@ def test_cli_oracle_writes_the_table(tmp_path, capsys):
     assert len(df) == 11 and (df.tasks == 3).all() and (df.source == "oracle").all()
     assert "Dependency violations" in out.with_suffix(".md").read_text()
     assert "threshold" in capsys.readouterr().out
+    summary = json.loads(out.with_suffix(".summary.json").read_text())
+    params = summary["parameters"]
+    assert params["dataset"] == "htstep" and params["group_limit"] == 3
+    assert params["backend"] == "oracle" and "func" not in params
+    assert summary["commit"] is None or len(summary["commit"]) == 40
 
 
 def test_cli_imported_opens_an_existing_import(tmp_path, capsys):

@@ -41,8 +41,11 @@ def test_local_engine_builds_once_and_yields_each_outcome_in_order():
         assert eng.identity() == ("counter", 0)
         outcomes = list(eng.imap(_square, [("a", 3), ("b", 4), ("c", 5)]))
     assert Counter.built == 1
-    assert outcomes == [Outcome("a", 9, None, 1), Outcome("b", 16, None, 1),
-                        Outcome("c", 25, None, 1)]  # fmt: skip
+    assert outcomes == [
+        Outcome("a", 9, None, 1),
+        Outcome("b", 16, None, 1),
+        Outcome("c", 25, None, 1),
+    ]
     assert eng.obj.seen == [3, 4, 5] and eng.identity() == ("counter", 3)
 
 

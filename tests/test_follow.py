@@ -68,8 +68,22 @@ def test_follow_a_file_scores_every_segment(scorer):
 
 def test_follow_a_growing_file(scorer, tmp_path):
     full = tmp_path / "full.ts"
-    subprocess.run(["ffmpeg", "-loglevel", "error", "-i", str(CLIPS / "cup.mp4"), "-an",
-                    "-c:v", "copy", "-f", "mpegts", str(full)], check=True)  # fmt: skip
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-loglevel",
+            "error",
+            "-i",
+            str(CLIPS / "cup.mp4"),
+            "-an",
+            "-c:v",
+            "copy",
+            "-f",
+            "mpegts",
+            str(full),
+        ],
+        check=True,
+    )
     data = full.read_bytes()
     live = tmp_path / "live.ts"
     live.write_bytes(data[: len(data) // 3])
@@ -81,8 +95,9 @@ def test_follow_a_growing_file(scorer, tmp_path):
 
     threading.Thread(target=record, daemon=True).start()
     ends: list[str] = []
-    ests = list(follow(live, grounder(scorer), growing=True, timeout=4.0, poll=0.3,
-                       on_end=ends.append))  # fmt: skip
+    ests = list(
+        follow(live, grounder(scorer), growing=True, timeout=4.0, poll=0.3, on_end=ends.append)
+    )
     assert [e.segment for e in ests] == list(range(expected_segments(full)))
     assert ends and ends[0].startswith("no new frames for 4 s")
 
@@ -114,8 +129,14 @@ def test_html_report_opens_in_headless_chromium(scorer, tmp_path):
         )
     ests = list(follow(CLIPS / "cup.mp4", grounder(scorer)))
     page_path = write_html_report(ests, STEPS, tmp_path / "report.html", title="cup run")
-    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+    args = [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+    ]
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=args)
         page = browser.new_page()
@@ -153,13 +174,20 @@ def test_latency_bars_span_their_segments(scorer):
         assert bar.get_height() == pytest.approx(e.latency["score"] * 1000)
 
 
-def test_the_issue_cup_run_is_clean(task_file, tmp_path):
+def test_a_cup_run_with_a_task_file_is_clean(task_file, tmp_path):
     """cup.mp4, a random-init model, a task file (no ground truth). Nothing on stderr (neither
     transformers' FutureWarning nor its logger's deprecation line), and the report's caption
     describes no outlines or right/wrong strips, which are not drawn."""
     report = tmp_path / "cup.html"
-    out = _cli(str(CLIPS / "cup.mp4"), "--model", "random-init:internvl", "--task",
-               str(task_file), "--html", str(report))  # fmt: skip
+    out = _cli(
+        str(CLIPS / "cup.mp4"),
+        "--model",
+        "random-init:internvl",
+        "--task",
+        str(task_file),
+        "--html",
+        str(report),
+    )
     assert out.returncode == 0 and out.stderr == "", out.stderr
     page = report.read_text()
     reading = html.unescape(re.search(r'<p id="reading">(.*?)</p>', page).group(1))
@@ -199,14 +227,29 @@ def htstep_cache(tmp_path_factory):
 def _cells(page: str, table: str) -> list[list[str]]:
     body = re.search(f'<table id="{table}">(.*?)</table>', page, re.S).group(1)
     rows = re.findall(r"<tr>(.*?)</tr>", body, re.S)[1:]
-    return [[html.unescape(re.sub("<[^>]+>", "", c)).strip()
-             for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)] for r in rows]  # fmt: skip
+    return [
+        [
+            html.unescape(re.sub("<[^>]+>", "", c)).strip()
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)
+        ]
+        for r in rows
+    ]
 
 
 def test_replay_simulated_shows_the_ground_truth_and_the_source(tmp_path, htstep_cache):
     report, log = tmp_path / "report.html", tmp_path / "events.jsonl"
-    out = _cli("--replay", "simulated", "--dataset", "htstep", "--html", str(report),
-               "--jsonl", str(log), "--", UID)  # fmt: skip
+    out = _cli(
+        "--replay",
+        "simulated",
+        "--dataset",
+        "htstep",
+        "--html",
+        str(report),
+        "--jsonl",
+        str(log),
+        "--",
+        UID,
+    )
     assert out.returncode == 0, out.stderr
     assert "status: 283 segments" in out.stdout and "replay of simulated scores" in out.stdout
     _, cache = htstep_cache  # simulating on demand = replaying the written cache
@@ -301,8 +344,18 @@ def test_the_readme_follow_commands_run_as_written(tmp_path):
 
     commands = _readme_follow_commands()
     assert len(commands) >= 3 and sum("--replay" in c for c in commands) >= 3
-    prepare = [sys.executable, "-m", "baglm_nb", "simulate", "--dataset", "htstep",
-               "--limit", "1", "--cache-root", "data/cache"]  # fmt: skip
+    prepare = [
+        sys.executable,
+        "-m",
+        "baglm_nb",
+        "simulate",
+        "--dataset",
+        "htstep",
+        "--limit",
+        "1",
+        "--cache-root",
+        "data/cache",
+    ]
     subprocess.run(prepare, cwd=tmp_path, check=True, capture_output=True, timeout=180)
     for command in commands:
         argv = shlex.split(command)[3:]
@@ -323,8 +376,9 @@ def test_a_file_named_by_a_dataset_uid_gets_its_ground_truth(tmp_path):
     clip = tmp_path / f"{video.uid}.mp4"
     clip.symlink_to(CLIPS / "cup.mp4")
     report = tmp_path / "report.html"
-    out = _cli(str(clip), "--model", "random-init:internvl", "--dataset", "coin",
-               "--html", str(report))  # fmt: skip
+    out = _cli(
+        str(clip), "--model", "random-init:internvl", "--dataset", "coin", "--html", str(report)
+    )
     assert out.returncode == 0, out.stderr
     assert out.stderr == ""  # no library warnings (transformers' FutureWarning, its logger)
     assert f"goal: {video.goal}" in out.stdout and "status: 4 segments" in out.stdout
@@ -366,8 +420,9 @@ def task_file(tmp_path_factory) -> Path:
 
 
 def _ffmpeg(*args: str) -> None:
-    subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", *args], check=True,
-                   timeout=60)  # fmt: skip
+    subprocess.run(
+        ["ffmpeg", "-nostdin", "-loglevel", "error", "-y", *args], check=True, timeout=60
+    )
 
 
 @pytest.mark.parametrize("case", ["missing", "empty", "short", "moov-at-end", "moov-growing"])
@@ -386,8 +441,9 @@ def test_a_source_that_cannot_be_followed_is_refused_before_the_model_loads(
         path.write_bytes(data[: len(data) // 2])
         extra = ["--growing"] if case == "moov-growing" else []
     # a model id that cannot load: the source must be refused first
-    code, out, err = _main(capsys, str(path), "--task", str(task_file), "--model",
-                           "no-such-model", *extra)  # fmt: skip
+    code, out, err = _main(
+        capsys, str(path), "--task", str(task_file), "--model", "no-such-model", *extra
+    )
     line = _one_error(err)
     assert code == 2 and str(path) in line and out == ""
     expected = {
@@ -401,8 +457,7 @@ def test_a_source_that_cannot_be_followed_is_refused_before_the_model_loads(
     if case.startswith("moov"):
         assert "MPEG-TS" in line and "fragmented MP4" in line
     if case == "empty":
-        code, _, err = _main(capsys, str(path), "--task", str(task_file), "--model", "m",
-                             "--debug")  # fmt: skip
+        code, _, err = _main(capsys, str(path), "--task", str(task_file), "--model", "m", "--debug")
         assert code == 2 and "Traceback (most recent call last)" in err
 
 
@@ -450,12 +505,12 @@ def box_on_its_timestamps(scorer):
 def test_an_mpegts_remux_is_followed_like_its_mp4(scorer, box_ts, box_on_its_timestamps):
     ends: list[str] = []
     ests = list(follow(box_ts, grounder(scorer), on_end=ends.append))
-    assert [e.segment for e in ests] == list(range(7)) == [
-        e.segment for e in box_on_its_timestamps]  # fmt: skip
+    assert [e.segment for e in ests] == list(range(7)) == [e.segment for e in box_on_its_timestamps]
     mp4 = probe(CLIPS / "box.mp4")
     assert num_segments(mp4.num_frames, mp4.fps) == 7  # the published grid's count too
-    np.testing.assert_array_equal([e.belief for e in ests],
-                                  [e.belief for e in box_on_its_timestamps])  # fmt: skip
+    np.testing.assert_array_equal(
+        [e.belief for e in ests], [e.belief for e in box_on_its_timestamps]
+    )
     assert ends == ["source ended after 7 segments"]
 
 
@@ -474,9 +529,11 @@ def test_a_growing_mpegts_remux_is_followed_like_its_mp4(
 
     threading.Thread(target=record, daemon=True).start()
     ends: list[str] = []
-    ests = list(follow(live, grounder(scorer), growing=True, timeout=3.0, poll=0.3,
-                       on_end=ends.append))  # fmt: skip
+    ests = list(
+        follow(live, grounder(scorer), growing=True, timeout=3.0, poll=0.3, on_end=ends.append)
+    )
     assert [e.segment for e in ests] == list(range(7))
-    np.testing.assert_array_equal([e.belief for e in ests],
-                                  [e.belief for e in box_on_its_timestamps])  # fmt: skip
+    np.testing.assert_array_equal(
+        [e.belief for e in ests], [e.belief for e in box_on_its_timestamps]
+    )
     assert ends and ends[0].startswith("no new frames for 3 s") and not ends[0].failed

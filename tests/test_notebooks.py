@@ -375,8 +375,9 @@ def test_notebook_runs_on_small_parameters(notebook, tmp_path):
         assert "calibrated to the paper" in page
         # the summary records the code's commit and the parameters that produced the table
         summary = json.loads((tmp_path / "main_results.summary.json").read_text())
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()  # fmt: skip
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
         assert summary["commit"] == head and summary["parameters"]["limit"] == 6
         assert summary["parameters"]["datasets"] == ["htstep", "crosstask"]
         assert summary["parameters"]["deps"] == "simulated-llm:llama"

@@ -75,8 +75,13 @@ def cluster():
     os.environ.update(env)
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the killing scorer
     try:
-        ray.init(num_cpus=2, _node_ip_address="127.0.0.1", _temp_dir=str(folder / "r"),
-                 include_dashboard=False, logging_level="WARNING")  # fmt: skip
+        ray.init(
+            num_cpus=2,
+            _node_ip_address="127.0.0.1",
+            _temp_dir=str(folder / "r"),
+            include_dashboard=False,
+            logging_level="WARNING",
+        )
         address = ray.get_runtime_context().gcs_address
         assert address.startswith("127.0.0.1:")
         assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
@@ -100,9 +105,27 @@ def _score_on(address: str, tmp_path: Path, *extra: str) -> tuple[int, float]:
     """``score --engine ray --address ADDRESS``: (exit status, seconds)."""
     ann = write_annotations(tmp_path / "ann", {"cup": "HandleObject"})
     t0 = time.monotonic()
-    rc = main(["score", "--dataset", "coin", "--video-dir", str(CLIPS), "--model", MODEL,
-               "--annotations", str(ann), "--cache-root", str(tmp_path / "cache"), "--engine",
-               "ray", "--address", address, "--no-progress", *extra])  # fmt: skip
+    rc = main(
+        [
+            "score",
+            "--dataset",
+            "coin",
+            "--video-dir",
+            str(CLIPS),
+            "--model",
+            MODEL,
+            "--annotations",
+            str(ann),
+            "--cache-root",
+            str(tmp_path / "cache"),
+            "--engine",
+            "ray",
+            "--address",
+            address,
+            "--no-progress",
+            *extra,
+        ]
+    )
     return rc, time.monotonic() - t0
 
 
@@ -177,12 +200,26 @@ def write_annotations(folder: Path, goals: dict[str, str]) -> Path:
     records = []
     for uid, goal in goals.items():
         info = probe(next(CLIPS.glob(f"{uid}.*")))
-        records.append({
-            "video_uid": uid, "video_num_frames": info.num_frames, "video_fps": info.fps,
-            "activity": goal, "step_headline": STEPS, "clips": [{"annotations": [{
-                "language_queries": [{"clip_start_sec": 0.5, "clip_end_sec": 3.0,
-                                      "query": STEPS[0]}]}]}],
-        })  # fmt: skip
+        records.append(
+            {
+                "video_uid": uid,
+                "video_num_frames": info.num_frames,
+                "video_fps": info.fps,
+                "activity": goal,
+                "step_headline": STEPS,
+                "clips": [
+                    {
+                        "annotations": [
+                            {
+                                "language_queries": [
+                                    {"clip_start_sec": 0.5, "clip_end_sec": 3.0, "query": STEPS[0]}
+                                ]
+                            }
+                        ]
+                    }
+                ],
+            }
+        )
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "coin_video_annots.json").write_text(json.dumps(records))
     return folder
@@ -199,8 +236,15 @@ def reference(tmp_path_factory):
     (one segment per batch, as the Ray runs: the batch size changes the float rounding)."""
     folder = tmp_path_factory.mktemp("reference")
     ann = write_annotations(folder / "ann", {u: "HandleObject" for u in UIDS})
-    summary = score_dataset("coin", CLIPS, make_scorer(MODEL), root=folder / "cache",
-                            annotations=ann, show_progress=False, batch_segments=1)  # fmt: skip
+    summary = score_dataset(
+        "coin",
+        CLIPS,
+        make_scorer(MODEL),
+        root=folder / "cache",
+        annotations=ann,
+        show_progress=False,
+        batch_segments=1,
+    )
     assert sorted(summary["scored"]) == sorted(UIDS) and summary["engine"] == "local"
     return ann, ScoreCache.open(summary["cache"])
 
@@ -208,9 +252,24 @@ def reference(tmp_path_factory):
 def test_killed_driver_resumes_and_the_cache_equals_the_local_engine(cluster, reference, tmp_path):
     ann, local = reference
     root = tmp_path / "cache"
-    cmd = [sys.executable, "-m", "baglm_nb", "score", "--dataset", "coin", "--video-dir",
-           str(CLIPS), "--model", MODEL, "--annotations", str(ann), "--cache-root", str(root),
-           "--batch-segments", "1"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "baglm_nb",
+        "score",
+        "--dataset",
+        "coin",
+        "--video-dir",
+        str(CLIPS),
+        "--model",
+        MODEL,
+        "--annotations",
+        str(ann),
+        "--cache-root",
+        str(root),
+        "--batch-segments",
+        "1",
+    ]
     cmd += ["--engine", "ray", "--address", cluster, "--workers", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
@@ -227,8 +286,16 @@ def test_killed_driver_resumes_and_the_cache_equals_the_local_engine(cluster, re
     first = cache.uids()
     assert 1 <= len(first) < 3, "the run finished before it could be killed"
     stamps = {u: os.stat(cache.file(u)).st_mtime_ns for u in first}
-    again = score_dataset("coin", CLIPS, MODEL, root=root, annotations=ann, batch_segments=1,
-                          show_progress=False, engine=RayOptions(workers=2))  # fmt: skip
+    again = score_dataset(
+        "coin",
+        CLIPS,
+        MODEL,
+        root=root,
+        annotations=ann,
+        batch_segments=1,
+        show_progress=False,
+        engine=RayOptions(workers=2),
+    )
     assert again["engine"] == "ray" and again["label"] == "random-init"
     assert sorted(again["already_cached"]) == sorted(first)  # only the missing were submitted
     assert sorted(again["scored"]) == sorted(set(UIDS) - set(first))
@@ -278,12 +345,31 @@ def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
 ):
     goals = {"cup": "killed once", "Megamind_bugy": "always killed"}
     ann = write_annotations(tmp_path / "ann", goals)
-    spec = KillingSpec(MODEL, kill=(("killed once", 1), ("always killed", 99)),
-                       folder=str(tmp_path))  # fmt: skip
+    spec = KillingSpec(
+        MODEL, kill=(("killed once", 1), ("always killed", 99)), folder=str(tmp_path)
+    )
     monkeypatch.setattr("baglm_nb.apps.cli.score.scorer_spec", lambda args: spec)
-    rc = main(["score", "--dataset", "coin", "--video-dir", str(CLIPS), "--model", MODEL,
-               "--annotations", str(ann), "--cache-root", str(tmp_path / "cache"),
-               "--engine", "ray", "--workers", "2", "--max-attempts", "2"])  # fmt: skip
+    rc = main(
+        [
+            "score",
+            "--dataset",
+            "coin",
+            "--video-dir",
+            str(CLIPS),
+            "--model",
+            MODEL,
+            "--annotations",
+            str(ann),
+            "--cache-root",
+            str(tmp_path / "cache"),
+            "--engine",
+            "ray",
+            "--workers",
+            "2",
+            "--max-attempts",
+            "2",
+        ]
+    )
     out = capsys.readouterr().out
     summary = json.loads(out)  # nothing but the summary on stdout
     assert rc == 1
@@ -300,8 +386,14 @@ def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
     assert failures["Megamind_bugy"].startswith("worker died 2 times")
     # the replacement scored cup like any worker: same numbers as the local engine
     video = next(v for v in load_dataset("coin", ann) if v.uid == "cup")
-    local = score_dataset("coin", CLIPS, make_scorer(MODEL), root=tmp_path / "local",
-                          videos=[video], show_progress=False)  # fmt: skip
+    local = score_dataset(
+        "coin",
+        CLIPS,
+        make_scorer(MODEL),
+        root=tmp_path / "local",
+        videos=[video],
+        show_progress=False,
+    )
     np.testing.assert_array_equal(
         cache.read_video("cup").vsg, ScoreCache.open(local["cache"]).read_video("cup").vsg
     )
@@ -336,16 +428,48 @@ def test_a_failing_video_is_recorded_on_ray_and_an_mpegts_remux_scores(
     scores like the local engine scores it."""
     videos = tmp_path / "videos"
     videos.mkdir()
-    subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-i", str(CLIPS / "box.mp4"),
-                    "-c:v", "copy", "-f", "mpegts", str(videos / "box.ts")], check=True,
-                   timeout=60)  # fmt: skip
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-loglevel",
+            "error",
+            "-i",
+            str(CLIPS / "box.mp4"),
+            "-c:v",
+            "copy",
+            "-f",
+            "mpegts",
+            str(videos / "box.ts"),
+        ],
+        check=True,
+        timeout=60,
+    )
     (videos / "cup.mp4").symlink_to(CLIPS / "cup.mp4")
     ann = write_annotations(tmp_path / "ann", {"cup": "out of memory", "box": "HandleObject"})
-    monkeypatch.setattr("baglm_nb.apps.cli.score.scorer_spec",
-                        lambda args: FailingSpec(MODEL, fail="out of memory"))  # fmt: skip
-    rc = main(["score", "--dataset", "coin", "--video-dir", str(videos), "--model", MODEL,
-               "--annotations", str(ann), "--cache-root", str(tmp_path / "cache"),
-               "--engine", "ray", "--workers", "1", "--no-progress"])  # fmt: skip
+    monkeypatch.setattr(
+        "baglm_nb.apps.cli.score.scorer_spec", lambda args: FailingSpec(MODEL, fail="out of memory")
+    )
+    rc = main(
+        [
+            "score",
+            "--dataset",
+            "coin",
+            "--video-dir",
+            str(videos),
+            "--model",
+            MODEL,
+            "--annotations",
+            str(ann),
+            "--cache-root",
+            str(tmp_path / "cache"),
+            "--engine",
+            "ray",
+            "--workers",
+            "1",
+            "--no-progress",
+        ]
+    )
     out, err = capsys.readouterr()
     summary = json.loads(out)
     assert rc == 1 and summary["scored"] == 1 and "Traceback" not in err, err[-2000:]
@@ -353,8 +477,14 @@ def test_a_failing_video_is_recorded_on_ray_and_an_mpegts_remux_scores(
         "cup": f"{(videos / 'cup.mp4').resolve()}: MemoryError: cannot allocate 1.46 PiB"
     }
     box = next(v for v in load_dataset("coin", ann) if v.uid == "box")
-    local = score_dataset("coin", videos, make_scorer(MODEL), root=tmp_path / "local",
-                          videos=[box], show_progress=False)  # fmt: skip
+    local = score_dataset(
+        "coin",
+        videos,
+        make_scorer(MODEL),
+        root=tmp_path / "local",
+        videos=[box],
+        show_progress=False,
+    )
     np.testing.assert_array_equal(
         ScoreCache.open(summary["cache"]).read_video("box").vsg,
         ScoreCache.open(local["cache"]).read_video("box").vsg,
@@ -372,10 +502,17 @@ def test_deps_on_ray_equal_the_local_matrices(cluster, tmp_path):
         _video("v2", "toast", ["Slice the bread.", "Toast the bread."]),
     ]
     factory = functools.partial(load_smollm2, batch_size=4)
-    local = dep.build_dependencies("toy", factory, tmp_path / "local", videos=videos,
-                                   show_progress=False)  # fmt: skip
-    dist = dep.build_dependencies("toy", factory, tmp_path / "ray", videos=videos,
-                                  show_progress=False, engine=RayOptions(workers=2))  # fmt: skip
+    local = dep.build_dependencies(
+        "toy", factory, tmp_path / "local", videos=videos, show_progress=False
+    )
+    dist = dep.build_dependencies(
+        "toy",
+        factory,
+        tmp_path / "ray",
+        videos=videos,
+        show_progress=False,
+        engine=RayOptions(workers=2),
+    )
     assert sorted(dist["computed"]) == sorted(local["computed"]) == ["tea", "toast"]
     a, b = DependencyCache.open(local["path"]), DependencyCache.open(dist["path"])
     assert b.key == a.key and b.path.relative_to(tmp_path / "ray") == a.path.relative_to(

@@ -94,13 +94,15 @@ def test_write_keeps_the_csv_of_the_frame_and_records_commit_and_parameters(main
     stored = pq.read_table(tmp_path / "main.items.parquet").to_pandas()
     pd.testing.assert_frame_equal(stored, main.items)
     summary = json.loads((tmp_path / "main.summary.json").read_text())
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                          text=True, check=True).stdout.strip()  # fmt: skip
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert summary["commit"] == head and len(head) == 40
     assert summary["parameters"] == {
-        "datasets": ["htstep", "coin"], "limit": 3,
+        "datasets": ["htstep", "coin"],
+        "limit": 3,
         "scores": {"coin": "/x/y", "htstep": "data/cache/h"},  # inside the checkout: relative
-    }  # fmt: skip
+    }
     assert summary["observation_sources"] == ["simulated"]
     assert summary["dependency_sources"] == ["simulated-llm:llama"]
     assert summary["title"] == "T" and summary["rows"] == 4

@@ -16,7 +16,7 @@ import pytest
 from baglm_nb.inputs.datasets import load_dataset
 from baglm_nb.inputs.grid import num_segments
 from baglm_nb.inputs.video import find_video_file, probe
-from baglm_nb.models.scoring import make_scorer, score_dataset
+from baglm_nb.models.scoring import SERVED_ON_RAY, ScorerSpec, make_scorer, score_dataset
 from baglm_nb.stores.scores import ScoreCache
 
 CLIPS = Path(__file__).parent / "data" / "videos"
@@ -29,12 +29,26 @@ def write_annotations(folder: Path, uids: list[str]) -> Path:
     for uid in uids:
         path = next(CLIPS.glob(f"{uid}.*"), None)
         info = probe(path) if path else None
-        records.append({
-            "video_uid": uid, "video_num_frames": info.num_frames if info else 100,
-            "video_fps": info.fps if info else 25.0, "activity": "HandleObject",
-            "step_headline": STEPS, "clips": [{"annotations": [{"language_queries": [
-                {"clip_start_sec": 0.5, "clip_end_sec": 3.0, "query": STEPS[0]}]}]}],
-        })  # fmt: skip
+        records.append(
+            {
+                "video_uid": uid,
+                "video_num_frames": info.num_frames if info else 100,
+                "video_fps": info.fps if info else 25.0,
+                "activity": "HandleObject",
+                "step_headline": STEPS,
+                "clips": [
+                    {
+                        "annotations": [
+                            {
+                                "language_queries": [
+                                    {"clip_start_sec": 0.5, "clip_end_sec": 3.0, "query": STEPS[0]}
+                                ]
+                            }
+                        ]
+                    }
+                ],
+            }
+        )
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "coin_video_annots.json").write_text(json.dumps(records))
     return folder
@@ -47,8 +61,9 @@ def scorer():
 
 def test_full_run_from_real_clips_to_the_cache(tmp_path, scorer):
     ann = write_annotations(tmp_path / "ann", ["cup", "no_such_clip"])
-    summary = score_dataset("coin", CLIPS, scorer, root=tmp_path / "cache", annotations=ann,
-                            show_progress=False)  # fmt: skip
+    summary = score_dataset(
+        "coin", CLIPS, scorer, root=tmp_path / "cache", annotations=ann, show_progress=False
+    )
     assert summary["scored"] == ["cup"] and summary["label"] == "random-init"
     assert "no_such_clip" in summary["failed"] and "no file" in summary["failed"]["no_such_clip"]
     assert "random-init" in summary["cache"]
@@ -68,8 +83,9 @@ def test_full_run_from_real_clips_to_the_cache(tmp_path, scorer):
     np.testing.assert_allclose(scores.vsg[:2], direct.vsg, rtol=1e-5, atol=1e-9)
     failures = json.loads((Path(summary["cache"]) / "failures.json").read_text())
     assert set(failures) == {"no_such_clip"}
-    again = score_dataset("coin", CLIPS, scorer, root=tmp_path / "cache", annotations=ann,
-                          show_progress=False)  # fmt: skip
+    again = score_dataset(
+        "coin", CLIPS, scorer, root=tmp_path / "cache", annotations=ann, show_progress=False
+    )
     assert again["scored"] == [] and again["already_cached"] == ["cup"]
 
 
@@ -81,8 +97,9 @@ def test_a_file_whose_length_differs_from_its_annotation_is_a_failure(tmp_path, 
     real_frames, fps = records[0]["video_num_frames"], records[0]["video_fps"]
     records[0]["video_num_frames"] = 2 * real_frames + int(4 * fps)
     path.write_text(json.dumps(records))
-    summary = score_dataset("coin", CLIPS, scorer, root=tmp_path / "cache", annotations=ann,
-                            show_progress=False)  # fmt: skip
+    summary = score_dataset(
+        "coin", CLIPS, scorer, root=tmp_path / "cache", annotations=ann, show_progress=False
+    )
     assert summary["scored"] == [] and list(summary["failed"]) == ["cup"]
     why = summary["failed"]["cup"]
     assert str(CLIPS / "cup.mp4") in why and "but the annotation of video 'cup'" in why
@@ -135,9 +152,24 @@ def test_find_video_file_ignores_sidecars(tmp_path):
 def test_killed_run_resumes_without_redoing_videos(tmp_path):
     uids = ["cup", "Megamind_bugy", "box"]
     ann = write_annotations(tmp_path / "ann", uids)
-    cmd = [sys.executable, "-m", "baglm_nb", "score", "--dataset", "coin", "--video-dir",
-           str(CLIPS), "--model", "random-init:internvl", "--annotations", str(ann),
-           "--cache-root", str(tmp_path / "cache"), "--batch-segments", "1"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "baglm_nb",
+        "score",
+        "--dataset",
+        "coin",
+        "--video-dir",
+        str(CLIPS),
+        "--model",
+        "random-init:internvl",
+        "--annotations",
+        str(ann),
+        "--cache-root",
+        str(tmp_path / "cache"),
+        "--batch-segments",
+        "1",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
     files: list[Path] = []
@@ -165,22 +197,93 @@ def test_engine_options_errors_are_one_line(tmp_path, capsys):
     from baglm_nb.apps.cli.main import main
 
     ann = write_annotations(tmp_path / "ann", ["cup"])
-    rc = main(["score", "--dataset", "coin", "--video-dir", str(CLIPS), "--model",
-               "random-init:internvl", "--annotations", str(ann), "--cache-root",
-               str(tmp_path / "cache"), "--engine", "ray", "--workers", "0"])  # fmt: skip
+    rc = main(
+        [
+            "score",
+            "--dataset",
+            "coin",
+            "--video-dir",
+            str(CLIPS),
+            "--model",
+            "random-init:internvl",
+            "--annotations",
+            str(ann),
+            "--cache-root",
+            str(tmp_path / "cache"),
+            "--engine",
+            "ray",
+            "--workers",
+            "0",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and err == ["error: workers must be >= 1, got 0"]
-    rc = main(["deps", "--dataset", "htstep", "--backend", "openai", "--model", "m",
-               "--engine", "ray", "--cache-root", str(tmp_path), "--no-progress"])  # fmt: skip
+    rc = main(
+        [
+            "deps",
+            "--dataset",
+            "htstep",
+            "--backend",
+            "openai",
+            "--model",
+            "m",
+            "--engine",
+            "ray",
+            "--cache-root",
+            str(tmp_path),
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2 and err == ["error: --engine ray runs local models; the openai back-end has "
-                               "--concurrency"]  # fmt: skip
+    assert rc == 2 and err == [f"error: {SERVED_ON_RAY}"]
+    rc = main(
+        [
+            "score",
+            "--dataset",
+            "coin",
+            "--video-dir",
+            str(CLIPS),
+            "--model",
+            "openai:m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--engine",
+            "ray",
+            "--cache-root",
+            str(tmp_path / "cache"),
+        ]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err == [f"error: {SERVED_ON_RAY}"]
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("model", ["openai:m", ScorerSpec("openai:m")])
+def test_a_served_model_is_refused_on_ray_by_the_driver_itself(tmp_path, model):
+    with pytest.raises(ValueError, match="a served model scales with --concurrency"):
+        score_dataset(
+            "coin",
+            CLIPS,
+            model,
+            root=tmp_path,
+            engine="ray",
+            show_progress=False,
+            videos=load_dataset("coin")[:1],
+        )
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_loaded_scorer_cannot_go_to_ray_workers(tmp_path, scorer):
     with pytest.raises(ValueError, match="loads the model in each worker"):
-        score_dataset("coin", CLIPS, scorer, root=tmp_path, engine="ray", show_progress=False,
-                      videos=load_dataset("coin")[:1])  # fmt: skip
+        score_dataset(
+            "coin",
+            CLIPS,
+            scorer,
+            root=tmp_path,
+            engine="ray",
+            show_progress=False,
+            videos=load_dataset("coin")[:1],
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -192,8 +295,24 @@ def remux_ts(folder: Path, uid: str = "box") -> Path:
     has no timestamp, for which torchcodec reports 4.5e-12 fps over 1e14 s."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{uid}.ts"
-    subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-i", str(CLIPS / "box.mp4"),
-                    "-c:v", "copy", "-f", "mpegts", str(path)], check=True, timeout=60)  # fmt: skip
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-loglevel",
+            "error",
+            "-y",
+            "-i",
+            str(CLIPS / "box.mp4"),
+            "-c:v",
+            "copy",
+            "-f",
+            "mpegts",
+            str(path),
+        ],
+        check=True,
+        timeout=60,
+    )
     return path
 
 
@@ -223,8 +342,14 @@ def test_an_mpegts_remux_scores_on_its_frames_timestamps_like_the_mp4(tmp_path, 
     assert "torchcodec reports a duration of 1.02482e+14 s" in info.timing_note
     assert 29 < info.fps < 31 and abs(info.duration_s - probe(CLIPS / "box.mp4").duration_s) < 0.1
     ann = write_annotations(tmp_path / "ann", ["box"])  # the MP4's frame count and rate
-    summary = score_dataset("coin", tmp_path / "videos", scorer, root=tmp_path / "cache",
-                            annotations=ann, show_progress=False)  # fmt: skip
+    summary = score_dataset(
+        "coin",
+        tmp_path / "videos",
+        scorer,
+        root=tmp_path / "cache",
+        annotations=ann,
+        show_progress=False,
+    )
     assert summary["scored"] == ["box"] and summary["failed"] == {}
     got = ScoreCache.open(summary["cache"]).read_video("box")
     video = load_dataset("coin", ann)[0]
@@ -239,17 +364,36 @@ def test_an_mpegts_remux_scores_on_its_frames_timestamps_like_the_mp4(tmp_path, 
 def test_a_file_whose_frames_timing_is_implausible_too_is_refused_with_the_reason(tmp_path, scorer):
     folder = tmp_path / "videos"
     folder.mkdir()
-    subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i",
-                    "testsrc=size=64x48:rate=2000", "-t", "3", "-c:v", "mpeg4",
-                    str(folder / "cup.mkv")], check=True, timeout=60)  # fmt: skip
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-loglevel",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=size=64x48:rate=2000",
+            "-t",
+            "3",
+            "-c:v",
+            "mpeg4",
+            str(folder / "cup.mkv"),
+        ],
+        check=True,
+        timeout=60,
+    )
     ann = write_annotations(tmp_path / "ann", ["cup"])
-    summary = score_dataset("coin", folder, scorer, root=tmp_path / "cache", annotations=ann,
-                            show_progress=False)  # fmt: skip
+    summary = score_dataset(
+        "coin", folder, scorer, root=tmp_path / "cache", annotations=ann, show_progress=False
+    )
     assert summary["scored"] == []
     why = summary["failed"]["cup"]
-    assert why.startswith(f"{folder / 'cup.mkv'}: implausible timing: torchcodec reports a "
-                          "frame rate of 2000 fps, and its frames' own timestamps give a frame "
-                          "rate of ")  # fmt: skip
+    assert why.startswith(
+        f"{folder / 'cup.mkv'}: implausible timing: torchcodec reports a "
+        "frame rate of 2000 fps, and its frames' own timestamps give a frame "
+        "rate of "
+    )
     assert why.endswith(" fps too") and float(why.split()[-3]) > 1000  # 1999.67: ms timestamps
 
 
@@ -271,9 +415,22 @@ def test_any_per_video_failure_is_recorded_and_the_run_goes_on(tmp_path, monkeyp
 
     monkeypatch.setattr(scoring, "score_video", out_of_memory_on_cup)
     ann = write_annotations(tmp_path / "ann", ["cup", "box"])
-    rc = main(["score", "--dataset", "coin", "--video-dir", str(videos), "--model",
-               "random-init:internvl", "--annotations", str(ann), "--cache-root",
-               str(tmp_path / "cache"), "--no-progress"])  # fmt: skip
+    rc = main(
+        [
+            "score",
+            "--dataset",
+            "coin",
+            "--video-dir",
+            str(videos),
+            "--model",
+            "random-init:internvl",
+            "--annotations",
+            str(ann),
+            "--cache-root",
+            str(tmp_path / "cache"),
+            "--no-progress",
+        ]
+    )
     out, err = capsys.readouterr()
     summary = json.loads(out)
     assert rc == 1 and summary["scored"] == 1 and "Traceback" not in err

@@ -47,8 +47,19 @@ def test_cli_notebook_and_table_evaluate_the_same_videos(shuffled_cache):
     All three default to the same D, the simulated LLaMA, and say so.
     """
     videos, folder = shuffled_cache
-    cmd = [sys.executable, "-m", "baglm_nb", "evaluate", "--dataset", "crosstask",
-           "--scores", str(folder), "--limit", "3", "--json"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "baglm_nb",
+        "evaluate",
+        "--dataset",
+        "crosstask",
+        "--scores",
+        str(folder),
+        "--limit",
+        "3",
+        "--json",
+    ]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     cli = json.loads(out.strip().splitlines()[-1])
     assert "D (BaGLM's dependency matrices): simulated-llm:llama" in out

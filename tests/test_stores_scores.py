@@ -245,20 +245,18 @@ def test_timings_frame(cache: ScoreCache) -> None:
     assert list(empty.columns) == ["video_uid", "segment"] and empty.empty
 
 
-def test_read_all_600_files_is_fast(cache: ScoreCache, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_all_reads_back_600_files(cache: ScoreCache, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file comes back with its own values (its speed: benchmarks/cache_read_speed.py)."""
     monkeypatch.setattr(os, "fsync", lambda fd: None)  # only to make the setup quick
     rng = np.random.default_rng(6)
     vsg, progress = _scores(rng, 40, 8)
     for i in range(600):
         cache.write_video(f"v{i:03d}", vsg + i, progress)
-    monkeypatch.undo()
-    cache.read_all(["v000"])  # warm-up (imports)
-    start = time.perf_counter()
     everything = cache.read_all()
-    elapsed = time.perf_counter() - start
-    assert len(everything) == 600
-    np.testing.assert_array_equal(everything["v599"].vsg, vsg + 599)
-    assert elapsed < 1.0, f"read_all of 600 files took {elapsed:.2f} s"
+    assert sorted(everything) == [f"v{i:03d}" for i in range(600)]
+    for i in (0, 317, 599):
+        np.testing.assert_array_equal(everything[f"v{i:03d}"].vsg, vsg + i)
+        np.testing.assert_array_equal(everything[f"v{i:03d}"].progress, progress)
 
 
 def test_publish_dir_renames_a_finished_folder_and_keeps_the_first_copy(tmp_path):

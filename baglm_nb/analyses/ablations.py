@@ -247,8 +247,15 @@ def segment_duration_table(
             method = METHOD_NAMES[key]
             table.add(obs.dataset, method, scored, paper, source=obs.label, groups=group, D=label)
     columns = (
-        "dataset", "source", "segment_duration", "method", "workbench", "paper", "videos", "D",
-    )  # fmt: skip
+        "dataset",
+        "source",
+        "segment_duration",
+        "method",
+        "workbench",
+        "paper",
+        "videos",
+        "D",
+    )
     return table.result(columns)
 
 
@@ -308,8 +315,14 @@ def sensitivity_table(
         for key, s in scored.items():
             method = METHOD_NAMES[key]
             d_label = label if key == "baglm" else NOT_USED
-            table.item(s.hits, dataset=row["dataset"], method=method, source=obs.label,
-                       signal=signal, D=d_label)  # fmt: skip
+            table.item(
+                s.hits,
+                dataset=row["dataset"],
+                method=method,
+                source=obs.label,
+                signal=signal,
+                D=d_label,
+            )
     return table.result()
 
 
@@ -344,11 +357,19 @@ def dependency_quality_table(
     for setting, level in settings:
         dep = sources.dependencies(dataset, setting)
         bag = score_baglm(obs, dep)
-        row = {"dataset": name, "D": dep.label, "level": level,
-               "off_the_shelf": round(off.value, 1),
-               "baglm": round(bag.value, 1), "gain": round(bag.value - off.value, 1),
-               "paper_gain": p_gain, "videos": bag.videos, "source": obs.label}  # fmt: skip
+        row = {
+            "dataset": name,
+            "D": dep.label,
+            "level": level,
+            "off_the_shelf": round(off.value, 1),
+            "baglm": round(bag.value, 1),
+            "gain": round(bag.value - off.value, 1),
+            "paper_gain": p_gain,
+            "videos": bag.videos,
+            "source": obs.label,
+        }
         table.row(row, bag.hits, method=METHOD_NAMES["baglm"], D=dep.label)
-    table.item(off.hits, dataset=name, method=METHOD_NAMES["off_the_shelf"], source=obs.label,
-               D=NOT_USED)  # fmt: skip
+    table.item(
+        off.hits, dataset=name, method=METHOD_NAMES["off_the_shelf"], source=obs.label, D=NOT_USED
+    )
     return table.result()

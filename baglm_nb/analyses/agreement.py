@@ -49,7 +49,7 @@ CALIBRATED_NOTE = (
 )
 
 
-def is_simulated(source: object) -> bool:
+def is_simulated(source: str) -> bool:
     """Whether an observation label is the simulated source (any precision)."""
     return str(source).split(",", 1)[0].strip() == "simulated"
 

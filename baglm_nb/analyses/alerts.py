@@ -35,7 +35,7 @@ from baglm_nb.analyses.tables import DATASET_NAMES
 from baglm_nb.core import sources
 from baglm_nb.core.alerts import DEFAULT_THRESHOLD, DONE_LEVEL, Alert, AlertMonitor
 from baglm_nb.core.online import OnlineGrounder
-from baglm_nb.core.simulate import LABEL, default_params, simulate_video
+from baglm_nb.core.simulate import LABEL, SimulationParams, default_params, simulate_video
 from baglm_nb.inputs.datasets import DATASETS, Video, load_dataset
 from baglm_nb.inputs.variants import SEGMENT_DURATION
 
@@ -108,7 +108,15 @@ def _scores(video: Video, params) -> tuple[np.ndarray, np.ndarray]:
     return sim.vsg, sim.progress
 
 
-def _dataset_items(dataset, deps, limit, params, kw, seed, show_progress) -> pd.DataFrame:
+def _dataset_items(
+    dataset: str,
+    deps: Sequence[str],
+    limit: int | None,
+    params: SimulationParams,
+    kw: dict,
+    seed: int,
+    show_progress: bool,
+) -> pd.DataFrame:
     """One row per (video, mistake kind or ``none``, D): what the alerts did on it."""
     every = load_dataset(dataset)
     videos = sources.select_videos(dataset, limit, videos=every)

@@ -253,8 +253,14 @@ def current_commit(folder: str | os.PathLike | None = None) -> str | None:
     """
     where = Path(__file__).parent if folder is None else Path(folder)
     try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True,
-                              text=True, timeout=10, check=False)  # fmt: skip
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=where,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     commit = done.stdout.strip()

@@ -47,8 +47,15 @@ __all__ = [
 
 #: Columns of the variant tables (transition model, oracles): the baseline beside each row.
 _VARIANT_COLUMNS = (
-    "dataset", "method", "workbench", "paper", "off_the_shelf", "videos", "source", "D",
-)  # fmt: skip
+    "dataset",
+    "method",
+    "workbench",
+    "paper",
+    "off_the_shelf",
+    "videos",
+    "source",
+    "D",
+)
 
 #: The kinds of dependency source that may fill the paper's "LLM D" rows.
 _ESTIMATED = ("llm", "matrices")
@@ -64,8 +71,14 @@ def dataset_table(names: Iterable[str] = tuple(DATASETS)) -> ResultTable:
     for name in names:
         stats = dataset_stats(name)
         for key, paper in PAPER_STATS[name].items():
-            rows.append({"dataset": DATASET_NAMES[name], "statistic": key,
-                         "workbench": stats[key], "paper": paper or None})  # fmt: skip
+            rows.append(
+                {
+                    "dataset": DATASET_NAMES[name],
+                    "statistic": key,
+                    "workbench": stats[key],
+                    "paper": paper or None,
+                }
+            )
     columns = ["dataset", "statistic", "workbench", "paper"]
     return ResultTable.of(pd.DataFrame(rows, columns=columns, dtype=object))
 
@@ -114,15 +127,30 @@ def comparison_table(main: ResultTable) -> ResultTable:
         baselines = PAPER_BASELINES.get(keys.get(str(name), str(name)), ())
         for setting, method, value, rerun in baselines:
             note = PAPER_ONLY_NOTE + (RERUN_NOTE if rerun else "")
-            rows.append({"dataset": name, "method": method, "setting": setting,
-                         "workbench": float("nan"), "paper": value, "videos": 0,
-                         "source": "paper", "D": None, "note": note})  # fmt: skip
+            rows.append(
+                {
+                    "dataset": name,
+                    "method": method,
+                    "setting": setting,
+                    "workbench": float("nan"),
+                    "paper": value,
+                    "videos": 0,
+                    "source": "paper",
+                    "D": None,
+                    "note": note,
+                }
+            )
         order = [METHOD_NAMES["off_the_shelf"], METHOD_NAMES["baglm"]]
         ours = part.sort_values("method", key=lambda s: s.map(order.index), kind="stable")
         for record in ours.to_dict("records"):
             rows.append({**record, "setting": "online", "note": ""})
-    columns = ["dataset", "method", "setting", *[c for c in main.frame.columns if c not in
-               ("dataset", "method")], "note"]  # fmt: skip
+    columns = [
+        "dataset",
+        "method",
+        "setting",
+        *[c for c in main.frame.columns if c not in ("dataset", "method")],
+        "note",
+    ]
     return main.with_frame(pd.DataFrame(rows, columns=columns))
 
 
@@ -155,8 +183,16 @@ def _variants_table(
                 table.slot(obs.dataset, label, paper, why, off_the_shelf=off, D=None, **extra)
                 continue
             scored = score_baglm(obs, d, **kwargs)
-            table.add(obs.dataset, label, scored, paper, source=obs.label, off_the_shelf=off,
-                      groups={"D": d.label}, **extra)  # fmt: skip
+            table.add(
+                obs.dataset,
+                label,
+                scored,
+                paper,
+                source=obs.label,
+                off_the_shelf=off,
+                groups={"D": d.label},
+                **extra,
+            )
     return table.result(list(columns) + ["note"] if table.has_slots else list(columns))
 
 

@@ -112,7 +112,10 @@ def score(dataset: str, beliefs: Mapping[str, np.ndarray], videos: Sequence[Vide
 
 
 def score_baglm(
-    obs: Observations, deps: Any, videos: Sequence[Video] | None = None, **kwargs
+    obs: Observations,
+    deps: sources.DependencySource | None,
+    videos: Sequence[Video] | None = None,
+    **kwargs,
 ) -> Scored:
     """BaGLM on ``videos`` (default: all of ``obs``), scored.
 
@@ -128,7 +131,9 @@ def score_raw(obs: Observations, videos: Sequence[Video] | None = None) -> Score
     return score(obs.dataset, {v.uid: obs.vsg[v.uid] for v in videos}, videos)
 
 
-def require_dependencies(deps: Any, dataset: str) -> sources.Dependencies:
+def require_dependencies(
+    deps: sources.DependencySource | None, dataset: str
+) -> sources.Dependencies:
     """The deps setting resolved once for ``dataset``; ``KeyError`` when it has no source."""
     resolved = sources.dependencies(dataset, deps)
     if resolved is None:

@@ -55,22 +55,33 @@ RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     (r"(\w+_)?limit", lambda v: v is None or _whole(v, 1), "a whole number >= 1, or None"),
     (r"dataset", lambda v: v in DATASETS, _DATASET_NAMES),
     (r"(\w+_)?datasets", _list_of(lambda x: x in DATASETS), f"a list, each {_DATASET_NAMES}"),
-    (r"segment_duration|bins|keyframes|max_videos", lambda v: _whole(v, 1),
-     "a whole number >= 1"),
-    (r"workers|num_gpus_per_worker", lambda v: v is None or _number(v, 0),
-     "a number >= 0, or None"),
+    (r"segment_duration|bins|keyframes|max_videos", lambda v: _whole(v, 1), "a whole number >= 1"),
+    (
+        r"workers|num_gpus_per_worker",
+        lambda v: v is None or _number(v, 0),
+        "a number >= 0, or None",
+    ),
     (r"durations", _list_of(lambda x: _whole(x, 1)), "a list of whole numbers >= 1"),
-    (r"thresholds|noise_levels", _list_of(lambda x: _number(x, 0, 1)),
-     "a list of numbers in [0, 1]"),
+    (
+        r"thresholds|noise_levels",
+        _list_of(lambda x: _number(x, 0, 1)),
+        "a list of numbers in [0, 1]",
+    ),
     (r"threshold", lambda v: v is None or _number(v, 0, 1), "a number in [0, 1], or None"),
     (r"signals", _list_of(lambda x: _number(x, 0)), "a list of numbers >= 0"),
     (r"video_dir|annotations|cache_root|timings", _path_or_none, "a folder path, or None"),
-    (r"(\w+_)?scores", lambda v: _setting(v) or _list_of(_setting)(v),
-     "'simulated', a folder, {dataset: one of those} or a list of folders"),
-    (r"(\w+_)?deps", lambda v: _setting(v) or _list_of(_setting)(v),
-     "a deps setting ('oracle', 'simulated-llm:llama', a folder ...) or {dataset: ...}"),
+    (
+        r"(\w+_)?scores",
+        lambda v: _setting(v) or _list_of(_setting)(v),
+        "'simulated', a folder, {dataset: one of those} or a list of folders",
+    ),
+    (
+        r"(\w+_)?deps",
+        lambda v: _setting(v) or _list_of(_setting)(v),
+        "a deps setting ('oracle', 'simulated-llm:llama', a folder ...) or {dataset: ...}",
+    ),
     (r"trust_remote_code|match_labels", lambda v: isinstance(v, bool), "True or False"),
-)  # fmt: skip
+)
 
 
 #: Names in a notebook's namespace that IPython puts there (not parameters).

@@ -126,8 +126,10 @@ def _literal(value, width: int) -> str:
     one = repr(value)
     if len(one) <= width or not isinstance(value, dict) or not value:
         return pprint.pformat(value, width=max(20, width), sort_dicts=False)
-    items = [f"    {k!r}: " + _literal(v, width - 6 - len(repr(k))).replace("\n", "\n    ") + ","
-             for k, v in value.items()]  # fmt: skip
+    items = [
+        f"    {k!r}: " + _literal(v, width - 6 - len(repr(k))).replace("\n", "\n    ") + ","
+        for k, v in value.items()
+    ]
     return "{\n" + "\n".join(items) + "\n}"
 
 

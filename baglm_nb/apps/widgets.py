@@ -216,9 +216,10 @@ class Explorer:
         )
         self.video = widgets.Dropdown(layout=full)
         self.find = widgets.Text(
-            placeholder="words of the uid or task, then Enter", continuous_update=False,
+            placeholder="words of the uid or task, then Enter",
+            continuous_update=False,
             layout=full,
-        )  # fmt: skip
+        )
         given = [(f"{GIVEN}: the deps argument", GIVEN)] if self._given is not None else []
         self.deps = widgets.Dropdown(
             options=given + [(text, key) for key, text in DEPS_CHOICES.items()],
@@ -230,10 +231,12 @@ class Explorer:
         self.stepping = widgets.ToggleButtons(
             options=list(STEPPINGS),
             value="second",
-            tooltips=["each segment's observation once per second (published code)",
-                      "each segment's observation once per segment (the paper's equations)"],
+            tooltips=[
+                "each segment's observation once per second (published code)",
+                "each segment's observation once per segment (the paper's equations)",
+            ],
             style={"button_width": "90px"},
-        )  # fmt: skip
+        )
         self.view = widgets.ToggleButtons(
             options=["heatmap", "lines"],
             value="heatmap",
@@ -332,8 +335,9 @@ class Explorer:
             }
             self._videos_of = name
         words = self.find.value.lower().split()
-        shown = [u for u, text in self._labels_of.items()
-                 if all(w in text.lower() for w in words)][: self.max_videos or None]  # fmt: skip
+        shown = [u for u, text in self._labels_of.items() if all(w in text.lower() for w in words)][
+            : self.max_videos or None
+        ]
         if not shown and not words:
             raise ValueError(f"no videos to explore in {name}")
         if uid is not None and uid not in self._by_uid:
@@ -389,8 +393,12 @@ class Explorer:
         label = deps.label if isinstance(deps, sources.Dependencies) else str(deps)
         if self.binarise.value:
             label += f" \u2265 {float(self.threshold.value):.2f}"
-        parts = [f"D: {label}", f"transition: {self.transition.value}",
-                 f"prior: {self.prior.value}", f"stepping: {self.stepping.value}"]  # fmt: skip
+        parts = [
+            f"D: {label}",
+            f"transition: {self.transition.value}",
+            f"prior: {self.prior.value}",
+            f"stepping: {self.stepping.value}",
+        ]
         if self._obs(self.dataset.value) is None:
             parts.append(f"signal {float(self.signal.value):.2f}")
         parts.append(f"{int(self.segment_duration.value)}-s segments")
@@ -512,8 +520,15 @@ class Explorer:
         t_rows = result.beliefs.shape[0]
         plot = self._plots.get((name, self.view.value))
         if plot is None:
-            plot = BeliefFigure(video, t_rows, style=self.view.value, width=self.width,
-                                dpi=self.dpi, blit=True, title_lines=2)  # fmt: skip
+            plot = BeliefFigure(
+                video,
+                t_rows,
+                style=self.view.value,
+                width=self.width,
+                dpi=self.dpi,
+                blit=True,
+                title_lines=2,
+            )
             self._plots[(name, self.view.value)] = plot
         elif (getattr(plot.video, "uid", None), plot.num_rows) != (video.uid, t_rows):
             plot.set_video(video, t_rows)

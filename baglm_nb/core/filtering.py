@@ -396,18 +396,24 @@ def _check_options(transition, prior, stepping, precision, next_step, smoothing_
     if smoothing_lag is not None and (
         isinstance(smoothing_lag, bool) or int(smoothing_lag) != smoothing_lag or smoothing_lag < 0
     ):
-        raise ValueError(f"smoothing_lag must be a whole number of seconds >= 0 or None (inf), "
-                         f"got {smoothing_lag!r}")  # fmt: skip
+        raise ValueError(
+            f"smoothing_lag must be a whole number of seconds >= 0 or None (inf), "
+            f"got {smoothing_lag!r}"
+        )
     if smoothing_lag != 0 and precision == PUBLISHED_PRECISION:
-        raise ValueError(f"smoothing (smoothing_lag={smoothing_lag!r}) runs in float64 only, not "
-                         f"in precision {PUBLISHED_PRECISION!r}")  # fmt: skip
+        raise ValueError(
+            f"smoothing (smoothing_lag={smoothing_lag!r}) runs in float64 only, not "
+            f"in precision {PUBLISHED_PRECISION!r}"
+        )
 
 
 def _segments_of(lag: int | None, segment_duration: int) -> int | None:
     """A smoothing lag in seconds as whole segments (``stepping="segment"``)."""
     if lag is not None and lag % segment_duration:
-        raise ValueError(f"with stepping='segment', smoothing_lag ({lag}) must be a multiple of "
-                         f"segment_duration ({segment_duration})")  # fmt: skip
+        raise ValueError(
+            f"with stepping='segment', smoothing_lag ({lag}) must be a multiple of "
+            f"segment_duration ({segment_duration})"
+        )
     return None if lag is None else lag // segment_duration
 
 

@@ -111,8 +111,9 @@ class Observations:
         known = {v.uid for v in self.videos}
         unknown = [u for u in self.vsg if u not in known]
         if unknown:
-            raise ValueError(f"{self.dataset}: observations name videos not in the dataset: "
-                             f"{unknown[:5]}")  # fmt: skip
+            raise ValueError(
+                f"{self.dataset}: observations name videos not in the dataset: {unknown[:5]}"
+            )
 
     @property
     def label(self) -> str:
@@ -179,8 +180,9 @@ def from_cache(
         videos = load_dataset(key.dataset)
         unknown = sorted(stored - {v.uid for v in videos})
         if unknown:
-            raise ValueError(f"{path}: the cache holds videos that are not in {key.dataset}: "
-                             f"{unknown[:5]}")  # fmt: skip
+            raise ValueError(
+                f"{path}: the cache holds videos that are not in {key.dataset}: {unknown[:5]}"
+            )
     covered = [v for v in videos if v.uid in stored]
     if not covered:
         raise ValueError(f"{path}: the score cache holds no scored video of {key.dataset}")
@@ -192,8 +194,14 @@ def from_cache(
         covered, cache.read_all([v.uid for v in covered]).items(), strict=True
     ):
         unrecorded += scores.steps is None
-        check_steps(scores.steps, video.steps, file=cache.file(uid), annotation=annotation,
-                    what=f"video {uid!r}", redo=_REDO[key.source])  # fmt: skip
+        check_steps(
+            scores.steps,
+            video.steps,
+            file=cache.file(uid),
+            annotation=annotation,
+            what=f"video {uid!r}",
+            redo=_REDO[key.source],
+        )
         if scores.progress is None:
             raise ValueError(f"{path}: video {uid!r} has no progress scores; the filter needs them")
         if key.source != "imported":
@@ -220,18 +228,26 @@ def vsg_from_cache(path: str | os.PathLike) -> tuple[str, str, dict[str, np.ndar
     stored = cache.read_all()
     for video in load_dataset(key.dataset):
         if video.uid in stored:
-            check_steps(stored[video.uid].steps, video.steps, file=cache.file(video.uid),
-                        annotation=annotation_path(key.dataset), what=f"video {video.uid!r}",
-                        redo="score it again")  # fmt: skip
+            check_steps(
+                stored[video.uid].steps,
+                video.steps,
+                file=cache.file(video.uid),
+                annotation=annotation_path(key.dataset),
+                what=f"video {video.uid!r}",
+                redo="score it again",
+            )
     rows = {u: grid.per_second(s.vsg, key.segment_duration) for u, s in stored.items()}
     return key.dataset, key.source_label, rows
 
 
 def _check_length(cache: Any, video: Video, segments: int, mode: str) -> None:
     why = grid.length_mismatch(
-        video, segments, what=f"{cache.videos_dir / video.uid}.parquet",
-        segment_duration=cache.key.segment_duration, sampling_fps=cache.key.sampling_fps,
-    )  # fmt: skip
+        video,
+        segments,
+        what=f"{cache.videos_dir / video.uid}.parquet",
+        segment_duration=cache.key.segment_duration,
+        sampling_fps=cache.key.sampling_fps,
+    )
     if why and mode == "error":
         raise ValueError(f"{why} (evaluate with --allow-length-mismatch to use it anyway)")
     if why:

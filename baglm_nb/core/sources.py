@@ -285,7 +285,14 @@ def observations(
     return obs if precision is None else obs.with_precision(precision)
 
 
-def _observations(dataset, scores, limit, params, videos, length_mismatch) -> Observations:
+def _observations(
+    dataset: str,
+    scores: ObservationSource,
+    limit: int | None,
+    params: SimulationParams | None,
+    videos: Sequence[Video] | None,
+    length_mismatch: str,
+) -> Observations:
     _check_limit(limit)
     if _per_dataset(scores):
         scores = scores.get(dataset, SIMULATED)
@@ -304,8 +311,10 @@ def _observations(dataset, scores, limit, params, videos, length_mismatch) -> Ob
         folder = score_cache_folder(scores)
         obs = from_cache(folder, videos=videos, length_mismatch=length_mismatch)
     else:
-        raise TypeError(f"scores for {dataset}: expected {_forms(OBSERVATION_RESOLVERS)}, a "
-                        f"cache folder or Observations, got {type(scores).__name__}")  # fmt: skip
+        raise TypeError(
+            f"scores for {dataset}: expected {_forms(OBSERVATION_RESOLVERS)}, a "
+            f"cache folder or Observations, got {type(scores).__name__}"
+        )
     if obs.dataset != dataset:
         raise ValueError(f"{scores}: the score cache holds {obs.dataset!r}, not {dataset!r}")
     if limit:
@@ -363,8 +372,9 @@ class Dependencies:
         key = video.uid if has(video.uid) else video.group
         if not has(key):
             where = f" in {src.path}" if hasattr(src, "path") else ""
-            raise MissingEntryError(f"no dependency matrix for video {video.uid!r} (group "
-                                    f"{video.group!r}){where}")  # fmt: skip
+            raise MissingEntryError(
+                f"no dependency matrix for video {video.uid!r} (group {video.group!r}){where}"
+            )
         if isinstance(src, Mapping):
             d = np.asarray(src[key], dtype=np.float64)
         else:
@@ -391,11 +401,14 @@ class Dependencies:
         except ValueError:  # videos of no known dataset (a caller's own records)
             annotation = f"the annotation of video {video.uid!r}"
         check_steps(
-            steps, video.steps, file=self.source.file(key), annotation=annotation,
+            steps,
+            video.steps,
+            file=self.source.file(key),
+            annotation=annotation,
             what=f"group {key!r}",
             redo="build or import the matrices again under this annotation (python -m "
             "baglm_nb deps re-computes stale groups)",
-        )  # fmt: skip
+        )
         return np.asarray(matrix, dtype=np.float64).copy()
 
 

@@ -33,6 +33,7 @@ the reader with an :class:`End`: an error when the source vanished without sendi
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -486,7 +487,7 @@ class LiveReader:
 
 
 def live_reader_for(
-    source: Any,
+    source: LiveReader | LiveSource | str | os.PathLike | int,
     *,
     segment_duration: int,
     live: bool | None = None,

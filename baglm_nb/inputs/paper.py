@@ -102,15 +102,35 @@ PAPER_LMM_NAMES: dict[str, str] = {
 
 #: Dataset figures as the paper states them (text; "" where it gives none for this split).
 PAPER_STATS: dict[str, dict[str, str]] = {
-    "htstep": {"videos": "600", "tasks": "120", "mean_steps": "about 10",
-               "mean_duration_s": "6 min", "mean_segment_s": "16 s"},
-    "crosstask": {"videos": "about 4.8k (whole dataset)", "tasks": "18", "mean_steps": "7.5",
-                  "mean_duration_s": "< 5 min", "mean_segment_s": "10.7 s"},
-    "ego4d_goalstep": {"videos": "851 (whole dataset)", "tasks": "", "mean_steps": "17",
-                       "mean_duration_s": "28 min", "mean_segment_s": "53 s"},
-    "coin": {"videos": "2354 (of 2797 test)", "tasks": "180", "mean_steps": "",
-             "mean_duration_s": "", "mean_segment_s": ""},
-}  # fmt: skip
+    "htstep": {
+        "videos": "600",
+        "tasks": "120",
+        "mean_steps": "about 10",
+        "mean_duration_s": "6 min",
+        "mean_segment_s": "16 s",
+    },
+    "crosstask": {
+        "videos": "about 4.8k (whole dataset)",
+        "tasks": "18",
+        "mean_steps": "7.5",
+        "mean_duration_s": "< 5 min",
+        "mean_segment_s": "10.7 s",
+    },
+    "ego4d_goalstep": {
+        "videos": "851 (whole dataset)",
+        "tasks": "",
+        "mean_steps": "17",
+        "mean_duration_s": "28 min",
+        "mean_segment_s": "53 s",
+    },
+    "coin": {
+        "videos": "2354 (of 2797 test)",
+        "tasks": "180",
+        "mean_steps": "",
+        "mean_duration_s": "",
+        "mean_segment_s": "",
+    },
+}
 
 
 #: R@1 (%) per temporal-position bin on HT-Step (Tab. htstep_step_position), bins 0..4 from

@@ -460,8 +460,9 @@ def build_dependencies(
     table = group_steps(videos, goal)
     keys = _group_keys(table, groups, group_limit, dataset)
     if isinstance(backend, Backend):
-        eng = make_engine(engine, _backend_identity, loaded=backend,
-                          what="a factory, not a loaded back-end")  # fmt: skip
+        eng = make_engine(
+            engine, _backend_identity, loaded=backend, what="a factory, not a loaded back-end"
+        )
     else:
         eng = make_engine(engine, _backend_identity, build=backend)
     with eng:
@@ -475,8 +476,14 @@ def _summary(
     the annotation's (computed again); the cache records ``annotation`` (a SHA-256)."""
     cache.annotation_sha256 = annotation
     stale = [g for g in keys if cache.has(g) and cache.steps(g) != table[g][1]]
-    return {"path": str(cache.path), "groups": len(keys), "computed": [], "reused": [],
-            "failed": {}, "rescored_stale": stale}  # fmt: skip
+    return {
+        "path": str(cache.path),
+        "groups": len(keys),
+        "computed": [],
+        "reused": [],
+        "failed": {},
+        "rescored_stale": stale,
+    }
 
 
 def _backend_identity(backend: Backend) -> tuple[str, str]:
@@ -498,12 +505,26 @@ class GroupTask:
 def group_task(backend: Backend, task: GroupTask) -> dict[str, Any]:
     """One group's matrix on an engine: ``{"matrix": D}``, or the failed pair's facts."""
     try:
-        d = dependency_matrix(task.goal, task.steps, backend, group=task.group,
-                              partial=task.partial, show_progress=task.show_progress)  # fmt: skip
+        d = dependency_matrix(
+            task.goal,
+            task.steps,
+            backend,
+            group=task.group,
+            partial=task.partial,
+            show_progress=task.show_progress,
+        )
         return {"matrix": d}
     except DependencyError as err:
-        return {"error": [err.group, err.target_index, err.prereq_index, err.target,
-                          err.prereq, err.reason]}  # fmt: skip
+        return {
+            "error": [
+                err.group,
+                err.target_index,
+                err.prereq_index,
+                err.target,
+                err.prereq,
+                err.reason,
+            ]
+        }
 
 
 def _build_on(
@@ -530,8 +551,13 @@ def _build_on(
         part = str(entry_file(cache.path / "partial", g)) if eng.in_process else None
         goal, steps = table[g]
         todo.append((g, GroupTask(g, goal, tuple(steps), part, show_progress and eng.in_process)))
-    with tqdm(total=len(keys), initial=len(keys) - len(todo), desc=f"deps {dataset}",
-              unit="group", disable=not show_progress) as bar:  # fmt: skip
+    with tqdm(
+        total=len(keys),
+        initial=len(keys) - len(todo),
+        desc=f"deps {dataset}",
+        unit="group",
+        disable=not show_progress,
+    ) as bar:
         for out in eng.imap(group_task, todo):
             if out is None:
                 continue
@@ -541,8 +567,11 @@ def _build_on(
                 entry_file(cache.path / "partial", out.key).unlink(missing_ok=True)
                 summary["computed"].append(out.key)
                 continue
-            fields = out.result["error"] if out.error is None else [out.key, None, None, "",
-                                                                    "", out.error]  # fmt: skip
+            fields = (
+                out.result["error"]
+                if out.error is None
+                else [out.key, None, None, "", "", out.error]
+            )
             err = DependencyError(*fields)
             _record_error(cache, err)
             if on_error == "raise":
@@ -560,7 +589,8 @@ def _group_keys(
     if groups is not None:
         missing = [g for g in groups if g not in table]
         if missing:
-            raise MissingEntryError(f"group(s) {missing} not in the {dataset} annotation "
-                                    f"({annotation_path(dataset)})")  # fmt: skip
+            raise MissingEntryError(
+                f"group(s) {missing} not in the {dataset} annotation ({annotation_path(dataset)})"
+            )
         keys = list(groups)
     return keys if group_limit is None else keys[:group_limit]

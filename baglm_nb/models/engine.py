@@ -418,9 +418,14 @@ class TransformersScorer:
         check_task_text(goal, steps, context_tokens=self.context_tokens)
         labels = self.labels(len(steps) + 1) if steps else []
         questions, versions, vsg_kind = build_questions(
-            goal, steps, labels, prompt=prompt, vsg_prompt=vsg_prompt, progress=progress,
+            goal,
+            steps,
+            labels,
+            prompt=prompt,
+            vsg_prompt=vsg_prompt,
+            progress=progress,
             next_step=next_step,
-        )  # fmt: skip
+        )
         targets = [self._answer_ids(q.kind, labels) for q in questions]
         probs, timings = self._score(
             frames, [q.kind for q in questions], [q.text for q in questions], targets

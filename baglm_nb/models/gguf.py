@@ -122,8 +122,16 @@ def export_gguf(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model, proj = out_dir / "model.gguf", out_dir / "mmproj.gguf"
-    cmd = [sys.executable, "-c", _EXPORT, str(script.parent), str(folder), str(model), str(proj),
-           "1" if mmproj else "0"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-c",
+        _EXPORT,
+        str(script.parent),
+        str(folder),
+        str(model),
+        str(proj),
+        "1" if mmproj else "0",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"convert_hf_to_gguf.py failed on {folder}:\n{done.stderr[-3000:]}")

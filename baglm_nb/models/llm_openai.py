@@ -101,9 +101,14 @@ class OpenAIBackend:
         self.concurrency = int(concurrency)
         self.chunk_size = int(chunk_size)
         self._conn = Connection(
-            base_url, api_key_env, timeout=timeout, max_attempts=max_attempts,
-            backoff=backoff, max_backoff=max_backoff, client=client,
-        )  # fmt: skip
+            base_url,
+            api_key_env,
+            timeout=timeout,
+            max_attempts=max_attempts,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            client=client,
+        )
         self._client = self._conn.client
 
     def __repr__(self) -> str:
@@ -134,9 +139,12 @@ class OpenAIBackend:
         try:
             response = self._conn.call(lambda _: self._request(goal, target, prereq))
         except ValueError as exc:  # a body that is not JSON (truncated, garbage)
-            raise RuntimeError(self._redact(
-                f"{self._conn.where} answered with a malformed body ({type(exc).__name__}: {exc})"
-            )) from None  # fmt: skip
+            raise RuntimeError(
+                self._redact(
+                    f"{self._conn.where} answered with a malformed body "
+                    f"({type(exc).__name__}: {exc})"
+                )
+            ) from None
         return self._yes_probability(response)
 
     def _yes_probability(self, response: Any) -> float:

@@ -193,9 +193,12 @@ class Connection:
         """The waiting line (once per connection)."""
         if not self._told:
             self._told = True
-            print(f"waiting for {self.where}: no answer after {WAIT_NOTICE_S:g} s (up to "
-                  f"{self.timeout:g} s per request, {self.max_attempts} attempts)",
-                  file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"waiting for {self.where}: no answer after {WAIT_NOTICE_S:g} s (up to "
+                f"{self.timeout:g} s per request, {self.max_attempts} attempts)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def _call(self, request: Callable[[Any], T]) -> T:
         """:meth:`call` without the waiting line."""

@@ -98,8 +98,9 @@ def _probe(target: str, deadline: float, timeout: float) -> None:
                 "--connect-timeout sets the limit)"
             )
         try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=min(left, 2.0)) \
-                    as sock:  # fmt: skip
+            with socket.create_connection(
+                (host.strip("[]"), int(port)), timeout=min(left, 2.0)
+            ) as sock:
                 grpc = _speaks_grpc(sock, deadline)
             if grpc:
                 return

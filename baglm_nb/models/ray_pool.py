@@ -143,8 +143,13 @@ def _ray() -> Any:
 def _deaths(ray: Any) -> tuple[type[BaseException], ...]:
     """The errors that mean the worker (not the task) failed."""
     e = ray.exceptions
-    return (e.RayActorError, e.WorkerCrashedError, e.NodeDiedError, e.OutOfMemoryError,
-            e.ObjectLostError)  # fmt: skip
+    return (
+        e.RayActorError,
+        e.WorkerCrashedError,
+        e.NodeDiedError,
+        e.OutOfMemoryError,
+        e.ObjectLostError,
+    )
 
 
 def _reason(exc: BaseException) -> str:

@@ -16,8 +16,8 @@ How it stays faithful:
 * **Same order.** Horizontal pass first, then vertical, each a float32 sum over the taps from
   the first input pixel on, as torch's separable kernel does; then round half to even, clamp,
   ``/255``, ``- mean``, ``/ std`` in float32.
-* **Measured difference.** The result equals the torch path except at a few values per
-  million on the test clips (``benchmarks/decode_speed.py`` prints how many), which differ by one
+* **Difference.** The result equals the torch path except at rare values
+  (``benchmarks/decode_speed.py`` prints how many on the test clips), which differ by one
   uint8 level: float32 rounding, as the compiled loop of torch is not reproduced operation
   for operation (some of its sums match only with fused multiply-adds). The published code
   resized on a GPU, whose kernel also differs from torch's CPU kernel by such roundings, so

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENGINES",
+    "check_engine",
     "check_inputs",
     "ScorerSpec",
     "VideoResult",
@@ -181,8 +182,13 @@ def score_video(
     total = num_segments(info.num_frames, info.fps, segment_duration, sampling_fps)
     why = None
     if getattr(video, "num_frames", 0) and getattr(video, "fps", 0):  # annotated length known
-        why = length_mismatch(video, total, what="the file", segment_duration=segment_duration,
-                              sampling_fps=sampling_fps)  # fmt: skip
+        why = length_mismatch(
+            video,
+            total,
+            what="the file",
+            segment_duration=segment_duration,
+            sampling_fps=sampling_fps,
+        )
     if why:
         raise VideoError(path, f"{why}: {info.num_frames} frames at {info.fps:g} fps")
     vsg, prog = [], []
@@ -251,10 +257,14 @@ def score_task(scorer: Scorer, task: VideoTask, show_progress: bool = False) -> 
         if not task.found:
             raise VideoError(task.path, "no file for this video uid")
         vsg, prog, timings = score_video(
-            task.path, task, scorer, segment_duration=task.segment_duration,
-            sampling_fps=task.sampling_fps, batch_segments=task.batch_segments,
+            task.path,
+            task,
+            scorer,
+            segment_duration=task.segment_duration,
+            sampling_fps=task.sampling_fps,
+            batch_segments=task.batch_segments,
             show_progress=show_progress,
-        )  # fmt: skip
+        )
     except (VideoError, ScoringError) as exc:
         return VideoResult(task.uid, error=str(exc))
     except ServerError:
@@ -276,14 +286,37 @@ def _failure(task: VideoTask, exc: BaseException) -> str:
 # the driver
 
 
+#: Why a served model does not run on the Ray engine.
+SERVED_ON_RAY = (
+    "--engine ray loads a local model in each worker; a served model scales with --concurrency "
+    "(and the server's replicas)"
+)
+
+
+def check_engine(
+    scorer: Scorer | str | ScorerSpec, engine: EngineSetting, *, served: bool = False
+) -> None:
+    """Refuse a served model (``openai:<name>``, or any with ``served``) on the Ray engine:
+    ValueError."""
+    from baglm_nb.models.served import is_served
+
+    model = scorer.model if isinstance(scorer, ScorerSpec) else scorer
+    if engine != "local" and (served or (isinstance(model, str) and is_served(model))):
+        raise ValueError(SERVED_ON_RAY)
+
+
 def _engine(engine: EngineSetting, scorer: Scorer | str | ScorerSpec) -> Engine:
     """The engine of the setting, holding the scorer (built from a model id or spec)."""
+    check_engine(scorer, engine)
     if isinstance(scorer, (str, ScorerSpec)):
         spec = ScorerSpec(scorer) if isinstance(scorer, str) else scorer
         return make_engine(engine, scorer_identity, build=spec)
-    return make_engine(engine, scorer_identity, loaded=scorer,
-                       what="the model id (e.g. 'internvl3-8b') or a ScorerSpec, not a loaded "
-                       "scorer")  # fmt: skip
+    return make_engine(
+        engine,
+        scorer_identity,
+        loaded=scorer,
+        what="the model id (e.g. 'internvl3-8b') or a ScorerSpec, not a loaded scorer",
+    )
 
 
 class _DriverBar:
@@ -378,7 +411,6 @@ def score_dataset(
     part of it the driver spent writing and reporting).
     """
     from baglm_nb.inputs.datasets import annotation_path, data_dir
-    from baglm_nb.models.prompts import PROMPTS
 
     root = data_dir() / "cache" if root is None else root
     annotation = annotation_path(dataset, annotations) if annotations or videos is None else None
@@ -392,19 +424,20 @@ def score_dataset(
     with _engine(engine, scorer) as eng:
         model_id, label, weights = eng.identity()
         t_ready = time.perf_counter()
-        version = f"{PROMPTS['vsg'].version}+{PROMPTS['prog'].version}"
-        cache = ScoreCache(root, ScoreKey(dataset, model_id, version, segment_duration,
-                                          sampling_fps, source="lmm", weights=weights))  # fmt: skip
-        warn_unfingerprinted(cache)
+        cache = _open_cache(root, dataset, model_id, weights, segment_duration, sampling_fps)
         failures_path = cache.path / "failures.json"
         failures = _read_failures(failures_path)
         done_before, unreadable, stale = _resume(cache, videos, annotation)
-        tasks = [_task(v, video_dir, segment_duration, sampling_fps, batch_segments)
-                 for v in videos if v.uid not in done_before]  # fmt: skip
+        tasks = [
+            _task(v, video_dir, segment_duration, sampling_fps, batch_segments)
+            for v in videos
+            if v.uid not in done_before
+        ]
         bar = _DriverBar(len(tasks), f"score {dataset}", eng, show_progress)
         try:
-            scored, attempts, driver = _drive(eng, tasks, bar, cache, failures_path, failures,
-                                              by_uid, show_progress)  # fmt: skip
+            scored, attempts, driver = _drive(
+                eng, tasks, bar, cache, failures_path, failures, by_uid, show_progress
+            )
         finally:
             bar.close()
         t_end = time.perf_counter()
@@ -428,15 +461,40 @@ def score_dataset(
     }
 
 
+def _open_cache(
+    root: str | os.PathLike,
+    dataset: str,
+    model_id: str,
+    weights: str,
+    segment_duration: int,
+    sampling_fps: float,
+) -> ScoreCache:
+    """The score cache of a model's LMM scores (prompt version: the VSG and the progress
+    prompts'), with the one-line warning when the weights have no fingerprint."""
+    from baglm_nb.models.prompts import PROMPTS
+
+    version = f"{PROMPTS['vsg'].version}+{PROMPTS['prog'].version}"
+    key = ScoreKey(dataset, model_id, version, segment_duration, sampling_fps, weights=weights)
+    cache = ScoreCache(root, key)
+    warn_unfingerprinted(cache)
+    return cache
+
+
 def _read_failures(path: Path) -> dict[str, str]:
     """The failures recorded by earlier runs (``uid -> error``), or none yet."""
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
 def _drive(
-    eng: Engine, tasks: list, bar: _DriverBar, cache: ScoreCache, failures_path: Path,
-    failures: dict[str, str], by_uid: dict[str, Video], show_progress: bool,
-) -> tuple[list[str], dict[str, int], float]:  # fmt: skip
+    eng: Engine,
+    tasks: list,
+    bar: _DriverBar,
+    cache: ScoreCache,
+    failures_path: Path,
+    failures: dict[str, str],
+    by_uid: dict[str, Video],
+    show_progress: bool,
+) -> tuple[list[str], dict[str, int], float]:
     """Run the engine, recording each result as it comes: (scored uids, attempts, driver s)."""
     scored, attempts, driver = [], {}, 0.0
     fn = functools.partial(score_task, show_progress=show_progress and eng.in_process)
@@ -467,6 +525,14 @@ def _task(
     path = find_video_file(video_dir, video.uid)
     where = Path(video_dir or ".") / video.uid if path is None else Path(path).resolve()
     return VideoTask(
-        video.uid, str(where), video.goal, tuple(video.steps), segment_duration, sampling_fps,
-        batch_segments, found=path is not None, num_frames=video.num_frames, fps=video.fps,
-    )  # fmt: skip
+        video.uid,
+        str(where),
+        video.goal,
+        tuple(video.steps),
+        segment_duration,
+        sampling_fps,
+        batch_segments,
+        found=path is not None,
+        num_frames=video.num_frames,
+        fps=video.fps,
+    )

@@ -164,7 +164,7 @@ class ServedScorer:
         ``/v1/models`` says ``owned_by: llamacpp``): reuse the slot's cached prefix, so the
         answers of one question cost one prefill (default). False evaluates every prompt whole:
         slower, and its logprobs do not depend on what the slot held before (with the cache,
-        the last token computed alone moves a logprob by up to about 0.02; see the README).
+        the last token computed alone moves a logprob slightly; the README gives how much).
     pixels
         Qwen2.5-VL: (min, max) pixels of the processor size the frames are resized to before
         they are sent (:func:`~baglm_nb.models.served_messages.served_frames`; default the
@@ -216,9 +216,14 @@ class ServedScorer:
         self._strategy = strategy
         self._top = top_logprobs
         self._conn = Connection(
-            base_url, api_key_env, timeout=timeout, max_attempts=max_attempts, backoff=backoff,
-            max_backoff=max_backoff, client=client,
-        )  # fmt: skip
+            base_url,
+            api_key_env,
+            timeout=timeout,
+            max_attempts=max_attempts,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            client=client,
+        )
         self._lock = threading.Lock()
         self._probe_lock = threading.Lock()
         self._token_ids: dict[str, int] = {}
@@ -247,8 +252,11 @@ class ServedScorer:
         with self._probe_lock:
             if self._strategy == "auto":
                 self._strategy, self.strategy_reason = self._probe()
-                print(f"served scoring: strategy {self._strategy} ({self.strategy_reason})",
-                      file=sys.stderr, flush=True)  # fmt: skip
+                print(
+                    f"served scoring: strategy {self._strategy} ({self.strategy_reason})",
+                    file=sys.stderr,
+                    flush=True,
+                )
             elif self._strategy == "labels" and self.strategy_reason == "asked for":
                 why = self._labels_refusal()
                 if why:
@@ -355,8 +363,12 @@ class ServedScorer:
         if self.tokenizer is not None:
             ids = self.tokenizer(answer, add_special_tokens=False)["input_ids"]
         else:
-            body = {"content": answer, "prompt": answer, "model": self.model,
-                    "add_special_tokens": False}  # fmt: skip
+            body = {
+                "content": answer,
+                "prompt": answer,
+                "model": self.model,
+                "add_special_tokens": False,
+            }
             ids = self._root_post("/tokenize", body).get("tokens")
             ids = [t["id"] if isinstance(t, dict) else t for t in ids or []]
         tid = single_token(answer, ids)
@@ -483,9 +495,14 @@ class ServedScorer:
         steps = [str(s) for s in steps]
         labels = self.labels(len(steps) + 1) if steps else []
         questions, versions, vsg_kind = build_questions(
-            goal, steps, labels, prompt=prompt, vsg_prompt=vsg_prompt, progress=progress,
+            goal,
+            steps,
+            labels,
+            prompt=prompt,
+            vsg_prompt=vsg_prompt,
+            progress=progress,
             next_step=next_step,
-        )  # fmt: skip
+        )
         widest = max(len(q.answers) for q in questions)
         if self.strategy == "approx-top20" and widest > APPROX_TOP:
             raise ScoringError(
@@ -497,10 +514,17 @@ class ServedScorer:
         self.check_same_model()
         vsg, prog, nxt = combine(questions, probs, vsg_kind, renormalise=renormalise)
         return ScoreResult(
-            vsg=vsg, progress=prog, next_step=nxt, labels=tuple(labels), model_id=self.model_id,
-            label=self.label, family=self.family, vsg_prompt=vsg_prompt,
-            renormalised=bool(renormalise), prompt_versions=versions,
-        )  # fmt: skip
+            vsg=vsg,
+            progress=prog,
+            next_step=nxt,
+            labels=tuple(labels),
+            model_id=self.model_id,
+            label=self.label,
+            family=self.family,
+            vsg_prompt=vsg_prompt,
+            renormalised=bool(renormalise),
+            prompt_versions=versions,
+        )
 
     def _ask(self, questions: list[Question], images: list[list[str]]) -> list[np.ndarray]:
         """``(S, answers)`` probabilities per question, ``concurrency`` requests at a time."""
@@ -538,8 +562,10 @@ def _refused_or_raise(exc: Exception, where: str) -> None:
     if isinstance(exc, ServerError) and exc.status not in (400, 404, 422):
         raise exc
     if isinstance(exc, MalformedResponse):
-        raise ServerError(f"{where} answered the probe with a {exc.message}; is it an "
-                          "OpenAI-compatible server (check --base-url)?") from None  # fmt: skip
+        raise ServerError(
+            f"{where} answered the probe with a {exc.message}; is it an "
+            "OpenAI-compatible server (check --base-url)?"
+        ) from None
 
 
 def _question_names(questions: Sequence[Question]) -> list[str]:
@@ -554,6 +580,6 @@ def _question_names(questions: Sequence[Question]) -> list[str]:
                 "next": "the next-step question",
                 "bin": f"the binary VSG question of step {n}",
                 "prog": f"the progress question of step {n}",
-            }[q.kind]  # fmt: skip
+            }[q.kind]
         )
     return names

@@ -10,10 +10,10 @@ requests of the same prompt; the server's prompt cache (llama.cpp's ``cache_prom
 default; vLLM's prefix caching) makes the n - 1 repeats cost one token of prefill each. Each
 response is under 1 KB.
 
-Measured on llama.cpp's server (``tests/test_served.py``): the forced logprob equals the
-full-vocabulary one within 1e-4 when every prompt is evaluated whole (``cache_prompt`` off);
-with the prompt cache, a repeated prompt's last token is computed alone, which moves either
-strategy's logprobs by up to about 0.02 at p ~ 1e-6. Its ``post_sampling_probs`` would report
+On llama.cpp's server the forced logprob equals the full-vocabulary one when every prompt is
+evaluated whole (``cache_prompt`` off; ``tests/test_served.py`` checks the bound); with the
+prompt cache, a repeated prompt's last token is computed alone, which moves either strategy's
+logprobs slightly (the README gives the measured size). Its ``post_sampling_probs`` would report
 the biased distribution (p = 1), which is why the probe (:func:`check_forced`) compares a forced
 logprob with the unbiased one.
 

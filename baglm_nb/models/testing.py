@@ -146,9 +146,16 @@ def random_gguf(
         raise ValueError(f"random_gguf supports family 'qwen2_5_vl' only, got {family!r}")
     kwargs.setdefault("vision_layers", 3)
     script = converter_script()
-    ident = json.dumps([family, sorted(kwargs.items()), torch.__version__,
-                        transformers.__version__, hashlib.sha256(script.read_bytes()).hexdigest()],
-                       default=str)  # fmt: skip
+    ident = json.dumps(
+        [
+            family,
+            sorted(kwargs.items()),
+            torch.__version__,
+            transformers.__version__,
+            hashlib.sha256(script.read_bytes()).hexdigest(),
+        ],
+        default=str,
+    )
     base = Path(cache_dir) if cache_dir is not None else model_cache_dir()
     folder = base / f"random-init-{family}-gguf-{hashlib.sha256(ident.encode()).hexdigest()[:16]}"
     paths = (folder / "model.gguf", folder / "mmproj.gguf")
@@ -162,11 +169,17 @@ def random_gguf(
         scorer.model.save_pretrained(hf)
         scorer.tokenizer.save_pretrained(hf)
         vc = scorer.model.config.vision_config
-        (hf / "preprocessor_config.json").write_text(json.dumps({
-            "image_mean": list(CLIP_MEAN), "image_std": list(CLIP_STD),
-            "patch_size": vc.patch_size, "merge_size": vc.spatial_merge_size,
-            "temporal_patch_size": vc.temporal_patch_size,
-        }))  # fmt: skip
+        (hf / "preprocessor_config.json").write_text(
+            json.dumps(
+                {
+                    "image_mean": list(CLIP_MEAN),
+                    "image_std": list(CLIP_STD),
+                    "patch_size": vc.patch_size,
+                    "merge_size": vc.spatial_merge_size,
+                    "temporal_patch_size": vc.temporal_patch_size,
+                }
+            )
+        )
         export_gguf(hf, tmp, mmproj=True)
         shutil.rmtree(hf)
         (tmp / ".complete").write_text(ident + "\n")

@@ -18,20 +18,38 @@ def register(verbs) -> None:
     from baglm_nb.core.alerts import DEFAULT_THRESHOLD
     from baglm_nb.inputs.datasets import DATASETS
 
-    p = verbs.add_parser("alerts", help="detection of injected Skips and Swaps by the alerts "
-                         "(simulated observations)")  # fmt: skip
+    p = verbs.add_parser(
+        "alerts",
+        help="detection of injected Skips and Swaps by the alerts (simulated observations)",
+    )
     p.add_argument("--dataset", nargs="+", default=list(DATASETS), choices=sorted(DATASETS))
-    p.add_argument("--deps", nargs="+", default=list(ALERT_DEPS),
-                   help="deps settings to compare (default: %(default)s)")  # fmt: skip
+    p.add_argument(
+        "--deps",
+        nargs="+",
+        default=list(ALERT_DEPS),
+        help="deps settings to compare (default: %(default)s)",
+    )
     p.add_argument("--limit", type=int, default=None, help="the first N videos of each dataset")
-    p.add_argument("--alert-threshold", type=float, default=DEFAULT_THRESHOLD, metavar="P",
-                   help="step k needs step j when D[k, j] >= P, P in [0, 1]")  # fmt: skip
-    p.add_argument("--noise-corr", type=float, default=0.0,
-                   help="the simulation's noise correlation across segments, "
-                   "in (-1, 1)")  # fmt: skip
+    p.add_argument(
+        "--alert-threshold",
+        type=float,
+        default=DEFAULT_THRESHOLD,
+        metavar="P",
+        help="step k needs step j when D[k, j] >= P, P in [0, 1]",
+    )
+    p.add_argument(
+        "--noise-corr",
+        type=float,
+        default=0.0,
+        help="the simulation's noise correlation across segments, in (-1, 1)",
+    )
     p.add_argument("--seed", type=int, default=MISTAKE_SEED, help="seed of the injected mistakes")
-    p.add_argument("--out", default=None, metavar="STEM",
-                   help="also write STEM.csv, .md, .summary.json and .items.parquet")  # fmt: skip
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="STEM",
+        help="also write STEM.csv, .md, .summary.json and .items.parquet",
+    )
     p.set_defaults(func=run)
 
 
@@ -39,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the ``alerts`` verb (errors: :func:`baglm_nb.apps.cli.main.main`'s rule)."""
     from baglm_nb.analyses.alerts import alert_table
     from baglm_nb.analyses.tables import title_for, to_markdown, write_table
+    from baglm_nb.apps.cli.options import run_parameters
     from baglm_nb.core.alerts import check_level
     from baglm_nb.core.simulate import LABEL
 
@@ -47,14 +66,21 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--noise-corr must be in (-1, 1), got {args.noise_corr:g}")
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be a positive number of videos, got {args.limit}")
-    table = alert_table(args.dataset, args.deps, limit=args.limit,
-                        threshold=args.alert_threshold, noise_corr=args.noise_corr,
-                        seed=args.seed)  # fmt: skip
-    what = (f"Alerts on injected mistakes (--alert-threshold {args.alert_threshold:g}, "
-            f"noise_corr {args.noise_corr:g}, seed {args.seed})")  # fmt: skip
+    table = alert_table(
+        args.dataset,
+        args.deps,
+        limit=args.limit,
+        threshold=args.alert_threshold,
+        noise_corr=args.noise_corr,
+        seed=args.seed,
+    )
+    what = (
+        f"Alerts on injected mistakes (--alert-threshold {args.alert_threshold:g}, "
+        f"noise_corr {args.noise_corr:g}, seed {args.seed})"
+    )
     title = title_for(what, LABEL, table)
     print(to_markdown(table, title), end="")
     if args.out:
-        write_table(table, args.out, title)
+        write_table(table, args.out, title, params=run_parameters(args))
         print(f"written: {args.out}.csv (and .md, .summary.json, .items.parquet)")
     return 0

@@ -27,8 +27,12 @@ import`` (the one route that imports them). Errors raise (:mod:`baglm_nb.apps.cl
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from baglm_nb.apps.cli.options import ServerOptions
+
+if TYPE_CHECKING:
+    from baglm_nb.core.sources import Dependencies
 
 #: The server defaults of ``--backend openai`` (the published run: 2 log-probabilities).
 DEPS_SERVER = ServerOptions(top_logprobs=2, concurrency=1, request_timeout=30.0)
@@ -71,19 +75,31 @@ def register(verbs: argparse._SubParsersAction) -> None:
         "as published)",
     )
     DEPS_SERVER.add_arguments(p.add_argument_group("served LLM (--backend openai)"))
-    p.add_argument("--llm", default=PUBLISHED_LLM,
-                   help="imported: the LLM given to `python -m baglm_nb import`")  # fmt: skip
-    p.add_argument("--group-limit", type=int, default=None, metavar="N",
-                   help="only the first N task groups (annotation order)")  # fmt: skip
+    p.add_argument(
+        "--llm",
+        default=PUBLISHED_LLM,
+        help="imported: the LLM given to `python -m baglm_nb import`",
+    )
+    p.add_argument(
+        "--group-limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="only the first N task groups (annotation order)",
+    )
     p.add_argument("--group", action="append", help="only this group (repeatable)")
     p.add_argument(
-        "--goal", choices=["llm", "name"], default="llm",
+        "--goal",
+        choices=["llm", "name"],
+        default="llm",
         help="goal text: the published LLM goal (CrossTask: task id) or the task name",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--on-error", choices=["raise", "continue"], default="raise",
+        "--on-error",
+        choices=["raise", "continue"],
+        default="raise",
         help="stop at the first failed pair (default) or go on with the next group",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--thresholds", type=float, nargs="+", default=None, help="default 0.0 0.1 ... 1.0"
     )
@@ -118,17 +134,26 @@ def _backend(args: argparse.Namespace):
         if not args.model:
             raise ValueError("--backend transformers needs --model FOLDER_OR_ID")
         return llm_local.TransformersBackend.from_pretrained(
-            args.model, gguf_file=args.gguf_file, name=args.name, device=args.device,
-            published_sampling=args.published_sampling, **kw,
-        )  # fmt: skip
+            args.model,
+            gguf_file=args.gguf_file,
+            name=args.name,
+            device=args.device,
+            published_sampling=args.published_sampling,
+            **kw,
+        )
     if not args.model:
         raise ValueError("--backend openai needs --model NAME")
     server = ServerOptions.from_args(args)
     return llm_openai.OpenAIBackend(
-        args.model, base_url=server.base_url, api_key_env=server.api_key_env,
-        top_logprobs=server.top_logprobs, timeout=server.request_timeout,
-        max_attempts=server.request_attempts, concurrency=server.concurrency, **kw,
-    )  # fmt: skip
+        args.model,
+        base_url=server.base_url,
+        api_key_env=server.api_key_env,
+        top_logprobs=server.top_logprobs,
+        timeout=server.request_timeout,
+        max_attempts=server.request_attempts,
+        concurrency=server.concurrency,
+        **kw,
+    )
 
 
 def _deps(args: argparse.Namespace) -> int:
@@ -156,13 +181,16 @@ def _deps(args: argparse.Namespace) -> int:
         except dep.DependencyError as exc:
             raise RuntimeError(f"{exc}; {RESUME}") from exc
         print(json.dumps({k: summary[k] for k in ("path", "groups", "rescored_stale")}, indent=2))
-        print(f"computed {len(summary['computed'])}, reused {len(summary['reused'])}, "
-              f"failed {len(summary['failed'])}")  # fmt: skip
+        print(
+            f"computed {len(summary['computed'])}, reused {len(summary['reused'])}, "
+            f"failed {len(summary['failed'])}"
+        )
         source = sources.dependencies(args.dataset, summary["path"]).source
         if summary["failed"]:
             failed = summary["failed"]
-            raise RuntimeError(f"{len(failed)} task group(s) failed: "
-                               f"{'; '.join(failed.values())}; {RESUME}")  # fmt: skip
+            raise RuntimeError(
+                f"{len(failed)} task group(s) failed: {'; '.join(failed.values())}; {RESUME}"
+            )
 
     videos = _videos_with_matrices(args, source)
     thresholds = args.thresholds if args.thresholds else viol.THRESHOLDS
@@ -170,9 +198,11 @@ def _deps(args: argparse.Namespace) -> int:
     print(table.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
     if args.out:
         from baglm_nb.analyses.tables import write_table
+        from baglm_nb.apps.cli.options import run_parameters
 
         label = table["source"].iloc[0]
-        write_table(table, args.out, title=f"Dependency violations, {args.dataset}, D = {label}")
+        title = f"Dependency violations, {args.dataset}, D = {label}"
+        write_table(table, args.out, title=title, params=run_parameters(args))
         print(f"written {args.out}.csv and {args.out}.md")
     return 0
 
@@ -194,7 +224,9 @@ def _build(args: argparse.Namespace, progress: bool) -> dict:
     if engine == "local":
         backend = _backend(args)
     elif args.backend == "openai":
-        raise ValueError("--engine ray runs local models; the openai back-end has --concurrency")
+        from baglm_nb.models.scoring import SERVED_ON_RAY
+
+        raise ValueError(SERVED_ON_RAY)
     else:
         backend = functools.partial(_backend, args)  # each worker loads the model
     try:
@@ -214,7 +246,7 @@ def _build(args: argparse.Namespace, progress: bool) -> dict:
         raise ValueError(str(exc)) from None
 
 
-def _videos_with_matrices(args: argparse.Namespace, source: object) -> list:
+def _videos_with_matrices(args: argparse.Namespace, source: Dependencies) -> list:
     """The videos of the selected groups (``--group``, ``--group-limit``) that have a matrix."""
     from baglm_nb.inputs.datasets import load_dataset
 

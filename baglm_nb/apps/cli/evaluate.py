@@ -27,18 +27,22 @@ def register(verbs) -> None:
         help="also print the result as JSON, with the number of (video, step) pairs whose best "
         "row differs between float64 and float32-published, and the online metrics",
     )
-    p.add_argument("--smoothing-lag", metavar="L|inf",
-                   help="fixed-lag smoothing: each second's belief from the observations up to "
-                   "L seconds later (0: the filter, the default; inf: the offline smoother); "
-                   "float64 only")  # fmt: skip
+    p.add_argument(
+        "--smoothing-lag",
+        metavar="L|inf",
+        help="fixed-lag smoothing: each second's belief from the observations up to "
+        "L seconds later (0: the filter, the default; inf: the offline smoother); "
+        "float64 only",
+    )
     p.add_argument(
         "--threshold",
         type=float,
         default=0.5,
         help="announcement confidence of the online metrics (as follow's)",
     )
-    p.add_argument("--patience", type=int, default=2,
-                   help="announcement patience in segments (as follow's)")  # fmt: skip
+    p.add_argument(
+        "--patience", type=int, default=2, help="announcement patience in segments (as follow's)"
+    )
     p.set_defaults(func=run)
 
 
@@ -57,18 +61,26 @@ def format_table(
     metric = dataset_spec(ds).recall.label
     rows = [
         ("method", "workbench", "paper"),
-        (f"BaGLM ({transition}, prior={prior}, stepping={stepping})",
-         f"{result['baglm']:.1f}", f"{paper_value('baglm', ds):.1f}"),
-        ("off-the-shelf LMM", f"{result['off_the_shelf']:.1f}",
-         f"{paper_value('off_the_shelf', ds):.1f}"),
-    ]  # fmt: skip
+        (
+            f"BaGLM ({transition}, prior={prior}, stepping={stepping})",
+            f"{result['baglm']:.1f}",
+            f"{paper_value('baglm', ds):.1f}",
+        ),
+        (
+            "off-the-shelf LMM",
+            f"{result['off_the_shelf']:.1f}",
+            f"{paper_value('off_the_shelf', ds):.1f}",
+        ),
+    ]
     width = max(len(r[0]) for r in rows)
     lines = [title_for(f"{ds} {metric} (%)", result["source"])]
     lines += [f"{a:<{width}}  {b:>9}  {c:>5}" for a, b, c in rows]
     annotated = result.get("annotated", result["videos"])
     if result["videos"] < annotated:
-        lines.append(f"videos evaluated: {result['videos']} of {annotated} annotated videos "
-                     "(the others have no scores in the cache)")  # fmt: skip
+        lines.append(
+            f"videos evaluated: {result['videos']} of {annotated} annotated videos "
+            "(the others have no scores in the cache)"
+        )
     else:
         lines.append(f"videos evaluated: {result['videos']}")
     if deps is not None:
@@ -98,17 +110,22 @@ def run(args: argparse.Namespace) -> int:
 
     lag = smoothing_lag(args.smoothing_lag, "--smoothing-lag", allow_inf=True)
     if args.patience < 1 or not 0.0 <= args.threshold <= 1.0:
-        raise ValueError(f"--patience {args.patience} must be >= 1 and --threshold "
-                         f"{args.threshold:g} in [0, 1]")  # fmt: skip
+        raise ValueError(
+            f"--patience {args.patience} must be >= 1 and --threshold {args.threshold:g} in [0, 1]"
+        )
     obs = observations_from_args(args)
     if lag != 0 and obs.precision == PUBLISHED_PRECISION:
-        raise ValueError(f"--smoothing-lag {args.smoothing_lag}: smoothing runs in float64 only; "
-                         f"these observations run in {PUBLISHED_PRECISION} (add --precision "
-                         "float64)")  # fmt: skip
+        raise ValueError(
+            f"--smoothing-lag {args.smoothing_lag}: smoothing runs in float64 only; "
+            f"these observations run in {PUBLISHED_PRECISION} (add --precision "
+            "float64)"
+        )
     d = obs.segment_duration
     if lag and args.stepping == "segment" and lag % d:
-        raise ValueError(f"--smoothing-lag {args.smoothing_lag}: with --stepping segment the lag "
-                         f"must be a multiple of the segment duration ({d} s)")  # fmt: skip
+        raise ValueError(
+            f"--smoothing-lag {args.smoothing_lag}: with --stepping segment the lag "
+            f"must be a multiple of the segment duration ({d} s)"
+        )
     deps = deps_from_args(args)
     online = {"threshold": args.threshold, "patience": args.patience}
     result = compare(obs, deps, online=online, smoothing_lag=lag, **filter_options(args))

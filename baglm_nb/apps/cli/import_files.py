@@ -59,17 +59,24 @@ def run(args: argparse.Namespace) -> int:
     from baglm_nb.stores.importer import import_reference_results
 
     summary = import_reference_results(
-        args.src, args.dataset, args.model, root=args.cache_root, llm=args.llm,
-        segment_duration=args.segment_duration, show_progress=not args.no_progress,
-    )  # fmt: skip
+        args.src,
+        args.dataset,
+        args.model,
+        root=args.cache_root,
+        llm=args.llm,
+        segment_duration=args.segment_duration,
+        show_progress=not args.no_progress,
+    )
     if not summary["videos_imported"] and not summary["files_refused"]:
         raise ValueError(_nothing_matched(args, summary))
     print("\n".join(summary_lines(summary)))
     if args.json:
         print(json.dumps(summary, indent=2))
     if summary["files_refused"]:
-        raise RuntimeError(f"{summary['files_refused']} files refused (each named above); their "
-                           f"{summary['videos_refused']} videos are not imported")  # fmt: skip
+        raise RuntimeError(
+            f"{summary['files_refused']} files refused (each named above); their "
+            f"{summary['videos_refused']} videos are not imported"
+        )
     return 0
 
 
@@ -78,5 +85,7 @@ def _nothing_matched(args: argparse.Namespace, summary: dict[str, Any]) -> str:
     files = summary["unmatched"]
     shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
     what = f"{len(files)} unmatched .pt file(s): {shown}" if files else "no .pt files"
-    return (f"{args.src}: no file matched a {args.dataset} video (expected vsg/, prog/ and "
-            f"prereq/ files named by video uid and group); {what}")  # fmt: skip
+    return (
+        f"{args.src}: no file matched a {args.dataset} video (expected vsg/, prog/ and "
+        f"prereq/ files named by video uid and group); {what}"
+    )

@@ -27,6 +27,7 @@ def _localize(args: argparse.Namespace) -> int:
         deps_from_args,
         filter_options,
         observations_from_args,
+        run_parameters,
     )
     from baglm_nb.core.pipeline import run_baglm
     from baglm_nb.inputs.datasets import dataset_spec
@@ -57,7 +58,7 @@ def _localize(args: argparse.Namespace) -> int:
         title = title_for(f"{args.dataset} {what}", obs.label)
     print(to_markdown(table, title))
     if args.out:
-        write_table(table, args.out, title=title)
+        write_table(table, args.out, title=title, params=run_parameters(args))
         print(f"written: {args.out}.csv, {args.out}.md")
     if args.predictions:
         frames = []
@@ -86,17 +87,29 @@ def register(verbs) -> None:
     )
     p.add_argument("--dataset", required=True, choices=sorted(DATASETS))
     add_observation_arguments(p)
-    p.add_argument("--threshold", type=float, default=None,
-                   help="LoG response threshold (default 0.05)")  # fmt: skip
-    p.add_argument("--overlap", type=float, default=None,
-                   help="suppress blobs with more than this fraction inside a stronger one "
-                        "(default 0.5; 1 keeps every local maximum)")  # fmt: skip
+    p.add_argument(
+        "--threshold", type=float, default=None, help="LoG response threshold (default 0.05)"
+    )
+    p.add_argument(
+        "--overlap",
+        type=float,
+        default=None,
+        help="suppress blobs with more than this fraction inside a stronger one "
+        "(default 0.5; 1 keeps every local maximum)",
+    )
     p.add_argument("--top-n", type=int, default=None, help="keep the n best segments per step")
     p.add_argument("--no-refine", action="store_true", help="grid scales, no sub-scale fit")
-    p.add_argument("--match-labels", action="store_true",
-                   help="mAP: only match ground truth of the same step (stricter)")  # fmt: skip
-    p.add_argument("--unit", default="query", choices=["query", "pair"],
-                   help="Ego4D R@1 unit: annotated segment (NLQ) or (video, step)")  # fmt: skip
+    p.add_argument(
+        "--match-labels",
+        action="store_true",
+        help="mAP: only match ground truth of the same step (stricter)",
+    )
+    p.add_argument(
+        "--unit",
+        default="query",
+        choices=["query", "pair"],
+        help="Ego4D R@1 unit: annotated segment (NLQ) or (video, step)",
+    )
     p.add_argument("--out", default=None, help="write the table to OUT.csv and OUT.md")
     p.add_argument("--predictions", default=None, help="write every detected segment to a CSV")
     p.add_argument("--json", action="store_true", help="also print the table as JSON")

@@ -21,8 +21,18 @@ import traceback
 import warnings
 
 #: The verb modules of this package, each with ``register(verbs)``.
-VERBS = ("stats", "evaluate", "import_files", "simulate", "score", "deps", "localize", "follow",
-         "alerts", "render")  # fmt: skip
+VERBS = (
+    "stats",
+    "evaluate",
+    "import_files",
+    "simulate",
+    "score",
+    "deps",
+    "localize",
+    "follow",
+    "alerts",
+    "render",
+)
 
 #: Exit status of bad input (argparse's own usage errors exit 2 too).
 EXIT_BAD_INPUT = 2
@@ -35,8 +45,14 @@ EXIT_INTERRUPTED = 130
 #: raises (no verb prints an ``error:`` line or picks an exit status itself). ``ValueError``
 #: covers ``UnicodeDecodeError``, ``json.JSONDecodeError`` and pyarrow's ``ArrowInvalid``;
 #: ``ImportError`` is a missing optional package (its message names the install command).
-BAD_INPUT = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError,
-             ImportError)  # fmt: skip
+BAD_INPUT = (
+    ValueError,
+    FileNotFoundError,
+    NotADirectoryError,
+    IsADirectoryError,
+    PermissionError,
+    ImportError,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

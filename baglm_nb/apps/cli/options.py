@@ -36,24 +36,37 @@ def check_range(
         raise ValueError(f"{option} {value:g} is out of range: expected {bounds}")
 
 
+def run_parameters(args: argparse.Namespace) -> dict[str, Any]:
+    """The command's options as a table's parameters (``summary.json``): every parsed value
+    but the verb's function."""
+    return {name: value for name, value in vars(args).items() if name != "func"}
+
+
 def add_observation_arguments(p: argparse.ArgumentParser) -> None:
     """The options shared by verbs that run the filter: sources, variants and ``--limit``."""
     from baglm_nb.core.sources import SIMULATED_LLM
 
     p.add_argument("--scores", required=True, help="score cache folder, or 'simulated'")
-    p.add_argument("--deps", default=SIMULATED_LLM,
-                   help=f"dependency source: '{SIMULATED_LLM}' (default: a simulated LLM's "
-                   "matrices), 'simulated-llm:gpt', 'oracle', 'none', 'imported' or a "
-                   "dependency cache folder")  # fmt: skip
+    p.add_argument(
+        "--deps",
+        default=SIMULATED_LLM,
+        help=f"dependency source: '{SIMULATED_LLM}' (default: a simulated LLM's "
+        "matrices), 'simulated-llm:gpt', 'oracle', 'none', 'imported' or a "
+        "dependency cache folder",
+    )
     p.add_argument("--transition", default="both", choices=TRANSITIONS)
     p.add_argument("--prior", default="uniform", choices=BASE_PRIORS)
     p.add_argument("--stepping", default="second", choices=STEPPINGS)
     p.add_argument("--progress", default="scores", choices=["scores", "oracle"])
-    p.add_argument("--limit", type=int, default=None,
-                   help="use the first N videos (annotation-file order)")  # fmt: skip
-    p.add_argument("--allow-length-mismatch", action="store_true",
-                   help="warn, instead of refusing, when a cached video's length differs from "
-                   "its annotation by more than one segment")  # fmt: skip
+    p.add_argument(
+        "--limit", type=int, default=None, help="use the first N videos (annotation-file order)"
+    )
+    p.add_argument(
+        "--allow-length-mismatch",
+        action="store_true",
+        help="warn, instead of refusing, when a cached video's length differs from "
+        "its annotation by more than one segment",
+    )
     p.add_argument(
         "--precision",
         default=None,
@@ -74,9 +87,12 @@ def observations_from_args(args: argparse.Namespace):
 
     check_range("--limit", args.limit, 1)
     return sources.observations(
-        args.dataset, args.scores, limit=args.limit, precision=getattr(args, "precision", None),
+        args.dataset,
+        args.scores,
+        limit=args.limit,
+        precision=getattr(args, "precision", None),
         length_mismatch="warn" if getattr(args, "allow_length_mismatch", False) else "error",
-    )  # fmt: skip
+    )
 
 
 def deps_from_args(args: argparse.Namespace) -> Any:
@@ -161,26 +177,43 @@ def add_served_arguments(p: argparse.ArgumentParser, *, timeout_option: str = "-
     ``timeout_option`` names the per-request timeout (``follow`` has its own ``--timeout``,
     for a stalled source, and uses ``--request-timeout``)."""
     g = p.add_argument_group("served model (--backend openai, or --model openai:NAME)")
-    g.add_argument("--backend", choices=["local", "openai"], default="local",
-                   help="local: load --model here (default); openai: --model is served by an "
-                   "OpenAI-compatible server at --base-url")  # fmt: skip
+    g.add_argument(
+        "--backend",
+        choices=["local", "openai"],
+        default="local",
+        help="local: load --model here (default); openai: --model is served by an "
+        "OpenAI-compatible server at --base-url",
+    )
     ServerOptions().add_arguments(
-        g, timeout_option=timeout_option,
+        g,
+        timeout_option=timeout_option,
         top_logprobs_help="full-vocab: top_logprobs to ask for (default: the vocabulary size, "
         "else -1)",
-    )  # fmt: skip
-    g.add_argument("--family", help="internvl, qwen2_5_vl or llava_onevision: how the frames "
-                   "are laid out (default: from the model name)")  # fmt: skip
-    g.add_argument("--strategy", default="auto",
-                   help="how answer probabilities are read: auto (probe the server; says on "
-                   "stderr which it took and why), labels (each answer forced with logit_bias, "
-                   "exact where the probe finds it so), full-vocab, prompt-logprobs (vLLM) or "
-                   "approx-top20 (needs --allow-approx)")  # fmt: skip
-    g.add_argument("--allow-approx", action="store_true",
-                   help="accept top_logprobs=20 as an approximation when the server offers no "
-                   "more (refused for videos with K+1 > 20)")  # fmt: skip
-    g.add_argument("--tokenizer", help="the served model's tokenizer (folder or id in the local "
-                   "Hugging Face cache), for tokenizer-aware option labels beyond Z")  # fmt: skip
+    )
+    g.add_argument(
+        "--family",
+        help="internvl, qwen2_5_vl or llava_onevision: how the frames "
+        "are laid out (default: from the model name)",
+    )
+    g.add_argument(
+        "--strategy",
+        default="auto",
+        help="how answer probabilities are read: auto (probe the server; says on "
+        "stderr which it took and why), labels (each answer forced with logit_bias, "
+        "exact where the probe finds it so), full-vocab, prompt-logprobs (vLLM) or "
+        "approx-top20 (needs --allow-approx)",
+    )
+    g.add_argument(
+        "--allow-approx",
+        action="store_true",
+        help="accept top_logprobs=20 as an approximation when the server offers no "
+        "more (refused for videos with K+1 > 20)",
+    )
+    g.add_argument(
+        "--tokenizer",
+        help="the served model's tokenizer (folder or id in the local "
+        "Hugging Face cache), for tokenizer-aware option labels beyond Z",
+    )
 
 
 def served_scorer(args: argparse.Namespace, model: str) -> Any:
@@ -194,12 +227,18 @@ def served_scorer(args: argparse.Namespace, model: str) -> Any:
         tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
     server = ServerOptions.from_args(args)
     return ServedScorer(
-        model, family=args.family, base_url=server.base_url, api_key_env=server.api_key_env,
-        strategy=args.strategy, allow_approx=args.allow_approx, top_logprobs=server.top_logprobs,
-        concurrency=server.concurrency, timeout=server.request_timeout,
+        model,
+        family=args.family,
+        base_url=server.base_url,
+        api_key_env=server.api_key_env,
+        strategy=args.strategy,
+        allow_approx=args.allow_approx,
+        top_logprobs=server.top_logprobs,
+        concurrency=server.concurrency,
+        timeout=server.request_timeout,
         max_attempts=server.request_attempts,
         tokenizer=tokenizer,
-    )  # fmt: skip
+    )
 
 
 @contextlib.contextmanager
@@ -235,8 +274,9 @@ def smoothing_lag(text: str | None, flag: str, *, allow_inf: bool) -> int | None
     if value.lower() in ("inf", "infinity"):
         if allow_inf:
             return None
-        raise ValueError(f"{flag} {text!r}: 'inf' is not allowed here; give a whole number of "
-                         "segments >= 0")  # fmt: skip
+        raise ValueError(
+            f"{flag} {text!r}: 'inf' is not allowed here; give a whole number of segments >= 0"
+        )
     try:
         number = int(value)
     except ValueError:

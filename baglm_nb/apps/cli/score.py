@@ -62,25 +62,52 @@ def register(verbs) -> None:
 def add_engine_arguments(p: argparse.ArgumentParser, items: str | None) -> None:
     """``--engine`` and the Ray options (shared with ``deps``, which has its own
     ``--max-attempts``: ``items=None``)."""
+    from baglm_nb.models.dispatch import ENGINES
+
     g = p.add_argument_group("engine")
-    g.add_argument("--engine", choices=["local", "ray"], default="local",
-                   help="local: in this process (default); ray: actors on a cluster")  # fmt: skip
-    g.add_argument("--address", default=None,
-                   help="ray: 'auto' (the cluster of `ray start` on this machine) or HOST:PORT "
-                   "of the head node; default: RAY_ADDRESS, else a local Ray instance")  # fmt: skip
-    g.add_argument("--connect-timeout", type=float, default=30.0, metavar="SECONDS",
-                   help="ray: seconds to reach and join the cluster at --address before "
-                   "giving up with an error (default 30)")  # fmt: skip
-    g.add_argument("--workers", type=int, default=None,
-                   help="ray: actors to start (default: as many as fit)")  # fmt: skip
-    g.add_argument("--num-gpus-per-worker", type=float, default=None,
-                   help="ray: GPUs per actor (default: 1 with GPUs, else 0)")  # fmt: skip
-    g.add_argument("--num-cpus-per-worker", type=float, default=1.0,
-                   help="ray: CPU cores (and torch threads) per actor (default 1)")  # fmt: skip
+    g.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="local: in this process (default); ray: actors on a cluster",
+    )
+    g.add_argument(
+        "--address",
+        default=None,
+        help="ray: 'auto' (the cluster of `ray start` on this machine) or HOST:PORT "
+        "of the head node; default: RAY_ADDRESS, else a local Ray instance",
+    )
+    g.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="ray: seconds to reach and join the cluster at --address before "
+        "giving up with an error (default 30)",
+    )
+    g.add_argument(
+        "--workers", type=int, default=None, help="ray: actors to start (default: as many as fit)"
+    )
+    g.add_argument(
+        "--num-gpus-per-worker",
+        type=float,
+        default=None,
+        help="ray: GPUs per actor (default: 1 with GPUs, else 0)",
+    )
+    g.add_argument(
+        "--num-cpus-per-worker",
+        type=float,
+        default=1.0,
+        help="ray: CPU cores (and torch threads) per actor (default 1)",
+    )
     if items is not None:
-        g.add_argument("--max-attempts", type=int, default=3,
-                       help=f"ray: workers that may die on one of the {items} before it is "
-                       "recorded as failed (default 3)")  # fmt: skip
+        g.add_argument(
+            "--max-attempts",
+            type=int,
+            default=3,
+            help=f"ray: workers that may die on one of the {items} before it is "
+            "recorded as failed (default 3)",
+        )
 
 
 def engine_from_args(args: argparse.Namespace):
@@ -90,10 +117,13 @@ def engine_from_args(args: argparse.Namespace):
     from baglm_nb.models.ray_pool import RayOptions
 
     return RayOptions(
-        address=args.address, workers=args.workers, num_gpus_per_worker=args.num_gpus_per_worker,
-        num_cpus_per_worker=args.num_cpus_per_worker, max_attempts=args.max_attempts,
+        address=args.address,
+        workers=args.workers,
+        num_gpus_per_worker=args.num_gpus_per_worker,
+        num_cpus_per_worker=args.num_cpus_per_worker,
+        max_attempts=args.max_attempts,
         connect_timeout=args.connect_timeout,
-    )  # fmt: skip
+    )
 
 
 def scorer_spec(args: argparse.Namespace):
@@ -107,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the ``score`` verb."""
     from baglm_nb.apps.cli.options import stdout_to_stderr
     from baglm_nb.models.openai_client import ServerError
-    from baglm_nb.models.scoring import check_inputs, score_dataset
+    from baglm_nb.models.scoring import check_engine, check_inputs, score_dataset
     from baglm_nb.models.served import is_served, served_name
 
     check_range("--batch-segments", args.batch_segments, 1)
@@ -115,25 +145,38 @@ def run(args: argparse.Namespace) -> int:
     check_range("--sampling-fps", args.sampling_fps, 0, low_open=True)
     check_inputs(args.dataset, args.video_dir, annotations=args.annotations, limit=args.limit)
     served = args.backend == "openai" or is_served(args.model)
-    if served and args.engine == "ray":
-        raise ValueError("--engine ray loads a local model in each worker; a served model "
-                         "scales with --concurrency (and the server's replicas)")  # fmt: skip
+    check_engine(args.model, args.engine, served=served)
     scorer = served_scorer(args, served_name(args.model)) if served else None
     engine = engine_from_args(args)
     try:
         with stdout_to_stderr(args.engine == "ray"):
             summary = score_dataset(
-                args.dataset, args.video_dir, scorer or scorer_spec(args), root=args.cache_root,
-                segment_duration=args.segment_duration, sampling_fps=args.sampling_fps,
-                limit=args.limit, batch_segments=args.batch_segments,
-                annotations=args.annotations, engine=engine, show_progress=not args.no_progress,
-            )  # fmt: skip
+                args.dataset,
+                args.video_dir,
+                scorer or scorer_spec(args),
+                root=args.cache_root,
+                segment_duration=args.segment_duration,
+                sampling_fps=args.sampling_fps,
+                limit=args.limit,
+                batch_segments=args.batch_segments,
+                annotations=args.annotations,
+                engine=engine,
+                show_progress=not args.no_progress,
+            )
     except ServerError as exc:
         raise ServerError(
             f"{exc}; finished videos are kept: run the same command again to resume"
         ) from None
-    print(json.dumps({**summary, "scored": len(summary["scored"]),
-                      "already_cached": len(summary["already_cached"])}, indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                **summary,
+                "scored": len(summary["scored"]),
+                "already_cached": len(summary["already_cached"]),
+            },
+            indent=2,
+        )
+    )
     if summary["failed"]:
         failed = summary["failed"]
         raise RuntimeError(

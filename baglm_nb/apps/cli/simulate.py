@@ -25,8 +25,9 @@ def register(verbs) -> None:
     p.add_argument("--dataset", required=True, nargs="+", choices=sorted(DATASETS))
     p.add_argument("--cache-root", default="data/cache")
     p.add_argument("--limit", type=int, default=None, help="the first N videos of each dataset")
-    p.add_argument("--manifest", default=None,
-                   help="also write {'scores': {dataset: absolute folder}} here")  # fmt: skip
+    p.add_argument(
+        "--manifest", default=None, help="also write {'scores': {dataset: absolute folder}} here"
+    )
     p.set_defaults(func=run_simulate)
 
     p = verbs.add_parser(
@@ -40,9 +41,14 @@ def register(verbs) -> None:
         help="R@1 to reach (default: the paper's off-the-shelf value of each dataset)",
     )
     p.add_argument("--tol", type=float, default=0.05, help="tolerance in R@1 points")
-    p.add_argument("--deps", nargs="+", default=None, metavar="PRESET",
-                   help="fit these simulated-LLM presets (llama, gpt) to the paper's "
-                   "dependency-violation table instead")  # fmt: skip
+    p.add_argument(
+        "--deps",
+        nargs="+",
+        default=None,
+        metavar="PRESET",
+        help="fit these simulated-LLM presets (llama, gpt) to the paper's "
+        "dependency-violation table instead",
+    )
     p.set_defaults(func=run_calibrate)
 
     p = verbs.add_parser("sim-check", help="the simulation's BaGLM gains beside the paper's")

@@ -70,6 +70,10 @@ def alert_monitor(
                 "prerequisite (all zero off the diagonal)"
             )
         return None, "alerts: off (the dependency matrix D is all zero off the diagonal)"
-    monitor = AlertMonitor(dependency, grounder.steps, threshold=args.alert_threshold,
-                           segment_duration=grounder.segment_duration)  # fmt: skip
+    monitor = AlertMonitor(
+        dependency,
+        grounder.steps,
+        threshold=args.alert_threshold,
+        segment_duration=grounder.segment_duration,
+    )
     return monitor, line

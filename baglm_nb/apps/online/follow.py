@@ -101,18 +101,41 @@ def follow(
     from baglm_nb.inputs.live import live_reader_for
 
     reader = live_reader_for(
-        source, segment_duration=grounder.segment_duration, live=live, timeout=timeout,
-        sampling_fps=sampling_fps, **live_options,
-    )  # fmt: skip
+        source,
+        segment_duration=grounder.segment_duration,
+        live=live,
+        timeout=timeout,
+        sampling_fps=sampling_fps,
+        **live_options,
+    )
     if reader is not None:
         yield from follow_live(reader, grounder, on_end=on_end, stop=stop)
         return
-    yield from _follow_file(source, grounder, growing=growing, timeout=timeout, poll=poll,
-                            sampling_fps=sampling_fps, device=device, on_end=on_end,
-                            stop=stop)  # fmt: skip
+    yield from _follow_file(
+        source,
+        grounder,
+        growing=growing,
+        timeout=timeout,
+        poll=poll,
+        sampling_fps=sampling_fps,
+        device=device,
+        on_end=on_end,
+        stop=stop,
+    )
 
 
-def _follow_file(source, grounder, *, growing, timeout, poll, sampling_fps, device, on_end, stop):
+def _follow_file(
+    source: str | os.PathLike,
+    grounder: OnlineGrounder,
+    *,
+    growing: bool,
+    timeout: float,
+    poll: float,
+    sampling_fps: float,
+    device: str,
+    on_end,
+    stop: threading.Event | None,
+):
     """:func:`follow` for a file, a growing file or a seekable URL (the published grid)."""
     from baglm_nb.inputs.video import VideoError, iter_segments
 
@@ -148,8 +171,12 @@ def _follow_file(source, grounder, *, growing, timeout, poll, sampling_fps, devi
         if time.monotonic() - last_new > timeout:
             if on_end:
                 last = f" (last error: {error})" if error is not None else ""
-                on_end(EndReason(f"no new frames for {timeout:g} s; stopped after {done} "
-                                 f"segments{last}", done == 0))  # fmt: skip
+                on_end(
+                    EndReason(
+                        f"no new frames for {timeout:g} s; stopped after {done} segments{last}",
+                        done == 0,
+                    )
+                )
             return
         raise_if_stopped(stop)
         time.sleep(poll)

@@ -49,8 +49,10 @@ def follow_live(
     and even when Python lost the interrupt itself (one raised inside a finaliser is dropped).
     """
     if reader.segment_duration != grounder.segment_duration:
-        raise ValueError(f"the reader cuts {reader.segment_duration}-s segments, the grounder "
-                         f"expects {grounder.segment_duration}-s ones")  # fmt: skip
+        raise ValueError(
+            f"the reader cuts {reader.segment_duration}-s segments, the grounder "
+            f"expects {grounder.segment_duration}-s ones"
+        )
     if not reader.started:
         reader.start()
     may_reconnect = reader.source.reconnectable and (reader.reconnect or reader.reconnect_window)
@@ -62,9 +64,15 @@ def follow_live(
             if not items:
                 idle = time.perf_counter() - reader.activity
                 if idle > backstop and reader.source.kind != "file":
-                    _finish(reader, End(f"{reader.source.label}: no frames for {idle:.1f} s "
-                                        f"(--timeout {reader.timeout:g}): the stream stalled",
-                                        True), on_end)  # fmt: skip
+                    _finish(
+                        reader,
+                        End(
+                            f"{reader.source.label}: no frames for {idle:.1f} s "
+                            f"(--timeout {reader.timeout:g}): the stream stalled",
+                            True,
+                        ),
+                        on_end,
+                    )
                     return
                 continue
             for item in items:
@@ -94,8 +102,9 @@ def _score(grounder: OnlineGrounder, segment) -> Estimate:
     """Score one :class:`~baglm_nb.inputs.live.LiveSegment`; fill in its latency and lag."""
     taken = time.perf_counter()
     if segment.index != grounder.segment:
-        raise RuntimeError(f"segment {segment.index} arrived, the grounder is at "
-                           f"{grounder.segment}")  # fmt: skip
+        raise RuntimeError(
+            f"segment {segment.index} arrived, the grounder is at {grounder.segment}"
+        )
     est = grounder.push(segment.frames, decode_s=segment.decoded - segment.arrived)
     est.latency["wait"] = taken - segment.decoded
     est.lag = time.perf_counter() - segment.arrived
@@ -112,7 +121,9 @@ def _score(grounder: OnlineGrounder, segment) -> Estimate:
 def _finish(reader: LiveReader, end: End, on_end) -> None:
     text = end.reason
     if reader.decode_errors:
-        text += (f" ({reader.decode_errors} packets failed to decode; the last: "
-                 f"{reader.last_decode_error})")  # fmt: skip
+        text += (
+            f" ({reader.decode_errors} packets failed to decode; the last: "
+            f"{reader.last_decode_error})"
+        )
     if on_end:
         on_end(EndReason(text, end.error))

@@ -88,8 +88,12 @@ def _rows(estimates: Sequence[Estimate], steps: Sequence[str]) -> tuple[np.ndarr
 
 def _gaps_table(gaps: Sequence) -> str:
     """The spans a live run did not score (:class:`~baglm_nb.inputs.live.Gap`)."""
-    why = {"lag": "skipped to keep up with live (--lag drop)", "reconnect": "connection lost",
-           "no frames": "no frames in the stream", "frame size": "frame size changed"}  # fmt: skip
+    why = {
+        "lag": "skipped to keep up with live (--lag drop)",
+        "reconnect": "connection lost",
+        "no frames": "no frames in the stream",
+        "frame size": "frame size changed",
+    }
     rows = "".join(
         f"<tr><td>{mmss(g.t_start)}\u2013{mmss(g.t_end)}</td><td>{g.count}</td>"
         f"<td>{html.escape(why.get(g.reason, g.reason))}</td></tr>"
@@ -106,8 +110,14 @@ def _gaps_table(gaps: Sequence) -> str:
 
 def _belief_view(beliefs, said, steps, video: Video | None, title: str) -> tuple[str, str]:
     """The belief view as base64 PNG, and the caption that says how to read what it draws."""
-    plot = BeliefFigure(video if video else steps, len(beliefs), panels=("baglm",),
-                        announced=True, legend=False, dpi=100)  # fmt: skip
+    plot = BeliefFigure(
+        video if video else steps,
+        len(beliefs),
+        panels=("baglm",),
+        announced=True,
+        legend=False,
+        dpi=100,
+    )
     plot.update(beliefs, title=title, announced=said)
     buf = io.BytesIO()
     plot.savefig(buf, format="png", dpi=100)
@@ -130,8 +140,16 @@ def latency_figure(estimates: Sequence[Estimate]):
     bottom = np.zeros(len(estimates))
     for part in _parts(estimates):
         ms = np.array([e.latency.get(part, 0.0) for e in estimates]) * 1000
-        ax.bar(t, ms, width=width, bottom=bottom, align="edge", label=part,
-               edgecolor="white", linewidth=0.5)  # fmt: skip
+        ax.bar(
+            t,
+            ms,
+            width=width,
+            bottom=bottom,
+            align="edge",
+            label=part,
+            edgecolor="white",
+            linewidth=0.5,
+        )
         bottom += ms
     ax.set_xlim(0, estimates[-1].t_end)
     set_mmss_axis(ax.xaxis)
@@ -193,8 +211,10 @@ def _swatch(colour) -> str:
 def _steps_table(steps: Sequence[str]) -> str:
     """The task's steps (number, colour in the figure, text) when there is no ground truth."""
     colours = step_colours(len(steps))
-    rows = "".join(f"<tr><td>{_swatch(colours[i])} {i + 1}</td><td>{html.escape(s)}</td></tr>"
-                   for i, s in enumerate(steps))  # fmt: skip
+    rows = "".join(
+        f"<tr><td>{_swatch(colours[i])} {i + 1}</td><td>{html.escape(s)}</td></tr>"
+        for i, s in enumerate(steps)
+    )
     return f'<table id="steps"><tr><th>#</th><th>step</th></tr>{rows}</table>'
 
 
@@ -205,9 +225,11 @@ def _truth_table(video: Video, beliefs: np.ndarray, said: np.ndarray) -> tuple[s
     colours = step_colours(video.num_steps)
     rows = []
     for i, step in enumerate(video.steps):
-        rows.append(f"<tr><td>{_swatch(colours[i])} {i + 1}</td><td>{html.escape(step)}</td>"
-                    f"<td>{html.escape(when_annotated(video, i, most=4))}</td>"
-                    f"{_cell(said_status[i])}{_cell(peaks.get(i, '-'))}</tr>")  # fmt: skip
+        rows.append(
+            f"<tr><td>{_swatch(colours[i])} {i + 1}</td><td>{html.escape(step)}</td>"
+            f"<td>{html.escape(when_annotated(video, i, most=4))}</td>"
+            f"{_cell(said_status[i])}{_cell(peaks.get(i, '-'))}</tr>"
+        )
     table = (
         '<table id="truth"><tr><th>#</th><th>step</th><th>annotated (mm:ss)</th>'
         "<th>announced inside its annotation</th><th>BaGLM R@1 (peak belief inside)</th></tr>"
@@ -246,8 +268,10 @@ def _changes(estimates: Sequence[Estimate], steps: Sequence[str], video: Video |
             if not right:
                 said += _on_screen(video, min(int(e.t_start), len(truth) - 1))
             cell = _cell("hit" if right else "miss", said)
-        rows.append(f"<tr><td>{mmss(e.t_start)}</td><td>{html.escape(e.announced)}</td>"
-                    f"<td>{e.confidence:.2f}</td>{cell}</tr>")  # fmt: skip
+        rows.append(
+            f"<tr><td>{mmss(e.t_start)}</td><td>{html.escape(e.announced)}</td>"
+            f"<td>{e.confidence:.2f}</td>{cell}</tr>"
+        )
     head = "<th>right?</th>" if truth is not None else ""
     return (
         '<table id="changes"><tr><th>time (mm:ss)</th><th>announced step</th>'
@@ -292,11 +316,16 @@ def _quality(estimates, steps, beliefs, video: Video, hysteresis) -> str:
     said = [(e.segment, e.step) for e in estimates if e.announced]
     counts = video_counts(video, beliefs, said, segment_duration=d, lag_s=lag)
     values = dataset_metrics(video.dataset, {video.uid: counts}, [video])
-    rows = "".join(f"<tr><td>{k}</td><td>{values[k]:.3f}</td><td>{html.escape(METRIC_TEXT[k])}"
-                   "</td></tr>" for k in METRIC_KEYS)  # fmt: skip
+    rows = "".join(
+        f"<tr><td>{k}</td><td>{values[k]:.3f}</td><td>{html.escape(METRIC_TEXT[k])}</td></tr>"
+        for k in METRIC_KEYS
+    )
     threshold, patience = hysteresis if hysteresis else ("?", "?")
-    smoothing = (f"beliefs smoothed with a fixed lag of {lag:g} s ({lag / d:g} segments)"
-                 if lag else "the filter's beliefs (no smoothing)")  # fmt: skip
+    smoothing = (
+        f"beliefs smoothed with a fixed lag of {lag:g} s ({lag / d:g} segments)"
+        if lag
+        else "the filter's beliefs (no smoothing)"
+    )
     return (
         "<h2>Online quality on this video</h2>"
         f'<p id="quality-settings">Announcements: threshold {threshold}, patience {patience} '
@@ -321,23 +350,39 @@ def _alerts_strip(alerts: Sequence, steps: Sequence[str], duration: float) -> st
     for a in alerts:
         y = stack[a.t] = stack.get(a.t, -1) + 1
         marker = "v" if a.kind == "missing_prerequisite" else "s"
-        ax.plot(a.t, y, marker=marker, markersize=9, color=colours[a.missing],
-                markeredgecolor="black", clip_on=False)  # fmt: skip
-        ax.annotate(str(a.missing + 1), (a.t, y), xytext=(7, 0), textcoords="offset points",
-                    ha="left", va="center", fontsize=8)  # fmt: skip
+        ax.plot(
+            a.t,
+            y,
+            marker=marker,
+            markersize=9,
+            color=colours[a.missing],
+            markeredgecolor="black",
+            clip_on=False,
+        )
+        ax.annotate(
+            str(a.missing + 1),
+            (a.t, y),
+            xytext=(7, 0),
+            textcoords="offset points",
+            ha="left",
+            va="center",
+            fontsize=8,
+        )
     ax.set_xlim(0, max(duration, 1.0) * 1.03)
     ax.set_ylim(-0.8, max(stack.values(), default=0) + 0.8)
     ax.set_yticks([])
     set_mmss_axis(ax.xaxis)
     ax.set_xlabel("time in the video (mm:ss)")
-    ax.set_title("alerts: \u25bc missing prerequisite, \u25a0 skipped (number: the missing step)",
-                 fontsize=9)  # fmt: skip
+    ax.set_title(
+        "alerts: \u25bc missing prerequisite, \u25a0 skipped (number: the missing step)", fontsize=9
+    )
     fig.tight_layout()
     return _png(fig)
 
 
-def _alerts_section(alerts: Sequence | None, note: str, steps: Sequence[str],
-                    duration: float) -> str:  # fmt: skip
+def _alerts_section(
+    alerts: Sequence | None, note: str, steps: Sequence[str], duration: float
+) -> str:
     """The run's alerts: whether they were on (``note``), a table and a time strip."""
     head = f'<h2>Alerts</h2><p id="alerts-note">{html.escape(note)}</p>'
     if alerts is None:
@@ -423,10 +468,13 @@ def render_html(
         parts.append(f"<p>{len(estimates)} segments, {estimates[-1].t_end:.0f} s of video.</p>")
         if video is not None:
             table, summary = _truth_table(video, beliefs, said)
-            parts += [f'<p id="summary">{html.escape(summary)}</p>',
-                      f'<p id="numbering">{NUMBERING}</p>',
-                      _quality(estimates, steps, beliefs, video, hysteresis),
-                      "<h2>Ground truth and outcome per step</h2>", table]  # fmt: skip
+            parts += [
+                f'<p id="summary">{html.escape(summary)}</p>',
+                f'<p id="numbering">{NUMBERING}</p>',
+                _quality(estimates, steps, beliefs, video, hysteresis),
+                "<h2>Ground truth and outcome per step</h2>",
+                table,
+            ]
         else:
             parts.append(
                 '<p id="no-truth">No ground truth: this is not a dataset video (replay a dataset '
@@ -469,7 +517,16 @@ def write_html_report(
     alerts_note: str = "",
 ) -> Path:
     """Write :func:`render_html` to ``path`` atomically; returns the path."""
-    page = render_html(estimates, steps, title=title, note=note, video=video, source=source,
-                       gaps=gaps, hysteresis=hysteresis, alerts=alerts,
-                       alerts_note=alerts_note)  # fmt: skip
+    page = render_html(
+        estimates,
+        steps,
+        title=title,
+        note=note,
+        video=video,
+        source=source,
+        gaps=gaps,
+        hysteresis=hysteresis,
+        alerts=alerts,
+        alerts_note=alerts_note,
+    )
     return atomic_write_text(path, page)

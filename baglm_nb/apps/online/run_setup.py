@@ -87,13 +87,22 @@ def replay_setup(
     vsg, progress = obs.vsg[uid][::d], obs.progress[uid][::d]
     goal, steps, dep, truth = _task_of(args, video)
     if vsg.shape[1] != len(steps) + 1:
-        raise ValueError(f"the scores have K={vsg.shape[1] - 1} steps for {uid!r}, the task "
-                         f"has {len(steps)}")  # fmt: skip
+        raise ValueError(
+            f"the scores have K={vsg.shape[1] - 1} steps for {uid!r}, the task has {len(steps)}"
+        )
     grounder = OnlineGrounder(
-        None, goal, steps, dep, transition=args.transition, segment_duration=d,
-        threshold=args.threshold, patience=args.patience, source=f"replay of {obs.label} scores",
-        label=obs.label, smoothing_lag=args.smoothing_lag,
-    )  # fmt: skip
+        None,
+        goal,
+        steps,
+        dep,
+        transition=args.transition,
+        segment_duration=d,
+        threshold=args.threshold,
+        patience=args.patience,
+        source=f"replay of {obs.label} scores",
+        label=obs.label,
+        smoothing_lag=args.smoothing_lag,
+    )
     return grounder, (vsg, progress), truth
 
 
@@ -112,8 +121,9 @@ def model_setup(
     if args.dataset:
         video = next((v for v in load_dataset(args.dataset) if v.uid == stem), None)
     if not args.task and video is None:
-        raise ValueError("--task is required with --model (or --dataset with a file named by "
-                         "its video uid)")  # fmt: skip
+        raise ValueError(
+            "--task is required with --model (or --dataset with a file named by its video uid)"
+        )
     goal, steps, dep, truth = _task_of(args, video)
     reader = _check_source(args)
     try:
@@ -123,9 +133,16 @@ def model_setup(
             reader.stop()
         raise
     grounder = OnlineGrounder(
-        scorer, goal, steps, dep, transition=args.transition, threshold=args.threshold,
-        patience=args.patience, source=f"lmm:{args.model}", smoothing_lag=args.smoothing_lag,
-    )  # fmt: skip
+        scorer,
+        goal,
+        steps,
+        dep,
+        transition=args.transition,
+        threshold=args.threshold,
+        patience=args.patience,
+        source=f"lmm:{args.model}",
+        smoothing_lag=args.smoothing_lag,
+    )
     return grounder, truth, reader
 
 
@@ -138,12 +155,18 @@ def _check_source(args: argparse.Namespace) -> LiveReader | None:
     if args.reconnect < 0 or not args.timeout > 0 or not args.reconnect_window >= 0:
         raise ValueError("--reconnect and --reconnect-window must be >= 0 and --timeout > 0")
     try:
-        reader = live_reader_for(args.source, segment_duration=SEGMENT_DURATION,
-                                 live=args.live, lag=args.lag,
-                                 timeout=args.timeout, reconnect=args.reconnect,
-                                 reconnect_window=args.reconnect_window,
-                                 transport=args.transport, pace=args.pace,
-                                 camera=args.camera)  # fmt: skip
+        reader = live_reader_for(
+            args.source,
+            segment_duration=SEGMENT_DURATION,
+            live=args.live,
+            lag=args.lag,
+            timeout=args.timeout,
+            reconnect=args.reconnect,
+            reconnect_window=args.reconnect_window,
+            transport=args.transport,
+            pace=args.pace,
+            camera=args.camera,
+        )
     except SourceError as exc:  # a local file or device that is no video: bad input
         if args.source is not None and "://" not in str(args.source):
             raise ValueError(str(exc)) from None

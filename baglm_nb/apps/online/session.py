@@ -48,19 +48,34 @@ def run_follow(args: argparse.Namespace, build_scorer: Callable[[], Any]) -> int
         stream = replay(grounder, *scored, pace=args.pace)
     else:
         grounder, truth, reader = model_setup(args, build_scorer)
-        stream = follow(reader or args.source, grounder, growing=args.growing,
-                        timeout=args.timeout, on_end=ended.append, stop=pressed)  # fmt: skip
+        stream = follow(
+            reader or args.source,
+            grounder,
+            growing=args.growing,
+            timeout=args.timeout,
+            on_end=ended.append,
+            stop=pressed,
+        )
     stream = smoothed(stream, grounder)
-    print(f"following {one_line(args.source)} ({grounder.source}); goal: "
-          f"{one_line(grounder.goal)}", flush=True)  # fmt: skip
+    print(
+        f"following {one_line(args.source)} ({grounder.source}); goal: {one_line(grounder.goal)}",
+        flush=True,
+    )
     monitor, alerts_line = alert_monitor(args, grounder, alerts_on, alerts_line)
     print(alerts_line, flush=True)
     with ctrl_c_sets(pressed):
         estimates, gaps, reason, interrupted = consume(stream, args, ended, pressed, monitor)
     if args.html:
-        _report(args, grounder, estimates, gaps, truth, reason,
-                alerts=None if monitor is None else monitor.raised,
-                alerts_note=alerts_line)  # fmt: skip
+        _report(
+            args,
+            grounder,
+            estimates,
+            gaps,
+            truth,
+            reason,
+            alerts=None if monitor is None else monitor.raised,
+            alerts_note=alerts_line,
+        )
     if interrupted:
         return 128 + getattr(pressed, "signum", signal.SIGINT)  # 130 Ctrl-C, 143 SIGTERM
     if getattr(reason, "failed", False):
@@ -88,8 +103,17 @@ def _report(
     title = title_for(f"Online step grounding: {one_line(grounder.goal, 120)}", grounder.label)
     what = f"{truth.dataset} video {truth.uid}" if truth is not None else one_line(args.source)
     h = grounder.hysteresis
-    write_html_report(estimates, grounder.steps, args.html, title=title, video=truth,
-                      source=grounder.source, note=f"followed: {what}; {reason}",
-                      gaps=gaps, hysteresis=(h.threshold, h.patience), alerts=alerts,
-                      alerts_note=alerts_note)  # fmt: skip
+    write_html_report(
+        estimates,
+        grounder.steps,
+        args.html,
+        title=title,
+        video=truth,
+        source=grounder.source,
+        note=f"followed: {what}; {reason}",
+        gaps=gaps,
+        hysteresis=(h.threshold, h.patience),
+        alerts=alerts,
+        alerts_note=alerts_note,
+    )
     print(f"report: {args.html}")

@@ -39,8 +39,10 @@ def list_videos(
     from baglm_nb.inputs.datasets import DATASETS, load_dataset
 
     if dataset is None:
-        print("replay simulated scores of any annotated video; list one dataset's videos with "
-              "--dataset NAME:")  # fmt: skip
+        print(
+            "replay simulated scores of any annotated video; list one dataset's videos with "
+            "--dataset NAME:"
+        )
         for name in DATASETS:
             videos = load_dataset(name)
             print(f"  {name}: {len(videos)} videos, e.g. {', '.join(v.uid for v in videos[:3])}")
@@ -85,8 +87,11 @@ def consume(
                 gaps.append(item)
                 if item.reason != "lag":  # lag gaps are counted in the status line
                     span = f"{item.t_start:.0f}-{item.t_end:.0f} s"
-                    print(f"\r[{item.t_start:7.1f} s] gap: {item.count} segments ({span}): "
-                          f"{item.reason}", flush=True)  # fmt: skip
+                    print(
+                        f"\r[{item.t_start:7.1f} s] gap: {item.count} segments ({span}): "
+                        f"{item.reason}",
+                        flush=True,
+                    )
                 continue
             estimates.append(item)
             _print_estimate(item, tty)
@@ -114,8 +119,12 @@ def _print_estimate(est: Estimate, tty: bool) -> None:
     if est.announced:
         end = "\n" if not tty else "\x1b[K\n"
         late = f" [smoothed: said {est.lag_s:g} s late]" if est.lag_s else ""
-        print(f"\r[{est.t_start:7.1f} s] step: {one_line(est.announced)} "
-              f"({est.confidence:.2f}){late}", end=end, flush=True)  # fmt: skip
+        print(
+            f"\r[{est.t_start:7.1f} s] step: {one_line(est.announced)} "
+            f"({est.confidence:.2f}){late}",
+            end=end,
+            flush=True,
+        )
     if tty:
         lag = f"  lag {est.lag:.1f} s" if est.marks else ""
         print(f"\r  t={est.t_end:7.1f} s  now: {one_line(est.step_name, 50)} "
@@ -127,8 +136,10 @@ def _status(estimates: list[Estimate], gaps: list[Gap]) -> str:
     if not estimates:
         return "status: no segment"
     last = estimates[-1]
-    text = (f"status: {len(estimates)} segments, {last.t_end:.0f} s; current step: "
-            f"{one_line(last.current) if last.current else 'none announced'}")  # fmt: skip
+    text = (
+        f"status: {len(estimates)} segments, {last.t_end:.0f} s; current step: "
+        f"{one_line(last.current) if last.current else 'none announced'}"
+    )
     dropped = sum(g.count for g in gaps if g.reason == "lag")
     other = [g for g in gaps if g.reason != "lag"]
     if dropped:
