@@ -15,7 +15,7 @@ def register(verbs) -> None:
     """Add the ``alerts`` verb."""
     from baglm_nb.analyses.alerts import ALERT_DEPS
     from baglm_nb.analyses.mistakes import MISTAKE_SEED
-    from baglm_nb.core.alerts import DEFAULT_THRESHOLD
+    from baglm_nb.apps.cli.options import add_alert_threshold
     from baglm_nb.inputs.datasets import DATASETS
 
     p = verbs.add_parser(
@@ -30,13 +30,7 @@ def register(verbs) -> None:
         help="deps settings to compare (default: %(default)s)",
     )
     p.add_argument("--limit", type=int, default=None, help="the first N videos of each dataset")
-    p.add_argument(
-        "--alert-threshold",
-        type=float,
-        default=DEFAULT_THRESHOLD,
-        metavar="P",
-        help="step k needs step j when D[k, j] >= P, P in [0, 1]",
-    )
+    add_alert_threshold(p)
     p.add_argument(
         "--noise-corr",
         type=float,

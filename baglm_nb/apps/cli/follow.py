@@ -19,7 +19,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from baglm_nb.apps.cli.options import add_served_arguments
+from baglm_nb.apps.cli.options import (
+    add_alert_arguments,
+    add_live_source_arguments,
+    add_served_arguments,
+)
 from baglm_nb.inputs.variants import TRANSITIONS
 
 
@@ -34,39 +38,61 @@ def register(verbs) -> None:
         "SOURCE is a video file or URL with --model, or a video uid with --replay (put it "
         "after --, uids may start with '-'). --replay without a uid lists the videos.",
     )
-    p.add_argument("source", nargs="?",
-                   help="video file, URL, live stream (rtsp://, udp://, srt://, http(s)://) or "
-                   "/dev/videoN (with --model), or video uid (with --replay)")  # fmt: skip
-    p.add_argument("--task", help="task file (JSON or YAML); with --replay or a dataset video, "
-                   "defaults to the video's annotation")  # fmt: skip
+    p.add_argument(
+        "source",
+        nargs="?",
+        help="video file, URL, live stream (rtsp://, udp://, srt://, http(s)://) or "
+        "/dev/videoN (with --model), or video uid (with --replay)",
+    )
+    p.add_argument(
+        "--task",
+        help="task file (JSON or YAML); with --replay or a dataset video, "
+        "defaults to the video's annotation",
+    )
     group = p.add_mutually_exclusive_group(required=True)
-    group.add_argument("--model", help="scorer model id (needs local weights; "
-                       "random-init:<family>: a tiny random model, mechanics only)")  # fmt: skip
-    group.add_argument("--replay", metavar="SCORES", nargs="?", const="simulated",
-                       help="replay scores: 'simulated' (default: simulated on demand) or a "
-                       "score-cache folder, or a folder above one")  # fmt: skip
-    p.add_argument("--dataset", choices=sorted(DATASETS),
-                   help="the video's dataset (--replay simulated: found from the uid if "
-                   "omitted; --model: a file named <uid>.<ext> gets its ground truth)")  # fmt: skip
-    p.add_argument("--deps", default=None,
-                   help="for a dataset video without --task: 'oracle' (default), 'none' or a "
-                   "dependency cache folder")  # fmt: skip
-    p.add_argument("--pace", choices=["fast", "realtime"], default="fast",
-                   help="--replay, or a file read with --live: 'realtime' plays it at its own "
-                   "rate (as a camera would)")  # fmt: skip
+    group.add_argument(
+        "--model",
+        help="scorer model id (needs local weights; "
+        "random-init:<family>: a tiny random model, mechanics only)",
+    )
+    group.add_argument(
+        "--replay",
+        metavar="SCORES",
+        nargs="?",
+        const="simulated",
+        help="replay scores: 'simulated' (default: simulated on demand) or a "
+        "score-cache folder, or a folder above one",
+    )
+    p.add_argument(
+        "--dataset",
+        choices=sorted(DATASETS),
+        help="the video's dataset (--replay simulated: found from the uid if "
+        "omitted; --model: a file named <uid>.<ext> gets its ground truth)",
+    )
+    p.add_argument(
+        "--deps",
+        default=None,
+        help="for a dataset video without --task: 'oracle' (default), 'none' or a "
+        "dependency cache folder",
+    )
+    p.add_argument(
+        "--pace",
+        choices=["fast", "realtime"],
+        default="fast",
+        help="--replay, or a file read with --live: 'realtime' plays it at its own "
+        "rate (as a camera would)",
+    )
     p.add_argument("--growing", action="store_true", help="the file is still being written")
-    p.add_argument("--timeout", type=float, default=10.0,
-                   help="seconds without new frames before a growing file ends, or before a "
-                   "live source counts as stalled (an error)")  # fmt: skip
-    _add_live_options(p)
-    p.add_argument("--transition", default="both", choices=TRANSITIONS)
-    p.add_argument("--threshold", type=float, default=0.5, help="hysteresis confidence")
-    p.add_argument("--patience", type=int, default=2, help="hysteresis segments")
-    p.add_argument("--smoothing-lag", metavar="N",
-                   help="fixed-lag smoothing: each segment's belief from the N segments after "
-                   "it, emitted N segments late (lag_s in the event log); the announcements "
-                   "are made on the smoothed beliefs (default 0: the filter)")  # fmt: skip
-    _add_alert_options(p)
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="seconds without new frames before a growing file ends, or before a "
+        "live source counts as stalled (an error)",
+    )
+    add_live_source_arguments(p)
+    _add_online_filter_options(p)
+    add_alert_arguments(p)
     p.add_argument("--jsonl", help="write the event log here (JSON lines)")
     p.add_argument("--html", help="write a self-contained HTML report here")
     p.add_argument("--trust-remote-code", action="store_true")
@@ -74,42 +100,18 @@ def register(verbs) -> None:
     p.set_defaults(func=run)
 
 
-def _add_live_options(p: argparse.ArgumentParser) -> None:
-    """The live-source options (:mod:`baglm_nb.inputs.live`)."""
-    live = p.add_argument_group("live sources (streams and cameras)")
-    live.add_argument("--camera", type=int, metavar="N", help="follow the V4L2 camera /dev/videoN")
-    live.add_argument("--live", action=argparse.BooleanOptionalAction, default=None,
-                      help="read SOURCE frame by frame as a live stream, on the stream's own "
-                      "clock (default: streams, cameras and http(s) without a length; --live "
-                      "on a file compares it with a stream of it)")  # fmt: skip
-    live.add_argument("--lag", choices=["drop", "queue"],
-                      help="when scoring is slower than real time: 'drop' skips to the newest "
-                      "segment and logs the skipped span as a gap (default for live sources); "
-                      "'queue' keeps every segment (default for files)")  # fmt: skip
-    live.add_argument("--reconnect", type=int, default=0, metavar="N",
-                      help="reopen a lost or stalled live source up to N times (per loss), "
-                      "waiting 0.5, 1, 2, 4, then 5 s before each attempt; the lost span is "
-                      "logged as a gap")  # fmt: skip
-    live.add_argument("--reconnect-window", type=float, default=0.0, metavar="SECONDS",
-                      help="keep reopening a lost live source until SECONDS after the loss "
-                      "(e.g. 30 to ride out a server or camera restart)")  # fmt: skip
-    live.add_argument("--transport", choices=["tcp", "udp"], default="tcp",
-                      help="RTSP transport (default: tcp)")  # fmt: skip
-
-
-def _add_alert_options(p: argparse.ArgumentParser) -> None:
-    """The alert options (:mod:`baglm_nb.core.alerts`)."""
-    from baglm_nb.core.alerts import DEFAULT_THRESHOLD
-
-    alerts = p.add_argument_group("alerts (read from the prerequisites D)")
-    alerts.add_argument("--alerts", action=argparse.BooleanOptionalAction, default=None,
-                        help="warn when a step is announced before a step it needs was seen, "
-                        "and list skipped steps (default: on when the run has a D: a dataset "
-                        "video with --deps other than 'none', or a task file with a "
-                        "'dependency' field)")  # fmt: skip
-    alerts.add_argument("--alert-threshold", type=float, default=DEFAULT_THRESHOLD, metavar="P",
-                        help="step k needs step j when D[k, j] >= P, P in [0, 1] (default: "
-                        f"{DEFAULT_THRESHOLD:g})")  # fmt: skip
+def _add_online_filter_options(p: argparse.ArgumentParser) -> None:
+    """The online filter's options: transition, hysteresis and fixed-lag smoothing."""
+    p.add_argument("--transition", default="both", choices=TRANSITIONS)
+    p.add_argument("--threshold", type=float, default=0.5, help="hysteresis confidence")
+    p.add_argument("--patience", type=int, default=2, help="hysteresis segments")
+    p.add_argument(
+        "--smoothing-lag",
+        metavar="N",
+        help="fixed-lag smoothing: each segment's belief from the N segments after "
+        "it, emitted N segments late (lag_s in the event log); the announcements "
+        "are made on the smoothed beliefs (default 0: the filter)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -170,6 +170,75 @@ class ServerOptions:
         return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
 
 
+def add_live_source_arguments(p: argparse.ArgumentParser) -> None:
+    """The live-source options of ``follow`` (:mod:`baglm_nb.inputs.live`)."""
+    live = p.add_argument_group("live sources (streams and cameras)")
+    live.add_argument("--camera", type=int, metavar="N", help="follow the V4L2 camera /dev/videoN")
+    live.add_argument(
+        "--live",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="read SOURCE frame by frame as a live stream, on the stream's own "
+        "clock (default: streams, cameras and http(s) without a length; --live "
+        "on a file compares it with a stream of it)",
+    )
+    live.add_argument(
+        "--lag",
+        choices=["drop", "queue"],
+        help="when scoring is slower than real time: 'drop' skips to the newest "
+        "segment and logs the skipped span as a gap (default for live sources); "
+        "'queue' keeps every segment (default for files)",
+    )
+    live.add_argument(
+        "--reconnect",
+        type=int,
+        default=0,
+        metavar="N",
+        help="reopen a lost or stalled live source up to N times (per loss), "
+        "waiting 0.5, 1, 2, 4, then 5 s before each attempt; the lost span is "
+        "logged as a gap",
+    )
+    live.add_argument(
+        "--reconnect-window",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="keep reopening a lost live source until SECONDS after the loss "
+        "(e.g. 30 to ride out a server or camera restart)",
+    )
+    live.add_argument(
+        "--transport", choices=["tcp", "udp"], default="tcp", help="RTSP transport (default: tcp)"
+    )
+
+
+def add_alert_threshold(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--alert-threshold`` (:mod:`baglm_nb.core.alerts`), of ``follow`` and ``alerts``."""
+    from baglm_nb.core.alerts import DEFAULT_THRESHOLD
+
+    p.add_argument(
+        "--alert-threshold",
+        type=float,
+        default=DEFAULT_THRESHOLD,
+        metavar="P",
+        help=f"step k needs step j when D[k, j] >= P, P in [0, 1] (default: {DEFAULT_THRESHOLD:g})",
+    )
+
+
+def add_alert_arguments(p: argparse.ArgumentParser) -> None:
+    """The alert options of ``follow``: ``--alerts`` / ``--no-alerts`` and the threshold."""
+    alerts = p.add_argument_group("alerts (read from the prerequisites D)")
+    alerts.add_argument(
+        "--alerts",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="warn when a step is announced before a step it needs was seen, "
+        "and list skipped steps (default: on when the run has a D: a dataset "
+        "video with --deps other than 'none', or a task file with a "
+        "'dependency' field)",
+    )
+    add_alert_threshold(alerts)
+
+
 def add_served_arguments(p: argparse.ArgumentParser, *, timeout_option: str = "--timeout") -> None:
     """The options of a served scoring model (``--backend openai``): :class:`ServerOptions`
     and how the model's frames and answers are read.
