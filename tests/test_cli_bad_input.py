@@ -299,6 +299,7 @@ def test_check_parameters_returns_the_parameters_not_what_ipython_adds():
         "get_ipython": print,
         "json_module": json_module,
         "check_parameters": print,
+        "DATASETS": {"coin": "a spec the parameters cell imports"},
         "datasets": ["coin"],
         "limit": 3,
         "scores": {},

@@ -94,14 +94,16 @@ _VALUE_TYPES = (str, numbers.Number, bool, list, tuple, dict, type(None))
 def notebook_parameters(namespace: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters in ``namespace`` (a notebook's ``globals()`` right after its parameters).
 
-    Every name that IPython did not put there (``In``, ``Out``, names starting with ``_``) and
-    that holds data (text, a number, None, a list, tuple or dict), in their order; functions
-    and modules are left out.
+    Every lower-case name that IPython did not put there (``In``, ``Out``, names starting
+    with ``_``) and that holds data (text, a number, None, a list, tuple or dict), in their
+    order; functions, modules and constants a parameters cell imports (``DATASETS``) are left
+    out.
     """
     return {
         name: value
         for name, value in namespace.items()
         if not name.startswith("_")
+        and name == name.lower()
         and name not in _IPYTHON_NAMES
         and isinstance(value, _VALUE_TYPES)
     }
