@@ -468,6 +468,24 @@ def test_light_inputs_modules_import_no_heavy_library():
     assert out.stdout.strip() == "[]"
 
 
+def test_building_the_command_line_loads_no_heavy_library():
+    """Every verb registers without pandas, numba, torch or transformers, so a quick verb
+    (``render`` after each notebook, ``--help``, ``stats --names``) starts in a fraction of a
+    second; the verbs load them when they run."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from baglm_nb.apps.cli.main import build_parser\n"
+        "build_parser()\n"
+        "heavy = ('pandas', 'numba', 'torch', 'transformers', 'av', 'ray')\n"
+        "print(sorted(x for x in heavy if x in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 #: Where score and dependency caches may be opened: their stores and the two resolver modules.
 CACHE_OPENERS = ("baglm_nb/stores/", "baglm_nb/core/sources.py", "baglm_nb/core/observations.py")
 

@@ -80,6 +80,7 @@ __all__ = [
     "NOISY_ORACLE",
     "PREFIX",
     "PRESETS",
+    "SIMULATED_LLM",
     "LLMPreset",
     "answer_probability",
     "label",
@@ -92,6 +93,9 @@ __all__ = [
 
 #: The deps setting and label prefix of this source (``simulated-llm:<preset>``).
 PREFIX = "simulated-llm"
+
+#: The default deps setting on the CPU: the simulated LLaMA-3.3-70B preset (the paper's LLM).
+SIMULATED_LLM = f"{PREFIX}:llama"
 
 #: The deps setting and label prefix of the dependency-quality sweep (``noisy-oracle:<level>``).
 NOISY_ORACLE = "noisy-oracle"

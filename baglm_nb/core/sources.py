@@ -94,7 +94,7 @@ __all__ = [
 SIMULATED = "simulated"
 
 #: The default deps setting on the CPU: the simulated LLaMA-3.3-70B preset (the paper's LLM).
-SIMULATED_LLM = f"{simulate_deps.PREFIX}:llama"
+SIMULATED_LLM = simulate_deps.SIMULATED_LLM
 
 PREFIX, NOISY = simulate_deps.PREFIX, simulate_deps.NOISY_ORACLE
 

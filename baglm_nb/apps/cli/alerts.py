@@ -13,7 +13,6 @@ import argparse
 
 def register(verbs) -> None:
     """Add the ``alerts`` verb."""
-    from baglm_nb.analyses.alerts import ALERT_DEPS
     from baglm_nb.analyses.mistakes import MISTAKE_SEED
     from baglm_nb.apps.cli.options import add_alert_threshold
     from baglm_nb.inputs.datasets import DATASETS
@@ -26,8 +25,9 @@ def register(verbs) -> None:
     p.add_argument(
         "--deps",
         nargs="+",
-        default=list(ALERT_DEPS),
-        help="deps settings to compare (default: %(default)s)",
+        default=None,
+        help="deps settings to compare (default: the alert table's own, "
+        "baglm_nb.analyses.alerts.ALERT_DEPS)",
     )
     p.add_argument("--limit", type=int, default=None, help="the first N videos of each dataset")
     add_alert_threshold(p)
@@ -49,12 +49,13 @@ def register(verbs) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``alerts`` verb (errors: :func:`baglm_nb.apps.cli.main.main`'s rule)."""
-    from baglm_nb.analyses.alerts import alert_table
+    from baglm_nb.analyses.alerts import ALERT_DEPS, alert_table
     from baglm_nb.analyses.tables import title_for, to_markdown, write_table
     from baglm_nb.apps.cli.options import run_parameters
     from baglm_nb.core.alerts import check_level
     from baglm_nb.core.simulate import LABEL
 
+    args.deps = list(ALERT_DEPS) if args.deps is None else args.deps
     check_level("--alert-threshold", args.alert_threshold)
     if not -1.0 < args.noise_corr < 1.0:
         raise ValueError(f"--noise-corr must be in (-1, 1), got {args.noise_corr:g}")

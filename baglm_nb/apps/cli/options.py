@@ -44,7 +44,7 @@ def run_parameters(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_observation_arguments(p: argparse.ArgumentParser) -> None:
     """The options shared by verbs that run the filter: sources, variants and ``--limit``."""
-    from baglm_nb.core.sources import SIMULATED_LLM
+    from baglm_nb.core.simulate_deps import SIMULATED_LLM
 
     p.add_argument("--scores", required=True, help="score cache folder, or 'simulated'")
     p.add_argument(
