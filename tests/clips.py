@@ -1,7 +1,8 @@
 """Short test clips cut from ``tests/data/videos/cup.mp4`` and a COIN-format annotation for them.
 
 Used by the served-scorer tests, where every segment costs server requests: each clip is a few
-seconds at 10 fps, scaled down (``ffmpeg`` is needed, as for the video tests).
+seconds at 10 fps, scaled down (``ffmpeg`` is needed, as for the video tests). Also the ``score``
+command line over the real test clips (:func:`score_argv`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,17 @@ from pathlib import Path
 
 import pytest
 
-CUP = Path(__file__).parent / "data" / "videos" / "cup.mp4"
+CLIPS = Path(__file__).parent / "data" / "videos"
+CUP = CLIPS / "cup.mp4"
 FPS = 10
+
+
+def score_argv(
+    annotations: Path, cache_root: Path, *extra: str, model: str = "random-init:internvl"
+) -> list[str]:
+    """``score`` of COIN over the real test clips, with its annotation file and cache root."""
+    return ["score", "--dataset", "coin", "--video-dir", str(CLIPS), "--model", model,
+            "--annotations", str(annotations), "--cache-root", str(cache_root), *extra]  # fmt: skip
 
 
 def short_clips(folder: Path, uids: list[str], seconds: float, size: str = "48:36") -> Path:

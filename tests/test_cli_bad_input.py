@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from authors_files import write_authors_files
+from clips import score_argv
 from test_scoring import CLIPS, write_annotations
 
 from baglm_nb.apps.cli.main import EXIT_BAD_INPUT, main
@@ -180,17 +181,7 @@ def _score(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
         sys.executable,
         "-m",
         "baglm_nb",
-        "score",
-        "--dataset",
-        "coin",
-        "--video-dir",
-        str(CLIPS),
-        "--model",
-        "random-init:internvl",
-        "--annotations",
-        str(ann),
-        "--cache-root",
-        str(tmp_path / "cache"),
+        *score_argv(ann, tmp_path / "cache"),
         "--no-progress",
         *extra,
     ]

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from clips import CLIPS, score_argv
 
 # Before ``import ray``, which reads them: a local Ray node takes the machine's network address
 # unless told that clusters are off (the tests only ever use the loopback address); token
@@ -54,7 +55,6 @@ from baglm_nb.stores.scores import ScoreCache  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("one_torch_thread")]
 
-CLIPS = Path(__file__).parent / "data" / "videos"
 UIDS = ["cup", "Megamind_bugy", "box"]
 STEPS = ["pick up the object", "turn it", "put it down"]
 MODEL = "random-init:internvl"
@@ -107,17 +107,7 @@ def _score_on(address: str, tmp_path: Path, *extra: str) -> tuple[int, float]:
     t0 = time.monotonic()
     rc = main(
         [
-            "score",
-            "--dataset",
-            "coin",
-            "--video-dir",
-            str(CLIPS),
-            "--model",
-            MODEL,
-            "--annotations",
-            str(ann),
-            "--cache-root",
-            str(tmp_path / "cache"),
+            *score_argv(ann, tmp_path / "cache", model=MODEL),
             "--engine",
             "ray",
             "--address",
@@ -256,17 +246,7 @@ def test_killed_driver_resumes_and_the_cache_equals_the_local_engine(cluster, re
         sys.executable,
         "-m",
         "baglm_nb",
-        "score",
-        "--dataset",
-        "coin",
-        "--video-dir",
-        str(CLIPS),
-        "--model",
-        MODEL,
-        "--annotations",
-        str(ann),
-        "--cache-root",
-        str(root),
+        *score_argv(ann, root, model=MODEL),
         "--batch-segments",
         "1",
     ]
@@ -351,17 +331,7 @@ def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
     monkeypatch.setattr("baglm_nb.apps.cli.score.scorer_spec", lambda args: spec)
     rc = main(
         [
-            "score",
-            "--dataset",
-            "coin",
-            "--video-dir",
-            str(CLIPS),
-            "--model",
-            MODEL,
-            "--annotations",
-            str(ann),
-            "--cache-root",
-            str(tmp_path / "cache"),
+            *score_argv(ann, tmp_path / "cache", model=MODEL),
             "--engine",
             "ray",
             "--workers",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from clips import CLIPS, score_argv
 
 from baglm_nb.inputs.datasets import load_dataset
 from baglm_nb.inputs.grid import num_segments
@@ -19,7 +20,6 @@ from baglm_nb.inputs.video import find_video_file, probe
 from baglm_nb.models.scoring import SERVED_ON_RAY, ScorerSpec, make_scorer, score_dataset
 from baglm_nb.stores.scores import ScoreCache
 
-CLIPS = Path(__file__).parent / "data" / "videos"
 STEPS = ["pick up the object", "turn it", "put it down"]
 
 
@@ -156,17 +156,7 @@ def test_killed_run_resumes_without_redoing_videos(tmp_path):
         sys.executable,
         "-m",
         "baglm_nb",
-        "score",
-        "--dataset",
-        "coin",
-        "--video-dir",
-        str(CLIPS),
-        "--model",
-        "random-init:internvl",
-        "--annotations",
-        str(ann),
-        "--cache-root",
-        str(tmp_path / "cache"),
+        *score_argv(ann, tmp_path / "cache"),
         "--batch-segments",
         "1",
     ]
@@ -199,17 +189,7 @@ def test_engine_options_errors_are_one_line(tmp_path, capsys):
     ann = write_annotations(tmp_path / "ann", ["cup"])
     rc = main(
         [
-            "score",
-            "--dataset",
-            "coin",
-            "--video-dir",
-            str(CLIPS),
-            "--model",
-            "random-init:internvl",
-            "--annotations",
-            str(ann),
-            "--cache-root",
-            str(tmp_path / "cache"),
+            *score_argv(ann, tmp_path / "cache"),
             "--engine",
             "ray",
             "--workers",
