@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from baglm_nb.apps.cli.options import (
     add_observation_arguments,
     deps_from_args,
     filter_options,
     observations_from_args,
+    print_json,
     smoothing_lag,
 )
 
@@ -24,8 +24,9 @@ def register(verbs) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help="also print the result as JSON, with the number of (video, step) pairs whose best "
-        "row differs between float64 and float32-published, and the online metrics",
+        help="also print the result as JSON (one line, the last), with the number of "
+        "(video, step) pairs whose best row differs between float64 and float32-published, "
+        "and the online metrics",
     )
     p.add_argument(
         "--smoothing-lag",
@@ -135,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     print(format_online(result["online"]))
     if args.json:
         result["precision_agreement"] = precision_agreement(obs, deps, **filter_options(args))
-        print(json.dumps(result))
+        print_json(result)
     return 0
 
 

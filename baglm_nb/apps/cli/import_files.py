@@ -10,7 +10,6 @@ dataset's files), is bad input (exit 2; :mod:`baglm_nb.apps.cli.main`'s rule).
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 
@@ -27,7 +26,9 @@ def register(verbs) -> None:
     p.add_argument("--segment-duration", type=int, default=2)
     p.add_argument("--cache-root", default="data/cache")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="also print the summary as JSON")
+    p.add_argument(
+        "--json", action="store_true", help="also print the summary as JSON (one line, the last)"
+    )
     p.set_defaults(func=run)
 
 
@@ -56,6 +57,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``import`` verb."""
+    from baglm_nb.apps.cli.options import print_json
     from baglm_nb.stores.importer import import_reference_results
 
     summary = import_reference_results(
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(_nothing_matched(args, summary))
     print("\n".join(summary_lines(summary)))
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print_json(summary)
     if summary["files_refused"]:
         raise RuntimeError(
             f"{summary['files_refused']} files refused (each named above); their "

@@ -10,7 +10,6 @@ are read exactly as ``evaluate`` reads them.
 from __future__ import annotations
 
 import argparse
-import json
 
 
 def _localize(args: argparse.Namespace) -> int:
@@ -27,6 +26,7 @@ def _localize(args: argparse.Namespace) -> int:
         deps_from_args,
         filter_options,
         observations_from_args,
+        print_json,
         run_parameters,
     )
     from baglm_nb.core.pipeline import run_baglm
@@ -71,7 +71,7 @@ def _localize(args: argparse.Namespace) -> int:
         pd.concat(frames).to_csv(args.predictions, index=False)
         print(f"segments written: {args.predictions}")
     if args.json:
-        print(json.dumps(table.to_dict(orient="records")))
+        print_json(table.summary(title, run_parameters(args)))
     return 0
 
 
@@ -112,5 +112,10 @@ def register(verbs) -> None:
     )
     p.add_argument("--out", default=None, help="write the table to OUT.csv and OUT.md")
     p.add_argument("--predictions", default=None, help="write every detected segment to a CSV")
-    p.add_argument("--json", action="store_true", help="also print the table as JSON")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="also print the table as JSON (one line, the last: title, sources, rows under "
+        "'values', parameters), as OUT.summary.json holds it",
+    )
     p.set_defaults(func=_localize)

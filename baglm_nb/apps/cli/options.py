@@ -1,12 +1,15 @@
 """Options shared by several verbs: the filter's sources and variants (resolved through
 ``sources``), a model behind an OpenAI-compatible server (:class:`ServerOptions`: ``score``,
-``follow``, ``deps``), and the stdout guard of the verbs that print a JSON summary while Ray
-runs. Bad option values raise ``ValueError`` naming the option (exit 2, :mod:`.main`)."""
+``follow``, ``deps``), the stdout guard of the verbs that print a JSON summary while Ray
+runs, and :func:`print_json`: what every ``--json`` flag prints (one line, the last of stdout).
+Bad option values raise ``ValueError`` naming the option (exit 2, :mod:`.main`)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -14,6 +17,28 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from baglm_nb.inputs.variants import BASE_PRIORS, PRECISIONS, STEPPINGS, TRANSITIONS
+
+
+def json_value(value: Any) -> Any:
+    """``value`` as strict JSON values: NaN and infinities as null (JSON has neither), numpy
+    scalars and arrays as numbers and lists, tuples as lists, paths and other objects as text."""
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if hasattr(value, "tolist"):  # a numpy scalar or array
+        return json_value(value.tolist())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    return str(value)
+
+
+def print_json(value: Any) -> None:
+    """What a ``--json`` flag prints after the verb's text: ``value`` as one line of strict JSON
+    (:func:`json_value`), the last line of stdout."""
+    print(json.dumps(json_value(value), allow_nan=False), flush=True)
 
 
 def check_range(
