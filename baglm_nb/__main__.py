@@ -1,8 +1,6 @@
 """``python -m baglm_nb <verb>``: the command line (:mod:`baglm_nb.apps.cli`)."""
 
-import sys
-
 from baglm_nb.apps.cli.main import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(exit_process=True)

@@ -48,16 +48,48 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [[ ! -x "$VPY" ]] && ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
     missing+=(python3-venv)
 fi
+# Another apt-get or dpkg (unattended upgrades on a fresh cloud machine) may hold the dpkg or apt
+# lock: apt-get waits for it (up to APT_LOCK_WAIT seconds) instead of failing, and setup says so.
+APT_LOCK_WAIT=300
+APT_LOCKS=(/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock
+    /var/cache/apt/archives/lock)
+apt_busy() { # apt_busy LOCK...: whether another process holds one of these locks (apt's fcntl locks)
+    "$PYTHON" - "$@" <<'PY'
+import fcntl, os, sys
+for path in sys.argv[1:]:
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        continue  # no such lock file (or not ours to open): nothing waits on it
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        sys.exit(0)  # held by someone else
+    finally:
+        os.close(fd)
+sys.exit(1)
+PY
+}
 apt_pid=""
 if ((${#missing[@]} == 0)); then
     echo "setup: system packages present (ffmpeg, chromium)"
 elif [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${missing[*]} with apt-get (log: $LOG_DIR/apt.log)"
+    if apt_busy "${APT_LOCKS[@]}"; then
+        echo "setup: waiting for the dpkg lock: another apt-get or dpkg (unattended upgrades?)" \
+            "holds it; apt-get waits up to $APT_LOCK_WAIT s for it"
+    fi
     (
         export DEBIAN_FRONTEND=noninteractive
         t0=$SECONDS
-        apt-get update -q </dev/null && apt-get install -y -q --no-install-recommends \
-            "${missing[@]}" </dev/null
+        lock=(-o "DPkg::Lock::Timeout=$APT_LOCK_WAIT")
+        # apt-get update takes the lists lock, which older apt does not wait for: wait here too
+        while apt_busy "${APT_LOCKS[@]}" && ((SECONDS - t0 < APT_LOCK_WAIT)); do
+            echo "setup: waiting for the dpkg lock ($((SECONDS - t0)) s)"
+            sleep 5
+        done
+        apt-get "${lock[@]}" update -q </dev/null &&
+            apt-get "${lock[@]}" install -y -q --no-install-recommends "${missing[@]}" </dev/null
         echo "$((SECONDS - t0))" >"$LOG_DIR/apt.seconds"
     ) >"$LOG_DIR/apt.log" 2>&1 &
     apt_pid=$!
@@ -116,7 +148,7 @@ fi
 
 if [[ -n "$apt_pid" ]]; then
     t0=$SECONDS
-    wait "$apt_pid" || fail "$LOG_DIR/apt.log" "apt-get install ${missing[*]} failed (no network or apt sources?)"
+    wait "$apt_pid" || fail "$LOG_DIR/apt.log" "apt-get install ${missing[*]} failed (no network or apt sources, or the dpkg lock held over $APT_LOCK_WAIT s?)"
     phase "system packages" "$(cat "$LOG_DIR/apt.seconds")"
     phase "  (waited for apt)" $((SECONDS - t0))
 fi

@@ -285,7 +285,13 @@ class _Session:
         self.server, self.conn, self.tmp = server, conn, tmp
         self.udp = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2)]
         for s in self.udp:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+            # a big buffer: FFmpeg's packets wait there while this relay is starved of CPU
+            # (a busy machine, or a model loading in this process); beyond net.core.rmem_max
+            # only for root (SO_RCVBUFFORCE)
+            try:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUFFORCE, 1 << 24)
+            except (OSError, AttributeError):
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
             s.bind(("127.0.0.1", 0))
         self.lock = threading.Lock()
         self.playing = threading.Event()
@@ -413,3 +419,132 @@ class _Session:
             return
         finally:
             out.close()
+
+
+# --------------------------------------------------------------------------------------------
+# timing a followed run from outside, on a machine that may be busy
+
+
+class FollowProcess:
+    """``python -m baglm_nb follow URL ...`` in a subprocess, its output lines time-stamped
+    (``time.perf_counter()``, the clock :class:`RtspServer` stamps the frames it sends with) and
+    its event log's lines too, as they appear. Use it as a context manager (the process is
+    killed at the end if it still runs)."""
+
+    def __init__(self, url: str, folder: Path, *args: str) -> None:
+        import sys
+
+        self.log, self.report = folder / "events.jsonl", folder / "report.html"
+        #: (perf_counter(), "out" or "err", line) of each output line.
+        self.lines: list[tuple[float, str, str]] = []
+        #: perf_counter() when each event-log line was first seen (polled every 20 ms).
+        self.logged: list[float] = []
+        self.exited: float | None = None
+        self.cpu_total: float | None = None
+        cmd = [sys.executable, "-m", "baglm_nb", "follow", url, *args]
+        cmd += ["--jsonl", str(self.log), "--html", str(self.report)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._threads = [
+            threading.Thread(target=self._read, args=(self.proc.stdout, "out"), daemon=True),
+            threading.Thread(target=self._read, args=(self.proc.stderr, "err"), daemon=True),
+            threading.Thread(target=self._watch_log, daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    def __enter__(self) -> FollowProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.running():
+            self.proc.kill()
+        self.proc.wait()
+
+    def running(self) -> bool:
+        """Whether the process has not exited (it is left for :meth:`wait` to reap)."""
+        if self.proc.returncode is not None:
+            return False
+        flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
+        try:
+            return os.waitid(os.P_PID, self.proc.pid, flags) is None
+        except ChildProcessError:  # reaped by wait() just now
+            return False
+
+    def _read(self, stream, name: str) -> None:
+        for line in stream:
+            self.lines.append((time.perf_counter(), name, line.rstrip("\n")))
+
+    def _watch_log(self) -> None:
+        while self.running():
+            if self.log.exists():
+                with contextlib.suppress(OSError), open(self.log) as f:
+                    n = sum(1 for line in f if line.endswith("\n"))
+                self.logged += [time.perf_counter()] * (n - len(self.logged))
+            time.sleep(0.02)
+
+    def wait_for_events(self, n: int, timeout: float) -> None:
+        """Wait until ``n`` events are logged (the model loaded and segments came)."""
+        deadline = time.monotonic() + timeout
+        while len(self.logged) < n:
+            if not self.running() or time.monotonic() > deadline:
+                raise AssertionError(f"{len(self.logged)} events logged: {self.output()}")
+            time.sleep(0.02)
+
+    def cpu_s(self) -> float:
+        """The CPU time (s, all threads) the running process has used so far."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def wait(self, timeout: float) -> int:
+        """Wait for the exit (at most ``timeout`` s, polled every 5 ms); its time is
+        ``exited``, the CPU time the process used in all ``cpu_total``."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                raise subprocess.TimeoutExpired(self.proc.args, timeout)
+            time.sleep(0.005)
+        self.exited = time.perf_counter()
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        self.cpu_total = usage.ru_utime + usage.ru_stime
+        for t in self._threads[:2]:
+            t.join(timeout=10)
+        return self.proc.returncode
+
+    def first(self, words: str) -> float:
+        """When the first output line holding ``words`` came."""
+        found = [t for t, _, line in self.lines if words in line]
+        if not found:
+            raise AssertionError(f"no line with {words!r}: {self.output()}")
+        return found[0]
+
+    def output(self) -> str:
+        return "\n".join(f"{name}: {line}" for _, name, line in self.lines)
+
+
+@contextlib.contextmanager
+def rtsp_process(clip: Path, *, speed: float = 1.0, loop: bool = False) -> Iterator[str]:
+    """:class:`RtspServer` in a process of its own: its URL. For a test that loads a model in
+    its own process while the stream plays (the relay would wait for the interpreter, and
+    FFmpeg's packets would overflow), stopped when the ``with`` block ends."""
+    import sys
+
+    code = (
+        "import sys, time; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
+        "from stream_servers import RtspServer; loop = sys.argv[4] == '1'; "
+        "server = RtspServer(Path(sys.argv[2]), speed=float(sys.argv[3]), loop=loop); "
+        "print(server.url, flush=True); time.sleep(600)"
+    )
+    here = str(Path(__file__).parent)
+    args = [sys.executable, "-c", code, here, str(clip), f"{speed:g}", "1" if loop else "0"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()
+        if not url.startswith("rtsp://"):
+            raise RuntimeError(f"the RTSP server did not start: {url!r}")
+        yield url
+    finally:
+        proc.kill()
+        proc.wait()

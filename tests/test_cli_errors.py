@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from busy_machine import machine_stretch
 
 from baglm_nb.apps.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, error_line, exit_status, main
 
@@ -222,7 +223,8 @@ def test_a_huge_goal_is_refused_before_tokenising():
     )
     with pytest.raises(ValueError, match=pattern) as info:
         scorer.score_segments(frames, goal, ["Boil water."])
-    assert time.perf_counter() - start < 5.0 and len(str(info.value)) < 250
+    took = time.perf_counter() - start
+    assert took < 5.0 * machine_stretch() and len(str(info.value)) < 250  # busy_machine.py
     check_task_text("Make tea.", ["Boil water."], context_tokens=32768)  # a normal task passes
     check_task_text(goal, ["a"], context_tokens=None)  # unknown context: no check
 
@@ -245,3 +247,21 @@ def test_the_filter_refuses_probabilities_above_one_naming_the_video():
     vsg = np.full((4, k + 1), 1.0 / (k + 1))
     vsg[2, 0] += 2e-6  # float rounding: accepted
     run_filter(vsg, np.full((4, k, 10), 0.1), np.zeros((k, k)))
+
+
+def test_a_quick_exit_still_does_what_a_normal_exit_does_for_the_program():
+    """``end_process(status, quick=True)`` (``follow``'s end): non-daemon threads finish,
+    ``atexit`` handlers run and buffered output is flushed before ``os._exit`` skips the
+    interpreter's teardown; the status is the exit status."""
+    code = (
+        "import atexit, threading, time\n"
+        "from baglm_nb.apps.cli.main import end_process\n"
+        "atexit.register(lambda: print('atexit ran'))\n"
+        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))).start()\n"
+        "print('buffered', end='')\n"
+        "end_process(3, quick=True)\n"
+        "print('not reached')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "bufferedthread done\natexit ran\n", done.stdout

@@ -171,6 +171,43 @@ def test_makefile_targets():
         assert f"missing+=({package})" in setup
 
 
+def test_setup_waits_for_the_dpkg_lock_and_says_so(tmp_path):
+    """``make setup`` waits for another apt-get or dpkg (unattended upgrades) instead of failing:
+    apt-get with ``DPkg::Lock::Timeout``, a wait of its own before ``apt-get update`` (older apt
+    does not wait for the lists lock), and a line that says it waits. Its lock check, run on a
+    file another process holds an fcntl lock on (as dpkg and apt do), and on a free one."""
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert (
+        'lock=(-o "DPkg::Lock::Timeout=$APT_LOCK_WAIT")' in setup and "APT_LOCK_WAIT=300" in setup
+    )
+    assert 'apt-get "${lock[@]}" update' in setup and 'apt-get "${lock[@]}" install' in setup
+    assert "setup: waiting for the dpkg lock" in setup
+    check = re.search(r"^apt_busy\(\) \{.*?^\}$", setup, flags=re.M | re.S).group(0)
+    lock = tmp_path / "lock-frontend"
+    lock.write_text("")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR); "
+            "fcntl.lockf(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+            str(lock),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        script = f'PYTHON={sys.executable}\n{check}\napt_busy "$@" && echo busy || echo free'
+        run = ["bash", "-c", script, "bash", str(lock), str(tmp_path / "missing")]
+        assert subprocess.run(run, capture_output=True, text=True, timeout=60).stdout == "busy\n"
+    finally:
+        holder.kill()
+        holder.wait()
+    run = ["bash", "-c", script, "bash", str(lock)]
+    assert subprocess.run(run, capture_output=True, text=True, timeout=60).stdout == "free\n"
+
+
 def test_ci_run_calls_make_setup_and_test():
     text = (ROOT / ".ci" / "run").read_text()
     assert text.startswith("#!/usr/bin/env bash") or text.startswith("#!/bin/bash")

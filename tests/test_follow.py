@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from busy_machine import machine_stretch
 from range_server import serve
 
 from baglm_nb.apps.online import follow
@@ -51,12 +52,13 @@ def expected_segments(path) -> int:
 def test_follow_a_file_scores_every_segment(scorer):
     ends: list[str] = []
     ests = list(follow(CLIPS / "cup.mp4", grounder(scorer), on_end=ends.append))
+    stretch = machine_stretch()
     n = expected_segments(CLIPS / "cup.mp4")
     assert [e.segment for e in ests] == list(range(n)) and n == 4
     assert ends == [f"source ended after {n} segments"]
     for e in ests:
         assert e.belief.sum() == pytest.approx(1.0) and e.latency["score"] > 0
-        assert e.latency["decode"] > 0 and e.latency["filter"] < 0.5
+        assert e.latency["decode"] > 0 and e.latency["filter"] < 0.5 * stretch
     # the same frames pushed by hand give the same beliefs
     from baglm_nb.inputs.video import iter_segments
 
@@ -93,13 +95,14 @@ def test_follow_a_growing_file(scorer, tmp_path):
         with open(live, "ab") as f:
             f.write(data[len(data) // 3 :])
 
+    timeout = round(4.0 * machine_stretch(), 1)  # longer than the pause on a busy machine
     threading.Thread(target=record, daemon=True).start()
     ends: list[str] = []
     ests = list(
-        follow(live, grounder(scorer), growing=True, timeout=4.0, poll=0.3, on_end=ends.append)
+        follow(live, grounder(scorer), growing=True, timeout=timeout, poll=0.3, on_end=ends.append)
     )
     assert [e.segment for e in ests] == list(range(expected_segments(full)))
-    assert ends and ends[0].startswith("no new frames for 4 s")
+    assert ends and ends[0].startswith(f"no new frames for {timeout:g} s")
 
 
 def test_follow_a_url(scorer):
@@ -527,13 +530,14 @@ def test_a_growing_mpegts_remux_is_followed_like_its_mp4(
             with open(live, "ab") as f:
                 f.write(part)
 
+    timeout = round(3.0 * machine_stretch(), 1)  # longer than the pauses on a busy machine
     threading.Thread(target=record, daemon=True).start()
     ends: list[str] = []
     ests = list(
-        follow(live, grounder(scorer), growing=True, timeout=3.0, poll=0.3, on_end=ends.append)
+        follow(live, grounder(scorer), growing=True, timeout=timeout, poll=0.3, on_end=ends.append)
     )
     assert [e.segment for e in ests] == list(range(7))
     np.testing.assert_array_equal(
         [e.belief for e in ests], [e.belief for e in box_on_its_timestamps]
     )
-    assert ends and ends[0].startswith("no new frames for 3 s") and not ends[0].failed
+    assert ends and ends[0].startswith(f"no new frames for {timeout:g} s") and not ends[0].failed

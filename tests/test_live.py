@@ -20,7 +20,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from stream_servers import RtspServer, free_port, http_hls, http_ts, udp_ts
+from busy_machine import machine_stretch
+from stream_servers import (
+    FollowProcess,
+    RtspServer,
+    free_port,
+    http_hls,
+    http_ts,
+    rtsp_process,
+    udp_ts,
+)
 
 from baglm_nb.apps.cli.main import main
 from baglm_nb.apps.online import follow
@@ -166,6 +175,27 @@ def test_an_unreachable_stream_fails_before_the_model_loads(task_file, capsys):
     assert code == 1 and err.strip() == f"error: {url}: cannot open (Connection refused)"
 
 
+def test_a_frame_the_demuxer_held_back_does_not_restart_the_stall_clock():
+    """FFmpeg's H.264 parser hands the last frame before a stall over only when a read times
+    out, ``timeout`` seconds late: that frame counts as activity when it was due (the previous
+    activity plus its timestamp's advance), so the stall is timed from the last frame that
+    really came; a frame in step with its timestamp counts when it arrived, also the first one
+    after a pause."""
+    from baglm_nb.inputs.live import LiveReader, LiveSource
+
+    reader = LiveReader(LiveSource("rtsp://127.0.0.1:9/live", "stream"), timeout=3)
+    reader._last_t, reader._last_wall, reader.activity = 10.0, 100.0, 100.0
+    period = 1 / 30
+    assert reader._frame_activity(10.0 + period, 103.0) == pytest.approx(100.0 + period)
+    assert reader._frame_activity(10.0 + period, 100.05) == 100.05  # on time
+    assert reader._frame_activity(12.9, 103.0) == 103.0  # 3 s of stream after 3 s: on time
+    reader._last_wall = 103.0  # a resumed stream: its second frame counts when it came
+    assert reader._frame_activity(10.0 + 2 * period, 103.04) == 103.04
+    file = LiveReader(LiveSource(str(CUP), "file"), timeout=3)
+    file._last_t, file._last_wall, file.activity = 1.0, 100.0, 100.0
+    assert file._frame_activity(1.0 + period, 103.0) == 103.0  # a file has no stall clock
+
+
 # --------------------------------------------------------------------------------------------
 # lag policies and gaps
 
@@ -196,7 +226,7 @@ def test_queue_keeps_every_segment_and_a_file_reader_waits():
     time.sleep(0.3)
     assert third.is_alive() and buf.pending() == 2  # back-pressure
     assert buf.take(0) == [_seg(0)]
-    third.join(timeout=2)
+    third.join(timeout=30)  # returns as soon as the reader is through; a bound only
     assert not third.is_alive() and [buf.take(0) for _ in range(2)] == [[_seg(1)], [_seg(2)]]
 
 
@@ -258,7 +288,9 @@ def from_file(scorer):
 @pytest.mark.parametrize("transport", ["tcp", "udp"])
 def test_an_rtsp_stream_gives_the_beliefs_of_its_file(scorer, from_file, transport):
     ends: list[str] = []
-    with RtspServer(CUP, speed=4) as server:
+    # over UDP nothing holds the sender back: at 1x a busy reader keeps up (at 4x it lost
+    # packets, and with them the stream, on a loaded machine); TCP applies back-pressure
+    with RtspServer(CUP, speed=4 if transport == "tcp" else 1) as server:
         got = list(
             follow(
                 server.url,
@@ -288,11 +320,12 @@ def test_the_command_line_follows_an_rtsp_stream_as_it_follows_the_file(
     """End to end: ``follow rtsp://... --lag queue`` writes the beliefs of ``follow cup.mp4
     --live --lag queue``, the event log and the report."""
     log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
-    with RtspServer(CUP, speed=2) as server:
+    # the server in a process of its own: this one loads the model while the stream plays
+    with rtsp_process(CUP, speed=2) as url:
         code = main(
             [
                 "follow",
-                server.url,
+                url,
                 "--task",
                 str(task_file),
                 "--model",
@@ -344,7 +377,9 @@ class SlowScorer:
 @pytest.mark.slow
 def test_lag_drop_logs_gaps_under_a_slow_scorer_and_keeps_up(scorer):
     """Segments arrive every 0.5 s (a stream at 4x) and scoring takes over 1 s: ``drop``
-    scores the newest segment each time and logs the others as gaps; the lag stays bounded."""
+    scores the newest segment each time and logs the others as gaps; the lag stays bounded:
+    each segment waits at most for the previous one's scoring (measured, so the bound holds on
+    a busy machine), not for a backlog."""
     items, ends = [], []
     with RtspServer(CUP, speed=4, loop=True) as server:
         stream = follow(
@@ -359,7 +394,12 @@ def test_lag_drop_logs_gaps_under_a_slow_scorer_and_keeps_up(scorer):
     assert gaps and {g.reason for g in gaps} == {"lag"}
     assert _covered(items) == list(range(_covered(items)[-1] + 1))  # nothing lost silently
     assert sum(g.count for g in gaps) >= 3
-    assert all(e.lag < 4.0 for e in estimates[1:]), [e.lag for e in estimates]
+    stretch = machine_stretch()
+    for before, e in zip(estimates, estimates[1:], strict=False):
+        busy = before.latency["score"] + before.latency["filter"]  # what it waited behind
+        assert e.latency["wait"] <= busy + 0.5 * stretch, [x.latency for x in estimates]
+        own = e.latency["decode"] + e.latency["score"] + e.latency["filter"]
+        assert e.lag <= e.latency["wait"] + own + 0.5 * stretch, (e.lag, e.latency)
     for g in gaps:
         assert (g.t_start, g.t_end) == (2.0 * g.first, 2.0 * (g.first + g.count))
 
@@ -391,50 +431,102 @@ def test_live_http_mpegts_hls_and_udp_mpegts(scorer):
             assert 2 * e.segment + 1.5 <= e.marks["frame_time"] + 1e-3 < 2 * e.segment + 1.54
 
 
+def _follow_until_two_events(server: RtspServer, tmp_path: Path, task_file, *extra: str):
+    """``follow`` of ``server`` in a subprocess (the tiny model), once it has logged two events:
+    the model loaded and segments came."""
+    args = ["--task", str(task_file), "--model", "random-init:internvl", *extra]
+    run = FollowProcess(server.url, tmp_path, *args)
+    try:
+        run.wait_for_events(2, timeout=240)  # the model loads first: minutes on a busy machine
+    except BaseException:
+        run.__exit__()
+        raise
+    return run
+
+
+def _scoring_after(run: FollowProcess, since: float) -> float:
+    """Seconds the run spent scoring segments whose events were logged after ``since`` (frames
+    that came before the stall: the consumer finishes them before it looks at the clock)."""
+    events = [json.loads(x) for x in run.log.read_text().splitlines()]
+    return sum(
+        e["latency"]["score"] + e["latency"]["filter"]
+        for e, at in zip(events, run.logged, strict=False)
+        if at > since and e["event"] == "segment"
+    )
+
+
 @pytest.mark.slow
-def test_a_stall_ends_with_one_clear_line_and_exit_1(task_file, tmp_path, capsys):
-    log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
-    with RtspServer(CUP, loop=True, speed=2) as server:
-        stalled: list[float] = []
-
-        def stall_after_two_segments():
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not stalled:
-                if log.exists() and len(log.read_text().splitlines()) >= 2:
-                    server.stall()
-                    stalled.append(time.monotonic())
-                time.sleep(0.05)
-
-        threading.Thread(target=stall_after_two_segments, daemon=True).start()
-        code = main(
-            [
-                "follow",
-                server.url,
-                "--task",
-                str(task_file),
-                "--model",
-                "random-init:internvl",
-                "--timeout",
-                "3",
-                "--jsonl",
-                str(log),
-                "--html",
-                str(report),
-            ]
-        )
-        ended = time.monotonic()
-    err = capsys.readouterr().err
-    # the reader may still be working off what arrived while the model loaded when the server
-    # stalls; the run ends --timeout after the last frame (the message's figure; the next test
-    # times it from the stall itself)
-    assert code == 1 and stalled and ended - stalled[0] < 20, (ended - stalled[0], err)
-    lines = _stderr_lines(err)
+def test_a_stalled_server_ends_the_run_within_the_timeout_plus_a_second(task_file, tmp_path):
+    """A server on 127.0.0.1 sends frames, then stalls (the connection stays open): ``follow
+    --timeout 3`` says "no frames for ..." within --timeout + 1 s of the last frame the server
+    sent (plus the scoring of segments complete before the stall, which comes first), as one
+    ``error:`` line, exit 1, and the process is gone within 2 s after the message, with the
+    event log and the report written. On a busy machine the CPU-bound parts of the bounds (the
+    second after the timeout, the two seconds to exit) are stretched by
+    :func:`~busy_machine.machine_stretch` and half as much again (the child's threads fare
+    worse than the one loop it measures); the CPU time from the stall to the exit (the
+    report, the exit: what takes the wall time on a quiet machine) is within the bounds
+    themselves. ``benchmarks/live_shutdown.py`` measures them."""
+    timeout = 3
+    stretch = machine_stretch()
+    with (
+        RtspServer(CUP, loop=True, speed=1) as server,
+        _follow_until_two_events(server, tmp_path, task_file, "--timeout", str(timeout)) as run,
+    ):
+        server.stall()
+        cpu = run.cpu_s()
+        code = run.wait(timeout=60)
+        stretch = max(stretch, machine_stretch())
+        last_frame = max(server.frames_sent.values())
+    said = run.first("no frames for")
+    busy = _scoring_after(run, last_frame)
+    cpu = run.cpu_total - cpu
+    timing = {"said": said - last_frame, "exit": run.exited - said, "busy": busy, "cpu": cpu}
+    timing["x"] = stretch
+    assert code == 1, run.output()
+    assert said - last_frame <= timeout + 1.0 * 1.5 * stretch + busy, timing
+    assert run.exited - said <= 2.0 * 1.5 * stretch, timing
+    assert cpu <= 1.0 + 2.0 + busy, timing
+    lines = [line for _, name, line in run.lines if name == "err"]
+    lines = _stderr_lines("\n".join(lines))
     assert len(lines) == 1 and lines[0].startswith(f"error: {server.url}: no frames for ")
     assert "the stream stalled" in lines[0]
     figure = float(re.search(r"no frames for ([\d.]+) s", lines[0]).group(1))
-    assert 3 * 0.9 <= figure < 3 + 1, lines[0]  # the time without frames, not twice it
-    events = [json.loads(x) for x in log.read_text().splitlines()]  # complete lines only
-    assert len(events) >= 2 and "the stream stalled" in report.read_text()
+    assert timeout * 0.9 <= figure <= timeout + 1.0 * stretch, (lines[0], timing)
+    events = [json.loads(x) for x in run.log.read_text().splitlines()]  # complete lines only
+    page = run.report.read_text()
+    assert len(events) >= 2 and "the stream stalled" in page and page.rstrip().endswith("</html>")
+
+
+@pytest.mark.slow
+def test_sigint_on_a_stalled_stream_exits_within_a_second_with_the_report(task_file, tmp_path):
+    """Ctrl-C (SIGINT) while the server stalls: the process is gone within 1 s of the signal,
+    exit 130, the report written and the event log whole. On a busy machine the bound is
+    stretched by :func:`~busy_machine.machine_stretch` and half as much again; the CPU time
+    the process spends from the signal to its exit is within 1 s (2 s on a busy machine, whose
+    caches and threads cost CPU time too). ``benchmarks/live_shutdown.py`` measures both."""
+    stretch = machine_stretch()
+    with (
+        RtspServer(CUP, loop=True, speed=1) as server,
+        _follow_until_two_events(server, tmp_path, task_file, "--timeout", "60") as run,
+    ):
+        server.stall()
+        time.sleep(1.0)  # nothing arrives: the run waits on the stalled stream
+        cpu = run.cpu_s()
+        sent = time.perf_counter()
+        run.proc.send_signal(signal.SIGINT)
+        code = run.wait(timeout=60)
+        stretch = max(stretch, machine_stretch())
+    timing = {"exit": run.exited - sent, "cpu": run.cpu_total - cpu, "x": stretch}
+    assert code == 130, run.output()
+    assert run.exited - sent <= 1.0 * 1.5 * stretch, timing
+    assert timing["cpu"] <= (1.0 if stretch < 1.5 else 2.0), timing
+    out = [line for _, name, line in run.lines if name == "out"]
+    assert any("interrupted (Ctrl-C)" in line for line in out), run.output()
+    assert out[-1] == f"report: {run.report}"
+    [json.loads(x) for x in run.log.read_text().splitlines()]  # every line whole
+    page = run.report.read_text()
+    assert "interrupted (Ctrl-C)" in page and page.rstrip().endswith("</html>")
 
 
 @pytest.mark.slow
@@ -460,9 +552,11 @@ def test_a_stall_ends_within_the_timeout_plus_a_second(scorer):
                 server.stall()
                 stalled = True
     waited = ended_at[0] - reader.activity - scoring
+    stretch = machine_stretch()  # the second after the timeout is CPU-bound: busy_machine.py
     assert len(ends) == 1 and ends[0].failed and "the stream stalled" in ends[0], ends
     figure = float(re.search(r"no frames for ([\d.]+) s", ends[0]).group(1))
-    assert 2 * 0.9 <= figure < 2 + 1 and waited < 2 + 1, (figure, waited, scoring, ends)
+    assert 2 * 0.9 <= figure < 2 + 1 * stretch, (figure, stretch, ends)
+    assert waited < 2 + 1 * stretch, (figure, waited, scoring, stretch, ends)
 
 
 @pytest.mark.slow
@@ -492,10 +586,12 @@ def test_a_dropped_server_is_reconnected_with_the_gap_logged(scorer):
 def test_a_dropped_rtsp_client_is_a_broken_source(scorer):
     """The server cuts the client off without RTCP BYE: the source broke (a failure), whereas
     a stream that ends with its BYE ended (test_an_rtsp_stream_gives_the_beliefs_of_its_file)."""
-    ends = []
+    ends, got = [], []
     with RtspServer(CUP, loop=True, speed=2) as server:
-        threading.Timer(3.0, server.drop).start()
-        got = list(follow(server.url, grounder(scorer), lag="queue", on_end=ends.append))
+        for est in follow(server.url, grounder(scorer), lag="queue", on_end=ends.append):
+            got.append(est)
+            if len(got) == 1:  # once a segment came (not after fixed seconds: the load varies)
+                server.drop()
     assert len(got) >= 1 and [e.segment for e in got] == list(range(len(got)))
     assert len(ends) == 1 and ends[0].failed, ends
     assert ends[0].startswith(
@@ -532,9 +628,17 @@ def _follow_http(task_file, tmp_path, url, *extra: str) -> tuple[int, str]:
 
 @pytest.mark.slow
 def test_a_killed_http_server_exits_1_and_a_finished_stream_exits_0(task_file, tmp_path, capsys):
+    log = tmp_path / "events.jsonl"
+
+    def kill_after_one_event():  # once a segment came, not after fixed seconds
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not (log.exists() and log.read_text()):
+            time.sleep(0.05)
+        url.kill()
+
     with http_ts(CUP, loop=True, speed=2) as url:
-        threading.Timer(4.0, url.kill).start()
-        code, page = _follow_http(task_file, tmp_path, url)
+        threading.Thread(target=kill_after_one_event, daemon=True).start()
+        code, page = _follow_http(task_file, tmp_path, url, "--jsonl", str(log))
     out, err = capsys.readouterr()
     lines = _stderr_lines(err)
     assert code == 1 and len(lines) == 1, err
@@ -656,7 +760,8 @@ def test_a_stalled_live_stream_stops_at_the_next_poll_once_the_flag_is_set(score
             for _ in stream:  # at most the segments already read before the stall
                 pass
         waited = time.monotonic() - set_at[0]
-    assert first.segment == 0 and waited < 2 * _POLL_S + 0.5
+    stretch = machine_stretch()
+    assert first.segment == 0 and waited < 2 * _POLL_S + 0.5 * stretch, (waited, stretch)
 
 
 def test_the_reconnection_backoff():
@@ -698,9 +803,12 @@ def test_a_reconnect_window_rides_out_a_server_restart(scorer):
     gap = next(i for i in items if isinstance(i, Gap))
     assert gap.reason == "reconnect" and not ends
     assert _covered(items) == list(range(_covered(items)[-1] + 1))
+    got = []
     with RtspServer(CUP, loop=True, speed=2) as server:
-        threading.Timer(2.5, server.close).start()
-        got = list(follow(server.url, grounder(scorer), lag="queue", timeout=3, on_end=ends.append))
+        for est in follow(server.url, grounder(scorer), lag="queue", timeout=3, on_end=ends.append):
+            got.append(est)
+            if len(got) == 1:  # the server goes away once a segment came
+                server.close()
     assert got and len(ends) == 1 and ends[0].failed
 
 

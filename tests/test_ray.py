@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from busy_machine import machine_stretch
 from clips import CLIPS, score_argv
 
 # Before ``import ray``, which reads them: a local Ray node takes the machine's network address
@@ -140,7 +141,7 @@ def test_an_address_that_does_not_answer_fails_within_the_connect_timeout(
         "error: cannot reach the Ray cluster at 127.0.0.1:1: Connection refused (gave up "
         "after 2 s; --connect-timeout sets the limit)"
     ]
-    assert 2 <= seconds < 5, seconds
+    assert 2 <= seconds < 2 + 3 * machine_stretch(), seconds  # busy_machine.py
 
 
 def test_a_listener_that_is_no_ray_cluster_fails_within_the_connect_timeout(not_connected):
@@ -150,7 +151,7 @@ def test_a_listener_that_is_no_ray_cluster_fails_within_the_connect_timeout(not_
         t0 = time.monotonic()
         with pytest.raises(RayConnectError, match="does not answer as a Ray cluster"):
             connect(f"127.0.0.1:{silent.getsockname()[1]}", timeout=1.5)
-        assert time.monotonic() - t0 < 3
+        assert time.monotonic() - t0 < 1.5 + 1.5 * machine_stretch()
 
 
 @pytest.fixture
@@ -165,7 +166,7 @@ def default_sigint():
 def test_ctrl_c_works_while_connecting(not_connected, default_sigint, tmp_path, capsys):
     threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
     rc, seconds = _score_on("127.0.0.1:1", tmp_path, "--connect-timeout", "30")
-    assert rc == 130 and seconds < 4, seconds
+    assert rc == 130 and seconds < 1 + 3 * machine_stretch(), seconds
     assert capsys.readouterr().err.strip().splitlines() == ["error: interrupted"]
 
 

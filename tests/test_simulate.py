@@ -205,6 +205,7 @@ def test_offline_recall_monotone_and_calibrate(htstep60: list[Video]) -> None:
 # --------------------------------------------------------------------------------------------
 # noise_corr: temporally correlated noise (AR(1) across segments)
 
+
 @pytest.mark.parametrize("dataset", ["htstep", "crosstask", "ego4d_goalstep", "coin"])
 def test_noise_corr_zero_is_the_iid_simulation_bit_for_bit(dataset, monkeypatch) -> None:
     """At ``noise_corr = 0`` (the default) the simulation is the i.i.d. one, bit for bit: the

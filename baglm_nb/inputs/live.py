@@ -68,6 +68,9 @@ __all__ = [
 LIVE_SCHEMES = frozenset({"rtsp", "rtsps", "rtmp", "rtmps", "udp", "rtp", "srt", "tcp"})
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _CAMERA = re.compile(r"^/dev/video\d+$")
+#: A live frame this much later (s) than its timestamp says is one the demuxer held back
+#: (:meth:`LiveReader._frame_activity`; at least a quarter of the stall timeout).
+_HELD_BACK_S = 0.5
 #: What :meth:`LiveReader._read` returns when the source sent its end (no reconnection).
 _SENT_END = "sent its end"
 
@@ -444,8 +447,8 @@ class LiveReader:
             self._samples.clear()
             self._gap(skipped, "no frames")
         self.frames_read += 1
+        self.activity = self._frame_activity(t, arrived)
         self._last_t, self._last_wall = t, arrived
-        self.activity = time.perf_counter()
         if not samples:
             return
         image = frame.to_ndarray(format="rgb24")
@@ -454,6 +457,24 @@ class LiveReader:
             self._samples.append((n, image, t))
             if (n + 1) % per == 0:
                 self._segment(n // per, arrived)
+
+    def _frame_activity(self, t: float, arrived: float) -> float:
+        """When the frame at stream time ``t``, handed over at ``arrived``, counts as activity.
+
+        Normally when it arrived. A live stream's frame that came after a silence much longer
+        than its stream time advanced is one the demuxer held back (FFmpeg's parser releases a
+        frame when the next one starts, or when a read times out: the last frame before a
+        stall comes out ``timeout`` seconds late): it counts when it was due, the previous
+        activity plus its advance, so a stall is timed from the last frame that really came.
+        The next frame that arrives in step with its timestamp counts when it arrived again.
+        """
+        if self._last_t is None or self.source.kind == "file":
+            return arrived
+        advance = max(t - self._last_t, 0.0)
+        late = (arrived - self._last_wall) - advance
+        if late > max(_HELD_BACK_S, 0.25 * self.timeout):
+            return min(arrived, self.activity + advance)
+        return arrived
 
     def _gap(self, segments: range, reason: str) -> None:
         if len(segments):

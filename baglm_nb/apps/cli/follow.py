@@ -97,7 +97,7 @@ def register(verbs) -> None:
     p.add_argument("--html", help="write a self-contained HTML report here")
     p.add_argument("--trust-remote-code", action="store_true")
     add_served_arguments(p, timeout_option="--request-timeout")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, quick_exit=True)  # a person waits for its end (main.end_process)
 
 
 def _add_online_filter_options(p: argparse.ArgumentParser) -> None:

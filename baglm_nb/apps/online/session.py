@@ -40,6 +40,10 @@ def run_follow(args: argparse.Namespace, build_scorer: Callable[[], Any]) -> int
     ended: list[str] = []
     pressed = threading.Event()
     alerts_on, alerts_line = alert_setting(args)
+    if args.html:  # loaded now, not when the run ends: the report is written while a person waits
+        import matplotlib.pyplot  # noqa: F401
+
+        import baglm_nb.apps.online.report  # noqa: F401
     if args.replay:
         dataset, scores, cached = replay_target(args)
         if not args.source:
@@ -116,4 +120,4 @@ def _report(
         alerts=alerts,
         alerts_note=alerts_note,
     )
-    print(f"report: {args.html}")
+    print(f"report: {args.html}", flush=True)
