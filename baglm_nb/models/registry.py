@@ -21,7 +21,7 @@ import torch
 from baglm_nb.models.engine import PRETRAINED, RANDOM_INIT, TransformersScorer
 from baglm_nb.models.families import FAMILIES, MODELS, family_of_model_type, family_spec
 from baglm_nb.models.families.base import ModelSpec
-from baglm_nb.models.fingerprints import folder_fingerprint
+from baglm_nb.models.fingerprints import record_fingerprint, weights_record
 
 __all__ = [
     "FAMILIES",
@@ -154,6 +154,7 @@ def load_scorer(
         dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     net, tokenizer, processor = _load_parts(folder, fam, remote, dtype)
     chat_template = scorer_kwargs.pop("chat_template", None) or _template_from_files(folder)
+    record = weights_record(folder)
     return TransformersScorer(
         net.to(device).eval(),
         tokenizer,
@@ -162,7 +163,8 @@ def load_scorer(
         label=RANDOM_INIT if raw_config.get("baglm_random_init", False) else PRETRAINED,
         processor=processor,
         chat_template=chat_template,
-        fingerprint=folder_fingerprint(folder),
+        fingerprint=record_fingerprint(record),
+        weights_record=record,
         **scorer_kwargs,
     )
 

@@ -66,6 +66,15 @@ from baglm_nb.models.fingerprints import served_fingerprint, served_metadata
 from baglm_nb.models.openai_client import Connection, ServerError
 from baglm_nb.models.prompts import option_labels
 from baglm_nb.models.questions import Question, ScoringError, build_questions, combine
+from baglm_nb.models.served_checks import (
+    CANARY_ANSWERS,
+    LOW_TOKENS,
+    PROBE_QUESTION,
+    PROBE_TOP,
+    canary_image,
+    listed_refusal,
+    lows_refusal,
+)
 from baglm_nb.models.served_labels import check_forced, forced_logprob, forced_options, single_token
 from baglm_nb.models.served_messages import (
     QWEN_PIXELS,
@@ -115,7 +124,6 @@ def served_name(model: str) -> str:
     return model.removeprefix(PREFIX)
 
 
-_PROBE_QUESTION = "Answer with the letter A.\n"
 _PREFILL = {"prompt_logprobs": 0, "add_generation_prompt": False, "continue_final_message": True}
 """vLLM's extension: score the prefilled assistant answer as part of the prompt."""
 _DEFAULT = object()
@@ -228,6 +236,9 @@ class ServedScorer:
         self._probe_lock = threading.Lock()
         self._token_ids: dict[str, int] = {}
         self._served: dict[str, Any] | None = None  # what /v1/models says about the model
+        self._record: dict[str, Any] | None = None
+        self._checked = False
+        self._listed_memo: dict[str, tuple[list[dict], list[tuple[str, float]]]] = {}
         self.strategy_reason = "" if strategy == "auto" else "asked for"
         self.cache_prompt = bool(cache_prompt)
         self.pixels = pixels
@@ -250,6 +261,9 @@ class ServedScorer:
         ``"labels"`` checked: :class:`ServerError` naming the server's answer when it is not
         exact on this server)."""
         with self._probe_lock:
+            if not self._checked:
+                self._check_logprobs()  # any strategy: a server whose logprobs are false
+                self._checked = True
             if self._strategy == "auto":
                 self._strategy, self.strategy_reason = self._probe()
                 print(
@@ -376,29 +390,108 @@ class ServedScorer:
             self._token_ids[answer] = tid
         return tid
 
-    def _labels_refusal(self) -> str | None:
-        """Why ``labels`` is not exact on this server (``None`` when it is): the runner-up
-        token of an unbiased request, forced, must come back with the same logprob."""
-        msgs = self.messages(_PROBE_QUESTION)
-        try:
-            top = _top_logprobs(self._post(msgs, logprobs=True, top_logprobs=5))
-            ranked = sorted(
-                (e for e in top if isinstance(e, dict) and isinstance(e.get("token"), str)),
-                key=lambda e: -float(e.get("logprob") or -math.inf),
+    def _probe_images(self) -> dict[str, list[str]]:
+        """The images of the probe's and the canary's two prompts: none, and the canary image
+        (at the family's processor size, as frames are sent)."""
+        image = served_frames(self.family, canary_image()[None, None], self.pixels)[0, 0]
+        return {"text": [], "image": [encode_png(image)]}
+
+    def _probe_prompts(self) -> list[tuple[str, list[dict]]]:
+        """The probe's two prompts: ``(what, messages)``, text then image."""
+        return [
+            (f"the {kind} prompt", self.messages(PROBE_QUESTION, images))
+            for kind, images in self._probe_images().items()
+        ]
+
+    def _listed(self, what: str, msgs: list[dict]) -> tuple[list[dict], list[tuple[str, float]]]:
+        """The unbiased top :data:`PROBE_TOP` of a probe prompt, best first (the entries and
+        their ``(token, logprob)``, asked once); :class:`ServerError` when they are no
+        log-softmax."""
+        if what in self._listed_memo:
+            return self._listed_memo[what]
+        top = _top_logprobs(self._post(msgs, logprobs=True, top_logprobs=PROBE_TOP))
+        entries = [e for e in top if isinstance(e, dict) and isinstance(e.get("token"), str)]
+        values = [_check_logprob(e.get("logprob"), e["token"]) for e in entries]
+        order = sorted(range(len(entries)), key=lambda i: -values[i])
+        entries = [entries[i] for i in order]
+        listed = [(entries[i]["token"], values[order[i]]) for i in range(len(entries))]
+        self._untrustworthy(listed_refusal(listed, what))
+        self._listed_memo[what] = entries, listed
+        return entries, listed
+
+    def _untrustworthy(self, why: str | None) -> None:
+        """:class:`ServerError` (nothing is scored) when the probe found the logprobs false."""
+        if why:
+            raise ServerError(
+                f"{self._conn.where} fails the logprob probe: {why}; its probabilities cannot "
+                "be trusted, so nothing is scored"
             )
-            if len(ranked) < 2:
-                return f"it returned {len(ranked)} top logprob(s) where 5 were asked for"
-            runner = ranked[1]
-            token = runner["token"]
-            unbiased = _check_logprob(runner.get("logprob"), token)
-            tid = runner.get("id")
-            if not isinstance(tid, int):
-                tid = single_token(token, [self.token_id(token)])
-            forced = forced_logprob(self._post(msgs, **forced_options(tid)), token)
-        except (ServerError, ScoringError) as exc:
-            _refused_or_raise(exc, self._conn.where)
-            return str(exc)
-        return check_forced(unbiased, forced, token)
+
+    def _check_logprobs(self) -> None:
+        """The probe's checks of the unbiased logprobs on both prompts (any strategy)."""
+        for what, msgs in self._probe_prompts():
+            try:
+                self._listed(what, msgs)
+            except (ServerError, ScoringError) as exc:
+                _refused_or_raise(exc, self._conn.where)
+
+    def _forced(self, msgs: list[dict], token: str, tid: Any = None) -> Any:
+        """The logprob the server reports for ``token`` forced on ``msgs`` (unchecked)."""
+        if not isinstance(tid, int):
+            tid = single_token(token, [self.token_id(token)])
+        return forced_logprob(self._post(msgs, **forced_options(tid)), token)
+
+    def _labels_refusal(self) -> str | None:
+        """Why ``labels`` is not exact on this server (``None`` when it is), on a text and an
+        image prompt: the runner-up token of an unbiased request, forced, must come back with
+        the same logprob; low-ranked tokens (:data:`LOW_TOKENS` outside the top list), forced,
+        must not be a floor or break the distribution (:class:`ServerError` then: the server's
+        numbers are false, whatever the strategy)."""
+        for what, msgs in self._probe_prompts():
+            try:
+                entries, listed = self._listed(what, msgs)
+                if len(listed) < 2:
+                    n = len(listed)
+                    return f"it returned {n} top logprob(s) where {PROBE_TOP} were asked for"
+                token, unbiased = listed[1]
+                why = check_forced(unbiased, self._forced(msgs, token, entries[1].get("id")), token)
+                if why:
+                    return f"{why} (on {what})"
+                shown = {t for t, _ in listed}
+                lows = []
+                for low in (t for t in LOW_TOKENS if t not in shown):
+                    lows.append((low, _check_logprob(self._forced(msgs, low), low)))
+                complete = len(listed) == PROBE_TOP
+                self._untrustworthy(lows_refusal(lows, listed, complete, what))
+            except (ServerError, ScoringError) as exc:
+                _refused_or_raise(exc, self._conn.where)
+                return str(exc)
+        return None
+
+    # -- the canary ---------------------------------------------------------------------
+    def canary(self) -> dict[str, Any]:
+        """The model's answers to the fixed canary request (:mod:`baglm_nb.models.served_checks`):
+        the logprobs of :data:`CANARY_ANSWERS` after the probe question, as text and with the
+        canary image, read with the strategy in use."""
+        question = Question("vsg", PROBE_QUESTION, CANARY_ANSWERS)
+        logprobs = {
+            kind: [round(math.log(p), 6) for p in self.question_probs(question, images)]
+            for kind, images in self._probe_images().items()
+        }
+        return {
+            "question": PROBE_QUESTION,
+            "answers": list(CANARY_ANSWERS),
+            "strategy": self.strategy,
+            "logprobs": logprobs,
+        }
+
+    @property
+    def weights_record(self) -> dict[str, Any]:
+        """What the key's fingerprint stands for, stored beside the scores: what ``/v1/models``
+        says and the :meth:`canary` (asked once per scorer)."""
+        if self._record is None:
+            self._record = {"served": self._metadata(), "canary": self.canary()}
+        return self._record
 
     def _full_top(self) -> int:
         """``top_logprobs`` of the full-vocab strategy (see the class docs)."""
@@ -441,10 +534,13 @@ class ServedScorer:
         if refused is None:
             return "labels", "the probe found forced answers' logprobs exact"
         why = f"labels refused: {refused}"
-        msgs = self.messages(_PROBE_QUESTION)
+        msgs = self.messages(PROBE_QUESTION)
         try:
-            data = self._post(msgs, logprobs=True, top_logprobs=APPROX_TOP + 1)
-            if len(_top_logprobs(data)) > APPROX_TOP:
+            top = _top_logprobs(self._post(msgs, logprobs=True, top_logprobs=APPROX_TOP + 1))
+            entries = [e for e in top if isinstance(e, dict)]
+            listed = [(str(e.get("token")), _check_logprob(e.get("logprob"), "?")) for e in entries]
+            self._untrustworthy(listed_refusal(listed, "the text prompt"))
+            if len(top) > APPROX_TOP:
                 return "full-vocab", f"{why}; the server returns the whole vocabulary's logprobs"
         except (ServerError, ScoringError) as exc:
             _refused_or_raise(exc, self._conn.where)
