@@ -480,15 +480,14 @@ def _check_weights(folder: Path, record: Mapping[str, Any] | None) -> None:
     """Refuse to resume a served model's cache whose stored canary the server now answers
     differently (another model behind the same name and description): ``ServerError``
     naming both canaries and the folder."""
-    from baglm_nb.models.openai_client import ServerError
-    from baglm_nb.models.served_checks import canary_refusal
+    from baglm_nb.models.served_checks import ServerRefused, canary_refusal
 
     stored = read_weights_record(folder) if folder.is_dir() else None
     if not record or not stored or "canary" not in record or "canary" not in stored:
         return
     why = canary_refusal(stored["canary"], record["canary"])
     if why:
-        raise ServerError(
+        raise ServerRefused(
             f"the served model is not the one whose scores are in {folder}: {why}; serve that "
             "model again to resume, or score into another --cache-root (or move that folder away)"
         )

@@ -71,6 +71,7 @@ from baglm_nb.models.served_checks import (
     LOW_TOKENS,
     PROBE_QUESTION,
     PROBE_TOP,
+    ServerRefused,
     canary_image,
     listed_refusal,
     lows_refusal,
@@ -411,7 +412,7 @@ class ServedScorer:
             return self._listed_memo[what]
         top = _top_logprobs(self._post(msgs, logprobs=True, top_logprobs=PROBE_TOP))
         entries = [e for e in top if isinstance(e, dict) and isinstance(e.get("token"), str)]
-        values = [_check_logprob(e.get("logprob"), e["token"]) for e in entries]
+        values = [_check_logprob(e.get("logprob"), e["token"], floor=False) for e in entries]
         order = sorted(range(len(entries)), key=lambda i: -values[i])
         entries = [entries[i] for i in order]
         listed = [(entries[i]["token"], values[order[i]]) for i in range(len(entries))]
@@ -422,7 +423,7 @@ class ServedScorer:
     def _untrustworthy(self, why: str | None) -> None:
         """:class:`ServerError` (nothing is scored) when the probe found the logprobs false."""
         if why:
-            raise ServerError(
+            raise ServerRefused(
                 f"{self._conn.where} fails the logprob probe: {why}; its probabilities cannot "
                 "be trusted, so nothing is scored"
             )
@@ -460,7 +461,7 @@ class ServedScorer:
                 shown = {t for t, _ in listed}
                 lows = []
                 for low in (t for t in LOW_TOKENS if t not in shown):
-                    lows.append((low, _check_logprob(self._forced(msgs, low), low)))
+                    lows.append((low, _check_logprob(self._forced(msgs, low), low, floor=False)))
                 complete = len(listed) == PROBE_TOP
                 self._untrustworthy(lows_refusal(lows, listed, complete, what))
             except (ServerError, ScoringError) as exc:
@@ -538,7 +539,10 @@ class ServedScorer:
         try:
             top = _top_logprobs(self._post(msgs, logprobs=True, top_logprobs=APPROX_TOP + 1))
             entries = [e for e in top if isinstance(e, dict)]
-            listed = [(str(e.get("token")), _check_logprob(e.get("logprob"), "?")) for e in entries]
+            listed = [
+                (str(e.get("token")), _check_logprob(e.get("logprob"), "?", floor=False))
+                for e in entries
+            ]
             self._untrustworthy(listed_refusal(listed, "the text prompt"))
             if len(top) > APPROX_TOP:
                 return "full-vocab", f"{why}; the server returns the whole vocabulary's logprobs"

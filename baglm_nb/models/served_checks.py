@@ -21,8 +21,9 @@ and with one tiny image, read with the run's strategy. The score driver stores i
 scores (``weights.json``) and re-asks it on every resume: :func:`canary_refusal` says when the
 two differ by more than :data:`CANARY_TOL`, naming both.
 
-Exports :data:`PROBE_QUESTION`, :data:`PROBE_TOP`, :data:`LOW_TOKENS`, :data:`FLOOR_LOGPROB`,
-:data:`SUM_TOL`, :data:`CANARY_ANSWERS`, :data:`CANARY_TOL`, :func:`canary_image`,
+Both refusals are a :class:`ServerRefused`. Exports :data:`PROBE_QUESTION`, :data:`PROBE_TOP`,
+:data:`LOW_TOKENS`, :data:`FLOOR_LOGPROB`, :data:`SUM_TOL`, :data:`CANARY_ANSWERS`,
+:data:`CANARY_TOL`, :func:`canary_image`,
 :func:`listed_refusal`, :func:`lows_refusal` and :func:`canary_refusal`.
 """
 
@@ -34,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from baglm_nb.models.openai_client import ServerError
 from baglm_nb.models.served_responses import FLOOR_LOGPROB
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "PROBE_QUESTION",
     "PROBE_TOP",
     "SUM_TOL",
+    "ServerRefused",
     "canary_image",
     "canary_refusal",
     "listed_refusal",
@@ -66,6 +69,11 @@ same model (llama.cpp's prompt cache alone moves a logprob by up to about 0.02; 
 move them by whole units)."""
 CANARY_SIDE = 56
 """Side of the canary image in pixels (two 28-pixel patches)."""
+
+
+class ServerRefused(ServerError):
+    """A server that answers, but whose answers are refused: its logprobs fail the probe, or it
+    serves another model than the one a cache was scored with (running again does not help)."""
 
 
 def canary_image() -> np.ndarray:

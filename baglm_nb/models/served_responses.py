@@ -25,14 +25,15 @@ FLOOR_LOGPROB = -1000.0
 never a log-softmax (``exp`` of it is 0.0 in float64 below about -745): refused."""
 
 
-def _check_logprob(value: Any, answer: str) -> float:
+def _check_logprob(value: Any, answer: str, *, floor: bool = True) -> float:
     """A logprob as a float; ``ScoringError`` when it is not a finite number <= 0
-    (:func:`baglm_nb.models.logprobs.checked_logprob`, the one rule)."""
+    (:func:`baglm_nb.models.logprobs.checked_logprob`, the one rule), or (with ``floor``) when
+    it is below :data:`FLOOR_LOGPROB`."""
     try:
         logprob = checked_logprob(value, what=f"the server's logprob of answer {answer!r}")
     except InvalidLogprob as exc:
         raise ScoringError(str(exc)) from None
-    if logprob < FLOOR_LOGPROB:
+    if floor and logprob < FLOOR_LOGPROB:
         raise ScoringError(
             f"the server's logprob of answer {answer!r} is {logprob:g}, below {FLOOR_LOGPROB:g}: "
             "a floor value, not a log-softmax; it is never read as 0"
