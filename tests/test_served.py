@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import shutil
 import urllib.request
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from baglm_nb.models.prompts import format_choices, get_prompt
 from baglm_nb.models.questions import Question, ScoringError, build_questions
 from baglm_nb.models.scoring import score_dataset
 from baglm_nb.models.served import ServedScorer
+from baglm_nb.models.served_checks import PROBE_QUESTION
 from baglm_nb.models.testing import make_random_scorer, random_gguf
 from baglm_nb.stores.scores import ScoreCache
 
@@ -155,7 +157,8 @@ def test_server_killed_mid_run_then_resumed_with_the_cli(llama, key, tmp_path, c
 
     class KillDuringSecondVideo(ServedScorer):
         def question_probs(self, question, images=()):
-            asked.append(question.kind)
+            if question.text != PROBE_QUESTION:  # not the canary
+                asked.append(question.kind)
             if len(asked) == 3:  # v1: VSG + progress; v2: its first question
                 llama.kill()
             return super().question_probs(question, images)
@@ -273,6 +276,8 @@ def test_labels_equals_full_vocab_on_the_same_server(llama, key):
         full = served(llama.url, strategy="full-vocab", concurrency=1, cache_prompt=cache_prompt)
         lab = served(llama.url, strategy="auto", concurrency=1, cache_prompt=cache_prompt)
         assert lab.strategy == "labels", lab.strategy_reason
+        probe = lab.stats["requests"]
+        assert full.strategy == "full-vocab" and full.stats["requests"] == 2  # text, image
         images = full._encode(frames)
         p_full, p_lab = full._ask(questions, images), lab._ask(questions, images)
         for a, b in zip(p_lab, p_full, strict=True):
@@ -281,9 +286,9 @@ def test_labels_equals_full_vocab_on_the_same_server(llama, key):
             big = b > 1e-4  # none for this random model: its answers are all below 1e-4
             np.testing.assert_allclose(np.log(a[big]), np.log(b[big]), atol=1e-3)
             np.testing.assert_allclose(np.log(a), np.log(b), atol=log_tol)
-        assert lab.stats["requests"] == 2 + 3 + 10 and full.stats["requests"] == 2  # 2: probe
-        assert lab.stats["bytes"] / lab.stats["requests"] < 2_000  # about 0.8 KB
-        assert full.stats["bytes"] / full.stats["requests"] > 10_000_000  # about 14 MB
+        assert lab.stats["requests"] - probe == 3 + 10 and full.stats["requests"] == 2 + 2
+        assert lab.stats["bytes"] / lab.stats["requests"] < 5_000  # about 0.8 KB, the probe 3 KB
+        assert full.stats["bytes"] / 2 > 10_000_000  # about 14 MB
 
 
 def test_labels_refuses_a_label_of_two_tokens_with_its_ids(llama, key):
@@ -375,3 +380,55 @@ def test_images_served_against_local_on_the_same_weights(llama, key):
         # the README's figures: `pytest tests/test_served.py -k images -s` prints them
         print(f"{name}: max |served - local| log-prob {np.abs(lp_served - lp_local).max():.4f}")
         np.testing.assert_allclose(lp_served, lp_local, atol=tol, err_msg=name)
+
+
+def score_served(videos: Path, ann: Path, root: Path, url: str, model: str = MODEL) -> tuple:
+    """``score --backend openai`` in process: (exit status, summary or None, error lines)."""
+    import contextlib
+    import io
+
+    argv = ["score", "--dataset", "coin", "--video-dir", str(videos), "--annotations", str(ann),
+            "--cache-root", str(root), "--backend", "openai", "--model", model, "--family",
+            "qwen2_5_vl", "--base-url", url, "--api-key-env", KEY_ENV, "--no-progress"]  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(argv)
+    errors = [line for line in err.getvalue().splitlines() if line.startswith("error:")]
+    return rc, json.loads(out.getvalue()) if rc == 0 else None, errors
+
+
+@pytest.mark.parametrize("swap", ["same-path", "same-alias"])
+def test_other_weights_behind_the_same_description_are_refused(key, tmp_path, swap):
+    """Two tiny GGUFs of the same shapes (seed 0, seed 1), served one after the other with the
+    same /v1/models description: the file replaced at the same path, or two files under one
+    --alias. The second run does not report the first model's scores as cached: its canary
+    differs, and it refuses with one line naming both."""
+    if SERVER_MISSING:
+        pytest.fail(SERVER_MISSING + " (or make setup)")
+    first, mmproj = random_gguf("qwen2_5_vl")
+    second, _ = random_gguf("qwen2_5_vl", seed=1)
+    videos = short_clips(tmp_path / "videos", ["v1"], 2.2, size="112:84")
+    ann = coin_annotations(tmp_path / "ann", ["v1"], STEPS[:1], 2.2)
+    root = tmp_path / "cache"
+    served_path = tmp_path / "model.gguf"
+    alias = "tiny-qwen" if swap == "same-alias" else None
+    descriptions, results = [], []
+    for n, weights in enumerate((first, second)):
+        if swap == "same-path":
+            shutil.copyfile(weights, served_path)
+        model = served_path if swap == "same-path" else weights
+        proc = ServerProcess(
+            model, tmp_path / f"server{n}.log", api_key=KEY, mmproj=mmproj, n_ctx=2048, alias=alias
+        ).wait_ready()
+        try:
+            descriptions.append(served(proc.url)._fetch_metadata())
+            results.append(score_served(videos, ann, root, proc.url, alias or MODEL))
+        finally:
+            proc.kill()
+    assert descriptions[0] == descriptions[1]  # /v1/models cannot tell the two apart
+    (rc, summary, errors), (rc2, summary2, errors2) = results
+    assert rc == 0 and summary["scored"] == 1, errors
+    assert rc2 == 1 and summary2 is None and len(errors2) == 1
+    assert f"the served model is not the one whose scores are in {summary['cache']}" in errors2[0]
+    assert "canary answers differ by" in errors2[0] and "then," in errors2[0]
+    assert ScoreCache.open(summary["cache"]).uids() == ["v1"]

@@ -89,6 +89,7 @@ from baglm_nb.models.served_responses import (
     _top_logprobs,
     answer_probs,
     prompt_logprob,
+    token_bytes,
 )
 
 __all__ = [
@@ -454,8 +455,12 @@ class ServedScorer:
                 if len(listed) < 2:
                     n = len(listed)
                     return f"it returned {n} top logprob(s) where {PROBE_TOP} were asked for"
-                token, unbiased = listed[1]
-                why = check_forced(unbiased, self._forced(msgs, token, entries[1].get("id")), token)
+                high = next((i for i in range(1, len(entries)) if _whole(entries[i])), None)
+                if high is None:
+                    return f"on {what} it listed no whole UTF-8 token below its top one to force"
+                token, unbiased = listed[high]
+                forced = self._forced(msgs, token, entries[high].get("id"))
+                why = check_forced(unbiased, forced, token)
                 if why:
                     return f"{why} (on {what})"
                 shown = {t for t, _ in listed}
@@ -653,6 +658,16 @@ class ServedScorer:
 
 class MalformedResponse(ScoringError):
     """An answer that is no chat completion at all (not JSON, or not a JSON object)."""
+
+
+def _whole(entry: dict) -> bool:
+    """Whether a listed token is whole UTF-8 text (a server sends no logprobs for a token that
+    is part of a character, so the probe forces only whole ones)."""
+    raw = token_bytes(entry)
+    try:
+        return bool(raw) and bool(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return False
 
 
 def _refused_or_raise(exc: Exception, where: str) -> None:
