@@ -154,7 +154,6 @@ def load_scorer(
         dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     net, tokenizer, processor = _load_parts(folder, fam, remote, dtype)
     chat_template = scorer_kwargs.pop("chat_template", None) or _template_from_files(folder)
-    record = weights_record(folder)
     return TransformersScorer(
         net.to(device).eval(),
         tokenizer,
@@ -163,8 +162,8 @@ def load_scorer(
         label=RANDOM_INIT if raw_config.get("baglm_random_init", False) else PRETRAINED,
         processor=processor,
         chat_template=chat_template,
+        weights_record=(record := weights_record(folder)),
         fingerprint=record_fingerprint(record),
-        weights_record=record,
         **scorer_kwargs,
     )
 

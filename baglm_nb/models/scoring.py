@@ -425,11 +425,9 @@ def score_dataset(
     by_uid = {v.uid: v for v in videos}
     t0 = time.perf_counter()
     with _engine(engine, scorer) as eng:
-        model_id, label, weights, record = eng.identity()
+        model_id, label, weights, _ = identity = eng.identity()
         t_ready = time.perf_counter()
-        key = _score_key(dataset, model_id, weights, segment_duration, sampling_fps)
-        _check_weights(Path(root) / key.relpath(), record)  # before anything is written
-        cache = _open_cache(root, key, record)
+        cache = _open_cache(root, dataset, identity, segment_duration, sampling_fps)
         failures_path = cache.path / "failures.json"
         failures = _read_failures(failures_path)
         done_before, unreadable, stale = _resume(cache, videos, annotation)
@@ -494,14 +492,22 @@ def _check_weights(folder: Path, record: Mapping[str, Any] | None) -> None:
 
 
 def _open_cache(
-    root: str | os.PathLike, key: ScoreKey, record: Mapping[str, Any] | None
+    root: str | os.PathLike,
+    dataset: str,
+    identity: tuple[str, str, str, Mapping[str, Any] | None],
+    segment_duration: int,
+    sampling_fps: float,
 ) -> ScoreCache:
-    """The score cache of ``key``, with the one-line warning when the weights have no
-    fingerprint; ``record`` is written as its ``weights.json`` the first time, or when the
-    stored canary was asked differently (a served cache from before canaries: said in one
-    line, since its model cannot be checked)."""
+    """The score cache of a model's LMM scores (``identity``: :func:`scorer_identity`'s),
+    after :func:`_check_weights`, with the one-line warning when the weights have no
+    fingerprint; ``record`` is written as its ``weights.json`` the
+    first time, or when the stored canary was asked differently (a served cache from before
+    canaries: said in one line, since its model cannot be checked)."""
     from baglm_nb.models.served_checks import canary_refusal
 
+    model_id, _, weights, record = identity
+    key = _score_key(dataset, model_id, weights, segment_duration, sampling_fps)
+    _check_weights(Path(root) / key.relpath(), record)  # before anything is written
     cache = ScoreCache(root, key)
     warn_unfingerprinted(cache)
     if record is None:

@@ -66,17 +66,8 @@ from baglm_nb.models.fingerprints import served_fingerprint, served_metadata
 from baglm_nb.models.openai_client import Connection, ServerError
 from baglm_nb.models.prompts import option_labels
 from baglm_nb.models.questions import Question, ScoringError, build_questions, combine
-from baglm_nb.models.served_checks import (
-    CANARY_ANSWERS,
-    LOW_TOKENS,
-    PROBE_QUESTION,
-    PROBE_TOP,
-    ServerRefused,
-    canary_image,
-    listed_refusal,
-    lows_refusal,
-)
-from baglm_nb.models.served_labels import check_forced, forced_logprob, forced_options, single_token
+from baglm_nb.models.served_checks import PROBE_QUESTION, listed_refusal
+from baglm_nb.models.served_labels import forced_logprob, forced_options, single_token
 from baglm_nb.models.served_messages import (
     QWEN_PIXELS,
     encode_png,
@@ -84,12 +75,19 @@ from baglm_nb.models.served_messages import (
     served_frames,
     user_content,
 )
+from baglm_nb.models.served_probe import (
+    MalformedResponse,
+    canary,
+    check_logprobs,
+    labels_refusal,
+    refused_or_raise,
+    untrustworthy,
+)
 from baglm_nb.models.served_responses import (
     _check_logprob,
     _top_logprobs,
     answer_probs,
     prompt_logprob,
-    token_bytes,
 )
 
 __all__ = [
@@ -264,7 +262,7 @@ class ServedScorer:
         exact on this server)."""
         with self._probe_lock:
             if not self._checked:
-                self._check_logprobs()  # any strategy: a server whose logprobs are false
+                check_logprobs(self)  # any strategy: a server whose logprobs are false
                 self._checked = True
             if self._strategy == "auto":
                 self._strategy, self.strategy_reason = self._probe()
@@ -274,7 +272,7 @@ class ServedScorer:
                     flush=True,
                 )
             elif self._strategy == "labels" and self.strategy_reason == "asked for":
-                why = self._labels_refusal()
+                why = labels_refusal(self)
                 if why:
                     raise ServerError(f"{self._conn.where} cannot use --strategy labels: {why}")
                 self.strategy_reason = "asked for; the probe found it exact"
@@ -299,7 +297,7 @@ class ServedScorer:
             raw = self._conn.call(lambda c: c.models.with_raw_response.list())
             meta = served_metadata(json.loads(raw.content), self.model)
         except ServerError as exc:
-            _refused_or_raise(exc, self._conn.where)
+            refused_or_raise(exc, self._conn.where)
             return {}
         except (ValueError, AttributeError, TypeError):
             return {}
@@ -392,111 +390,12 @@ class ServedScorer:
             self._token_ids[answer] = tid
         return tid
 
-    def _probe_images(self) -> dict[str, list[str]]:
-        """The images of the probe's and the canary's two prompts: none, and the canary image
-        (at the family's processor size, as frames are sent)."""
-        image = served_frames(self.family, canary_image()[None, None], self.pixels)[0, 0]
-        return {"text": [], "image": [encode_png(image)]}
-
-    def _probe_prompts(self) -> list[tuple[str, list[dict]]]:
-        """The probe's two prompts: ``(what, messages)``, text then image."""
-        return [
-            (f"the {kind} prompt", self.messages(PROBE_QUESTION, images))
-            for kind, images in self._probe_images().items()
-        ]
-
-    def _listed(self, what: str, msgs: list[dict]) -> tuple[list[dict], list[tuple[str, float]]]:
-        """The unbiased top :data:`PROBE_TOP` of a probe prompt, best first (the entries and
-        their ``(token, logprob)``, asked once); :class:`ServerError` when they are no
-        log-softmax."""
-        if what in self._listed_memo:
-            return self._listed_memo[what]
-        top = _top_logprobs(self._post(msgs, logprobs=True, top_logprobs=PROBE_TOP))
-        entries = [e for e in top if isinstance(e, dict) and isinstance(e.get("token"), str)]
-        values = [_check_logprob(e.get("logprob"), e["token"], floor=False) for e in entries]
-        order = sorted(range(len(entries)), key=lambda i: -values[i])
-        entries = [entries[i] for i in order]
-        listed = [(entries[i]["token"], values[order[i]]) for i in range(len(entries))]
-        self._untrustworthy(listed_refusal(listed, what))
-        self._listed_memo[what] = entries, listed
-        return entries, listed
-
-    def _untrustworthy(self, why: str | None) -> None:
-        """:class:`ServerError` (nothing is scored) when the probe found the logprobs false."""
-        if why:
-            raise ServerRefused(
-                f"{self._conn.where} fails the logprob probe: {why}; its probabilities cannot "
-                "be trusted, so nothing is scored"
-            )
-
-    def _check_logprobs(self) -> None:
-        """The probe's checks of the unbiased logprobs on both prompts (any strategy)."""
-        for what, msgs in self._probe_prompts():
-            try:
-                self._listed(what, msgs)
-            except (ServerError, ScoringError) as exc:
-                _refused_or_raise(exc, self._conn.where)
-
-    def _forced(self, msgs: list[dict], token: str, tid: Any = None) -> Any:
-        """The logprob the server reports for ``token`` forced on ``msgs`` (unchecked)."""
-        if not isinstance(tid, int):
-            tid = single_token(token, [self.token_id(token)])
-        return forced_logprob(self._post(msgs, **forced_options(tid)), token)
-
-    def _labels_refusal(self) -> str | None:
-        """Why ``labels`` is not exact on this server (``None`` when it is), on a text and an
-        image prompt: the runner-up token of an unbiased request, forced, must come back with
-        the same logprob; low-ranked tokens (:data:`LOW_TOKENS` outside the top list), forced,
-        must not be a floor or break the distribution (:class:`ServerError` then: the server's
-        numbers are false, whatever the strategy)."""
-        for what, msgs in self._probe_prompts():
-            try:
-                entries, listed = self._listed(what, msgs)
-                if len(listed) < 2:
-                    n = len(listed)
-                    return f"it returned {n} top logprob(s) where {PROBE_TOP} were asked for"
-                high = next((i for i in range(1, len(entries)) if _whole(entries[i])), None)
-                if high is None:
-                    return f"on {what} it listed no whole UTF-8 token below its top one to force"
-                token, unbiased = listed[high]
-                forced = self._forced(msgs, token, entries[high].get("id"))
-                why = check_forced(unbiased, forced, token)
-                if why:
-                    return f"{why} (on {what})"
-                shown = {t for t, _ in listed}
-                lows = []
-                for low in (t for t in LOW_TOKENS if t not in shown):
-                    lows.append((low, _check_logprob(self._forced(msgs, low), low, floor=False)))
-                complete = len(listed) == PROBE_TOP
-                self._untrustworthy(lows_refusal(lows, listed, complete, what))
-            except (ServerError, ScoringError) as exc:
-                _refused_or_raise(exc, self._conn.where)
-                return str(exc)
-        return None
-
-    # -- the canary ---------------------------------------------------------------------
-    def canary(self) -> dict[str, Any]:
-        """The model's answers to the fixed canary request (:mod:`baglm_nb.models.served_checks`):
-        the logprobs of :data:`CANARY_ANSWERS` after the probe question, as text and with the
-        canary image, read with the strategy in use."""
-        question = Question("vsg", PROBE_QUESTION, CANARY_ANSWERS)
-        logprobs = {
-            kind: [round(math.log(p), 6) for p in self.question_probs(question, images)]
-            for kind, images in self._probe_images().items()
-        }
-        return {
-            "question": PROBE_QUESTION,
-            "answers": list(CANARY_ANSWERS),
-            "strategy": self.strategy,
-            "logprobs": logprobs,
-        }
-
     @property
     def weights_record(self) -> dict[str, Any]:
         """What the key's fingerprint stands for, stored beside the scores: what ``/v1/models``
         says and the :meth:`canary` (asked once per scorer)."""
         if self._record is None:
-            self._record = {"served": self._metadata(), "canary": self.canary()}
+            self._record = {"served": self._metadata(), "canary": canary(self)}
         return self._record
 
     def _full_top(self) -> int:
@@ -536,7 +435,7 @@ class ServedScorer:
 
     def _probe(self) -> tuple[str, str]:
         """The best strategy this server supports, and why (a few tiny text requests)."""
-        refused = self._labels_refusal()
+        refused = labels_refusal(self)
         if refused is None:
             return "labels", "the probe found forced answers' logprobs exact"
         why = f"labels refused: {refused}"
@@ -548,17 +447,17 @@ class ServedScorer:
                 (str(e.get("token")), _check_logprob(e.get("logprob"), "?", floor=False))
                 for e in entries
             ]
-            self._untrustworthy(listed_refusal(listed, "the text prompt"))
+            untrustworthy(self, listed_refusal(listed, "the text prompt"))
             if len(top) > APPROX_TOP:
                 return "full-vocab", f"{why}; the server returns the whole vocabulary's logprobs"
         except (ServerError, ScoringError) as exc:
-            _refused_or_raise(exc, self._conn.where)
+            refused_or_raise(exc, self._conn.where)
         try:
             answer = {"role": "assistant", "content": "A"}
             prompt_logprob(self._post([*msgs, answer], extra_body=_PREFILL), "A")
             return "prompt-logprobs", f"{why}; no full-vocabulary logprobs, but prompt_logprobs"
         except (ServerError, ScoringError) as exc:
-            _refused_or_raise(exc, self._conn.where)
+            refused_or_raise(exc, self._conn.where)
         if self.allow_approx:
             return "approx-top20", f"{why}; at most {APPROX_TOP} logprobs, --allow-approx given"
         raise ServerError(
@@ -654,33 +553,6 @@ class ServedScorer:
                     f.cancel()
                 raise
         return out
-
-
-class MalformedResponse(ScoringError):
-    """An answer that is no chat completion at all (not JSON, or not a JSON object)."""
-
-
-def _whole(entry: dict) -> bool:
-    """Whether a listed token is whole UTF-8 text (a server sends no logprobs for a token that
-    is part of a character, so the probe forces only whole ones)."""
-    raw = token_bytes(entry)
-    try:
-        return bool(raw) and bool(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        return False
-
-
-def _refused_or_raise(exc: Exception, where: str) -> None:
-    """Go on probing when the server refused a request (HTTP 400/404/422) or answered without
-    the field asked for; raise anything else (server down, wrong key, an answer that is no
-    chat completion: a :class:`ServerError` naming the server ``where``)."""
-    if isinstance(exc, ServerError) and exc.status not in (400, 404, 422):
-        raise exc
-    if isinstance(exc, MalformedResponse):
-        raise ServerError(
-            f"{where} answered the probe with a {exc.message}; is it an "
-            "OpenAI-compatible server (check --base-url)?"
-        ) from None
 
 
 def _question_names(questions: Sequence[Question]) -> list[str]:
