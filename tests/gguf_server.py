@@ -4,7 +4,7 @@ The tests' server: ``xllamacpp`` (prebuilt llama.cpp wheels on PyPI, MIT) runs l
 ``llama-server`` inside this process. Run as a script::
 
     python tests/gguf_server.py --model M.gguf --port P [--api-key-env VAR] [--mmproj F]
-        [--parallel N] [--n-ctx TOKENS]
+        [--parallel N] [--n-ctx TOKENS] [--alias NAME]
 
 It prints ``ready <url>`` once the model is loaded and serves until it is terminated (SIGTERM or
 SIGINT). The tests start it through :class:`ServerProcess` (a free port, a bounded wait, a kill).
@@ -12,7 +12,8 @@ The API key, when given, comes from the ``--api-key-env`` variable, never argv. 
 template is the GGUF's own, rendered by llama.cpp's jinja engine (``use_jinja``): for the
 served-scorer tests' tiny Qwen2.5-VL it reproduces the transformers prompt token for token
 (``tests/test_served.py`` checks it). ``--mmproj`` enables image input (mtmd); ``--parallel``
-serves N requests at once, each with ``--n-ctx`` tokens of context.
+serves N requests at once, each with ``--n-ctx`` tokens of context; ``--alias`` names the model
+in ``/v1/models`` instead of its file path.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class ServerProcess:
         mmproj: str | os.PathLike | None = None,
         parallel: int = 1,
         n_ctx: int = 1024,
+        alias: str | None = None,
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
@@ -72,6 +74,8 @@ class ServerProcess:
         ]
         if mmproj:
             cmd += ["--mmproj", str(mmproj)]
+        if alias:
+            cmd += ["--alias", alias]
         env = dict(os.environ)
         if api_key:
             cmd += ["--api-key-env", "GGUF_SERVER_KEY"]
@@ -125,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n-ctx", type=int, default=1024, help="context tokens per parallel slot")
     ap.add_argument("--parallel", type=int, default=1, help="requests served at once")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--alias", help="the model's name in /v1/models (llama-server's --alias)")
     args = ap.parse_args(argv)
 
     import xllamacpp
@@ -143,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         params.api_keys = [os.environ[args.api_key_env]]
     if args.mmproj:
         params.mmproj.path = args.mmproj
+    if args.alias:
+        params.model_alias = {args.alias}
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import shutil
 import urllib.request
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from baglm_nb.models.prompts import format_choices, get_prompt
 from baglm_nb.models.questions import Question, ScoringError, build_questions
 from baglm_nb.models.scoring import score_dataset
 from baglm_nb.models.served import ServedScorer
+from baglm_nb.models.served_checks import PROBE_QUESTION
 from baglm_nb.models.testing import make_random_scorer, random_gguf
 from baglm_nb.stores.scores import ScoreCache
 
@@ -155,7 +157,8 @@ def test_server_killed_mid_run_then_resumed_with_the_cli(llama, key, tmp_path, c
 
     class KillDuringSecondVideo(ServedScorer):
         def question_probs(self, question, images=()):
-            asked.append(question.kind)
+            if question.text != PROBE_QUESTION:  # not the canary
+                asked.append(question.kind)
             if len(asked) == 3:  # v1: VSG + progress; v2: its first question
                 llama.kill()
             return super().question_probs(question, images)
@@ -273,6 +276,8 @@ def test_labels_equals_full_vocab_on_the_same_server(llama, key):
         full = served(llama.url, strategy="full-vocab", concurrency=1, cache_prompt=cache_prompt)
         lab = served(llama.url, strategy="auto", concurrency=1, cache_prompt=cache_prompt)
         assert lab.strategy == "labels", lab.strategy_reason
+        probe = lab.stats["requests"]
+        assert full.strategy == "full-vocab" and full.stats["requests"] == 2  # text, image
         images = full._encode(frames)
         p_full, p_lab = full._ask(questions, images), lab._ask(questions, images)
         for a, b in zip(p_lab, p_full, strict=True):
@@ -281,9 +286,9 @@ def test_labels_equals_full_vocab_on_the_same_server(llama, key):
             big = b > 1e-4  # none for this random model: its answers are all below 1e-4
             np.testing.assert_allclose(np.log(a[big]), np.log(b[big]), atol=1e-3)
             np.testing.assert_allclose(np.log(a), np.log(b), atol=log_tol)
-        assert lab.stats["requests"] == 2 + 3 + 10 and full.stats["requests"] == 2  # 2: probe
-        assert lab.stats["bytes"] / lab.stats["requests"] < 2_000  # about 0.8 KB
-        assert full.stats["bytes"] / full.stats["requests"] > 10_000_000  # about 14 MB
+        assert lab.stats["requests"] - probe == 3 + 10 and full.stats["requests"] == 2 + 2
+        assert lab.stats["bytes"] / lab.stats["requests"] < 5_000  # about 0.8 KB, the probe 3 KB
+        assert full.stats["bytes"] / 2 > 10_000_000  # about 14 MB
 
 
 def test_labels_refuses_a_label_of_two_tokens_with_its_ids(llama, key):
@@ -306,6 +311,13 @@ def test_fingerprint_follows_the_served_model(llama, key):
     two = make_random_scorer("qwen2_5_vl")  # 2 vision layers
     three = make_random_scorer("qwen2_5_vl", vision_layers=3)  # the GGUF export's twin
     assert two.model_id == three.model_id and two.fingerprint != three.fingerprint
+
+
+#: Largest |served - local| log-prob with images (options and digits) that the image test
+#: accepts: the measured gap of llama.cpp's mtmd against transformers on the same weights and
+#: pixels (up to 0.135, four images' digits), with room for other CPUs (README, served
+#: section; the cause is not found, so the 0.02 goal is not met).
+IMAGE_TOL = 0.2
 
 
 def local_image_logprobs(local, scorer: ServedScorer, question: str, frames, answers):
@@ -349,29 +361,89 @@ def local_image_logprobs(local, scorer: ServedScorer, question: str, frames, ans
 def test_images_served_against_local_on_the_same_weights(llama, key):
     """The same weights (the GGUF's twin: 3 vision layers) and the same frames, at a size that
     is the processor's own (multiples of 28: nothing is resized on either side), each frame an
-    image on both sides. Pinned: the same prompt length (image tokens included) and, without
-    images, the same logprobs within 0.005. With images the logprobs differ by up to about
-    0.05 (printed with -s: 0.023 for one grey 112x112 image, 0.045 for four 84x112 ones):
-    the cause is not found yet (README, served section). The 2-vision-layer model that shared
-    the GGUF's model id before fingerprints has other weights altogether (differences above 1
-    even without images)."""
+    image on both sides; the options (A-C) and the digits (0-9) of a progress question.
+    Pinned: the same prompt length (image tokens included) and, without images, the same
+    logprobs within 0.01. With images the logprobs differ by more than the 0.02 goal (printed
+    with -s: options 0.023 and digits 0.030 for one grey 112x112 image, 0.045 and 0.135 for
+    four 84x112 ones): the gap lies in llama.cpp's image path (mtmd) against transformers', whose
+    cause is not found (README, served section); :data:`IMAGE_TOL` bounds it. The
+    2-vision-layer model that shared the GGUF's model id before fingerprints has other weights
+    altogether (differences above 1 even without images)."""
     local = make_random_scorer("qwen2_5_vl", vision_layers=3)
     scorer = served(llama.url, strategy="labels", concurrency=1, cache_prompt=False, pixels=None)
-    question = get_prompt("vsg").format(goal=GOAL, choices=format_choices(STEPS, ["A", "B", "C"]))
-    answers = ("A", "B", "C")
+    options = get_prompt("vsg").format(goal=GOAL, choices=format_choices(STEPS, ["A", "B", "C"]))
+    questions, _, _ = build_questions(
+        GOAL, STEPS, ["A", "B", "C"], prompt="vsg", vsg_prompt="multiple_choice", progress=True,
+        next_step=False,
+    )  # fmt: skip
+    assert questions[0].text == options
+    asked = {"options": questions[0], "digits": questions[1]}  # A-C; 0-9 of step 1
     rng = np.random.default_rng(3)
     cases = {
-        "text": (np.zeros((0, 3, 84, 112), np.uint8), 0.005),
-        "grey": (np.full((1, 3, 112, 112), 128, np.uint8), 0.15),
-        "four": (rng.integers(0, 256, (4, 3, 84, 112), dtype=np.uint8), 0.15),
+        "text": (np.zeros((0, 3, 84, 112), np.uint8), 0.01),
+        "grey": (np.full((1, 3, 112, 112), 128, np.uint8), IMAGE_TOL),
+        "four": (rng.integers(0, 256, (4, 3, 84, 112), dtype=np.uint8), IMAGE_TOL),
     }
     for name, (frames, tol) in cases.items():
-        lp_local, ids = local_image_logprobs(local, scorer, question, frames, answers)
         images = scorer._encode(frames[None])[0]
-        lp_served = np.log(scorer.question_probs(Question("vsg", question, answers), images))
-        assert scorer.stats["requests"] > 0
-        usage = scorer._post(scorer.messages(question, images))["usage"]
-        assert usage["prompt_tokens"] == ids.shape[1], name  # the same tokens, images included
-        # the README's figures: `pytest tests/test_served.py -k images -s` prints them
-        print(f"{name}: max |served - local| log-prob {np.abs(lp_served - lp_local).max():.4f}")
-        np.testing.assert_allclose(lp_served, lp_local, atol=tol, err_msg=name)
+        for kind, q in asked.items():
+            lp_local, ids = local_image_logprobs(local, scorer, q.text, frames, q.answers)
+            lp_served = np.log(scorer.question_probs(q, images))
+            usage = scorer._post(scorer.messages(q.text, images))["usage"]
+            assert usage["prompt_tokens"] == ids.shape[1], name  # the same tokens, images too
+            # the README's figures: `pytest tests/test_served.py -k images -s` prints them
+            gap = np.abs(lp_served - lp_local).max()
+            print(f"{name} {kind}: max |served - local| log-prob {gap:.4f}")
+            np.testing.assert_allclose(lp_served, lp_local, atol=tol, err_msg=f"{name} {kind}")
+
+
+def score_served(videos: Path, ann: Path, root: Path, url: str, model: str = MODEL) -> tuple:
+    """``score --backend openai`` in process: (exit status, summary or None, error lines)."""
+    import contextlib
+    import io
+
+    argv = ["score", "--dataset", "coin", "--video-dir", str(videos), "--annotations", str(ann),
+            "--cache-root", str(root), "--backend", "openai", "--model", model, "--family",
+            "qwen2_5_vl", "--base-url", url, "--api-key-env", KEY_ENV, "--no-progress"]  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(argv)
+    errors = [line for line in err.getvalue().splitlines() if line.startswith("error:")]
+    return rc, json.loads(out.getvalue()) if rc == 0 else None, errors
+
+
+@pytest.mark.parametrize("swap", ["same-path", "same-alias"])
+def test_other_weights_behind_the_same_description_are_refused(key, tmp_path, swap):
+    """Two tiny GGUFs of the same shapes (seed 0, seed 1), served one after the other with the
+    same /v1/models description: the file replaced at the same path, or two files under one
+    --alias. The second run does not report the first model's scores as cached: its canary
+    differs, and it refuses with one line naming both."""
+    if SERVER_MISSING:
+        pytest.fail(SERVER_MISSING + " (or make setup)")
+    first, mmproj = random_gguf("qwen2_5_vl")
+    second, _ = random_gguf("qwen2_5_vl", seed=1)
+    videos = short_clips(tmp_path / "videos", ["v1"], 2.2, size="112:84")
+    ann = coin_annotations(tmp_path / "ann", ["v1"], STEPS[:1], 2.2)
+    root = tmp_path / "cache"
+    served_path = tmp_path / "model.gguf"
+    alias = "tiny-qwen" if swap == "same-alias" else None
+    descriptions, results = [], []
+    for n, weights in enumerate((first, second)):
+        if swap == "same-path":
+            shutil.copyfile(weights, served_path)
+        model = served_path if swap == "same-path" else weights
+        proc = ServerProcess(
+            model, tmp_path / f"server{n}.log", api_key=KEY, mmproj=mmproj, n_ctx=2048, alias=alias
+        ).wait_ready()
+        try:
+            descriptions.append(served(proc.url)._fetch_metadata())
+            results.append(score_served(videos, ann, root, proc.url, alias or MODEL))
+        finally:
+            proc.kill()
+    assert descriptions[0] == descriptions[1]  # /v1/models cannot tell the two apart
+    (rc, summary, errors), (rc2, summary2, errors2) = results
+    assert rc == 0 and summary["scored"] == 1, errors
+    assert rc2 == 1 and summary2 is None and len(errors2) == 1
+    assert f"the served model is not the one whose scores are in {summary['cache']}" in errors2[0]
+    assert "canary answers differ by" in errors2[0] and "then," in errors2[0]
+    assert ScoreCache.open(summary["cache"]).uids() == ["v1"]

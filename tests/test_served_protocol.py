@@ -8,12 +8,14 @@ real server. No model is involved: the stub's numbers are test inputs, never pre
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import math
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +28,12 @@ from baglm_nb.models.preprocess import resize_uint8, smart_resize
 from baglm_nb.models.questions import ScoringError
 from baglm_nb.models.scoring import make_scorer, score_dataset
 from baglm_nb.models.served import ServedScorer, answer_probs, user_content
+from baglm_nb.models.served_checks import (
+    PROBE_QUESTION,
+    canary_refusal,
+    listed_refusal,
+    lows_refusal,
+)
 from baglm_nb.stores.scores import ScoreCache
 
 KEY_ENV = "BAGLM_TEST_STUB_KEY"
@@ -36,9 +44,18 @@ VSG = {"A": math.log(0.1), "B": math.log(0.3), "C": math.log(0.05)}
 DIGITS = {str(d): math.log(0.01 * (d + 1)) for d in range(10)}
 
 
+#: The stub's answer to the probe's and the canary's question.
+PROBE = {**VSG, **{d: lp + math.log(0.1) for d, lp in DIGITS.items()}}
+#: Two letters the probe forces as low-ranked tokens (with the digits it does not list).
+LOW = {"Z": -9.0, "Q": -9.5}
 #: The stub's vocabulary: token -> id ("Hello" is its most likely token after B).
-IDS = {"Hello": 5, **{t: 10 + i for i, t in enumerate(VSG)}, **{d: 20 + int(d) for d in DIGITS}}
-RAW = {**VSG, **DIGITS, "Hello": -2.0}
+IDS = {
+    "Hello": 5,
+    **{t: 10 + i for i, t in enumerate(VSG)},
+    **{d: 20 + int(d) for d in DIGITS},
+    **{t: 40 + i for i, t in enumerate(LOW)},
+}
+RAW = {**VSG, **DIGITS, **LOW, "Hello": -2.0}
 
 
 def entry(token: str, logprob) -> dict:
@@ -109,6 +126,8 @@ class Stub:
             return 200, {"data": [{"id": "m", "meta": {"n_vocab": 1234}}]}
         if "Rate how far" in self.question(body):
             top = [entry(d, lp) for d, lp in DIGITS.items()]
+        elif self.question(body) == PROBE_QUESTION:  # the probe and the canary: letters, digits
+            top = [entry(t, lp) for t, lp in PROBE.items()]
         else:
             top = [entry(a, lp) for a, lp in VSG.items()]
         top = [e for e in top if e["token"] not in drop] + [entry("Hello", -2.0)]
@@ -148,6 +167,11 @@ def scorer(server: Stub, **kw) -> ServedScorer:
     )
 
 
+def scoring_requests(server: Stub) -> list[dict]:
+    """The chat requests that score segments (not the probe's nor the canary's)."""
+    return [b for b in server.requests if "messages" in b and Stub.question(b) != PROBE_QUESTION]
+
+
 def frames(s: int = 2, f: int = 4) -> np.ndarray:
     rng = np.random.default_rng(0)
     return rng.integers(0, 256, (s, f, 3, 24, 32), dtype=np.uint8)
@@ -161,6 +185,8 @@ def decode(url: str) -> np.ndarray:
 
 def test_label_mapping_none_last_shapes_and_raw_probabilities(server):
     sc = scorer(server, concurrency=3)
+    assert sc.strategy == "full-vocab" and len(server.requests) == 2  # the probe: text, image
+    server.requests.clear()
     x = frames()
     r = sc.score_segments(x, GOAL, STEPS)
     assert r.labels == ("A", "B", "C") and r.model_id == "openai:m, full-vocab"
@@ -191,7 +217,7 @@ def test_label_mapping_none_last_shapes_and_raw_probabilities(server):
     # pixels=None: the decoded frames as they are
     server.requests.clear()
     scorer(server, pixels=None).score_segments(x[:1], GOAL, STEPS[:1], progress=False)
-    url = server.requests[0]["messages"][0]["content"][2]["image_url"]["url"]
+    url = scoring_requests(server)[0]["messages"][0]["content"][2]["image_url"]["url"]
     np.testing.assert_array_equal(decode(url), x[0, 2])
 
 
@@ -256,7 +282,8 @@ def test_missing_label_fails_the_video_naming_segment_and_label(server, tmp_path
     calls = {"n": 0}
 
     def drop_c_in_second_segment_of_v2(path, body):
-        if body is not None and "Rate how far" not in server.question(body):
+        question = None if body is None else server.question(body)
+        if question is not None and "Rate how far" not in question and question != PROBE_QUESTION:
             calls["n"] += 1
             if calls["n"] == 4:  # v1: 2 segments; v2: the second segment's VSG question
                 return server.full_vocab(path, body, drop=("C",))
@@ -285,6 +312,8 @@ def test_approx_refused_beyond_20_answers_and_its_fill_rule(server):
     with pytest.raises(ValueError, match="--allow-approx"):
         scorer(server, strategy="approx-top20")
     sc = scorer(server, strategy="approx-top20", allow_approx=True)
+    assert sc.strategy == "approx-top20"
+    server.requests.clear()
     many = [f"step {i}" for i in range(20)]  # K+1 = 21 > 20
     with pytest.raises(ScoringError, match="21 answers .* refused"):
         sc.score_segments(frames(1), GOAL, many)
@@ -294,7 +323,8 @@ def test_approx_refused_beyond_20_answers_and_its_fill_rule(server):
     listed = [0.1, 0.3, math.exp(-2.0)]
     fill = min(min(listed), 1 - sum(listed))  # one missing answer: the leftover, capped
     np.testing.assert_allclose(r.vsg[0], [0.1, 0.3, fill], rtol=1e-12)
-    assert server.requests[0]["top_logprobs"] == 20 and r.model_id == "openai:m, approx-top20"
+    assert scoring_requests(server)[0]["top_logprobs"] == 20
+    assert r.model_id == "openai:m, approx-top20"
 
 
 def vllm_like(stub: Stub, *, prompt_logprobs: bool):
@@ -323,9 +353,10 @@ def vllm_like(stub: Stub, *, prompt_logprobs: bool):
 def test_auto_probe_picks_the_best_strategy(server):
     sc = scorer(server, strategy="auto")
     assert sc.model_id == "openai:m, full-vocab"  # 21 top logprobs accepted
-    # first the labels probe (the runner-up "Hello" forced: the stub ignores logit_bias)
-    assert [b["top_logprobs"] for b in server.requests] == [5, 1, 21]
-    assert server.requests[1]["logit_bias"] == {"5": 100}
+    # first the unbiased top 20 of the text and the image prompt, then the labels probe (the
+    # runner-up "Hello" forced: the stub ignores logit_bias)
+    assert [b["top_logprobs"] for b in server.requests] == [20, 20, 1, 21]
+    assert server.requests[2]["logit_bias"] == {"5": 100}
     assert sc.strategy_reason.startswith(
         "labels refused: the server generated 'A' instead of "
         "the forced answer 'Hello': it ignores logit_bias"
@@ -444,7 +475,7 @@ def test_follow_scores_through_a_served_model(server, tmp_path, capsys):
     events = [json.loads(line) for line in jsonl.read_text().splitlines()]
     segments = [e for e in events if e.get("event", "segment") == "segment"]
     assert len(segments) == 2  # 4.2 s: two whole 2-s segments
-    asked = [b for b in server.requests if "messages" in b]
+    asked = scoring_requests(server)
     assert len(asked) == 2 * (1 + len(STEPS))  # per segment: VSG + K progress questions
     assert all(b["model"] == "m" for b in asked)
 
@@ -482,7 +513,7 @@ def test_labels_reads_each_forced_answer_raw(server):
     assert r.model_id == "openai:m, labels"
     np.testing.assert_allclose(r.vsg[0], [0.1, 0.3, 0.05], rtol=1e-12)  # raw, not renormalised
     np.testing.assert_allclose(r.progress[0, 1], 0.01 * np.arange(1, 11), rtol=1e-12)
-    chats = [b for b in server.requests if "messages" in b]
+    chats = scoring_requests(server)
     assert len(chats) == 3 + 2 * 10  # one request per answer
     assert sorted(int(next(iter(b["logit_bias"]))) for b in chats[:3]) == [10, 11, 12]
     assert all(b["cache_prompt"] is True for b in chats)  # llama.cpp: one prefill per question
@@ -539,9 +570,9 @@ def test_server_that_changes_model_mid_run_stops_it(server, tmp_path, capsys):
     seen = {"chats": 0}
 
     def swap_during_v2(path, body):
-        if body is not None and "messages" in body:
+        if body is not None and "messages" in body and server.question(body) != PROBE_QUESTION:
             seen["chats"] += 1
-            if seen["chats"] == 3 + 23 + 1:  # the probe, video 1, then video 2's first request
+            if seen["chats"] == 23 + 1:  # video 1, then video 2's first request
                 models["data"][0]["meta"] = {"size": 2}  # another model behind the same name
         return handle(path, body)
 
@@ -579,3 +610,182 @@ def test_server_that_changes_model_mid_run_stops_it(server, tmp_path, capsys):
     cache = ScoreCache.open(folder)
     assert cache.uids() == ["v1"] and cache.key.model == "openai:m, labels"
     assert folder.parent.parent.name == f"openai_m__labels@{cache.key.weights}"
+
+
+# --------------------------------------------------------------------------------------------
+# servers whose logprobs lie, and the canary
+
+
+#: A small vocabulary with a fixed log-softmax: letters, digits, a few words.
+VOCAB = [*"ABCDEFGHIJKLMNOPQRSTUVWXYZ", *"0123456789", "Hello", "the", "tea"]
+
+
+def log_softmax(shift: float = 0.0) -> dict[str, float]:
+    """A fixed distribution over :data:`VOCAB` (``shift`` moves the logits: other weights)."""
+    logits = np.array([math.sin(1.7 * i + shift) * 3 for i in range(len(VOCAB))])
+    lp = logits - np.log(np.exp(logits).sum())
+    return dict(zip(VOCAB, lp.tolist(), strict=True))
+
+
+def has_image(body: dict) -> bool:
+    content = body["messages"][-1]["content"]
+    return isinstance(content, list) and any(p.get("type") == "image_url" for p in content)
+
+
+def model_server(
+    shift: float = 0.0, *, top_exact: int | None = None, listed: int = 10**6, image_lp=None
+):
+    """A llama.cpp-like server of :func:`log_softmax`: ``logit_bias`` forces a token and its
+    raw logprob comes back. The lies: only the ``top_exact`` best tokens exact, -9999 for
+    every other (and at most ``listed`` entries listed); ``image_lp``: every logprob of an
+    image prompt, listed or forced."""
+    ids = {t: 100 + i for i, t in enumerate(VOCAB)}
+    names = {i: t for t, i in ids.items()}
+    lp = log_softmax(shift)
+    ranked = sorted(VOCAB, key=lambda t: -lp[t])
+
+    def value(token: str, body: dict) -> float:
+        if image_lp is not None and has_image(body):
+            return image_lp
+        if top_exact is not None and ranked.index(token) >= top_exact:
+            return -9999.0
+        return lp[token]
+
+    def handle(path, body):
+        if body is None:
+            return 200, {"data": [{"id": "m", "owned_by": "llamacpp", "meta": {"size": 7}}]}
+        if path == "/tokenize":
+            return 200, {"tokens": [ids[body["content"]]]}
+        if "logit_bias" in body:
+            ((tid, _),) = body["logit_bias"].items()
+            token = names[int(tid)]
+            return 200, chat_answer([{**entry(token, value(token, body)), "id": int(tid)}])
+        n = min(body.get("top_logprobs") or 1, listed)
+        top = [{**entry(t, value(t, body)), "id": ids[t]} for t in ranked[:n]]
+        return 200, chat_answer(top)
+
+    return handle
+
+
+def score_cli(server: Stub, tmp_path, *extra: str) -> tuple[int, str, str]:
+    from baglm_nb.apps.cli.main import main
+
+    videos, ann = tmp_path / "videos", tmp_path / "ann"
+    if not videos.exists():
+        short_clips(videos, ["v1"], 2.2)
+        coin_annotations(ann, ["v1"], STEPS, 2.2)
+    argv = ["score", "--dataset", "coin", "--video-dir", str(videos), "--annotations", str(ann),
+            "--cache-root", str(tmp_path / "cache"), "--model", "openai:m", "--family",
+            "qwen2_5_vl", "--base-url", server.url, "--api-key-env", KEY_ENV,
+            "--request-attempts", "1", "--no-progress", *extra]  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(argv)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_an_honest_server_passes_the_probe(server, tmp_path):
+    server.handler = model_server()
+    rc, out, err = score_cli(server, tmp_path)
+    assert rc == 0, err
+    assert "strategy labels (the probe found forced answers' logprobs exact)" in err
+    cache = ScoreCache.open(json.loads(out)["cache"])
+    lp = log_softmax()
+    np.testing.assert_allclose(cache.read_video("v1").vsg[0], [math.exp(lp[a]) for a in "ABC"])
+
+
+@pytest.mark.parametrize(
+    ("lie", "why"),
+    [
+        ({"top_exact": 5}, r"on the text prompt it listed 15 logprob\(s\) below -1000"),
+        (
+            {"top_exact": 5, "listed": 5},
+            r"on the text prompt it reported .*-9999.* for low-ranked forced token\(s\): a floor",
+        ),
+        (
+            {"image_lp": math.log(0.5)},
+            r"on the image prompt its top 20 probabilities sum to 10 > 1",
+        ),
+    ],
+    ids=["top5-floor-listed", "top5-floor-forced", "wrong-on-images"],
+)
+@pytest.mark.parametrize("strategy", ["auto", "labels"])
+def test_a_server_with_false_logprobs_is_refused_and_nothing_written(
+    server, tmp_path, lie, why, strategy
+):
+    """A server exact only for its top 5 tokens (-9999 for every other one, listed or not), and
+    one exact on text prompts but not on image prompts: one error line, exit 1, no cache."""
+    server.handler = model_server(**lie)
+    rc, out, err = score_cli(server, tmp_path, "--strategy", strategy)
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert rc == 1 and len(lines) == 1 and "Traceback" not in err, err
+    assert re.search("fails the logprob probe: " + why, lines[0]), lines[0]
+    assert "nothing is scored" in lines[0] and "resume" not in lines[0]
+    assert out == "" and not (tmp_path / "cache").exists()
+
+
+def test_probe_checks_closed_form():
+    ok = [("A", math.log(0.5)), ("B", math.log(0.3))]
+    assert listed_refusal(ok, "p") is None
+    assert "sum to 1.1 > 1" in listed_refusal([*ok, ("C", math.log(0.3))], "p")
+    assert "below -1000" in listed_refusal([*ok, ("C", -9999.0)], "p")
+    lows = [("9", -7.0), ("7", -7.5), ("Z", -8.0), ("Q", -9.0)]
+    assert lows_refusal(lows, ok, True, "p") is None
+    assert "one constant logprob -7" in lows_refusal([(t, -7.0) for t, _ in lows], ok, True, "p")
+    assert lows_refusal([(t, -7.0) for t, _ in lows[:3]], ok, True, "p") is None  # too few
+    assert "floor" in lows_refusal([*lows[:3], ("Q", -2000.0)], ok, True, "p")
+    above = lows_refusal([("9", -1.0)], ok, True, "p")
+    assert "outside its top 2, whose last logprob is -1.204" in above
+    few = [("A", math.log(0.3)), ("B", math.log(0.2))]
+    assert lows_refusal([("9", -1.0)], few, False, "p") is None  # a shorter list than asked
+    assert "sum to 1.17" in lows_refusal([("9", math.log(0.37))], ok, False, "p")
+
+
+def canary(text, image, **kw):
+    return {"question": "q", "answers": ["A", "B"], "strategy": "labels",
+            "logprobs": {"text": text, "image": image}, **kw}  # fmt: skip
+
+
+def test_canary_refusal_closed_form():
+    a = canary([-1.0, -2.0], [-1.5, -2.5])
+    assert canary_refusal(a, canary([-1.05, -2.0], [-1.5, -2.45])) is None  # within 0.1
+    why = canary_refusal(a, canary([-1.0, -2.0], [-1.5, -2.8]))
+    assert "differ by 0.3 in log-probability (more than 0.1)" in why
+    assert "image [-1.500, -2.500] then, [-1.500, -2.800] now" in why
+    assert canary_refusal(a, canary([-1.0, -2.0], [-1.5, -2.8]), tol=0.5) is None
+    assert canary_refusal(a, {**a, "strategy": "full-vocab"}) == ""  # not comparable
+
+
+def test_another_model_under_the_same_name_is_refused_on_resume(server, tmp_path):
+    """The same name and /v1/models description, other weights (another GGUF at the same
+    path): the stored canary differs, so the resumed run refuses (one line naming both
+    canaries) and nothing is written; the same model resumes; a cache from before canaries
+    is resumed with one warning and its canary recorded."""
+    server.handler = model_server()
+    rc, out, err = score_cli(server, tmp_path)
+    assert rc == 0, err
+    folder = Path(json.loads(out)["cache"])
+    stored = json.loads((folder / "weights.json").read_text())
+    assert stored["served"]["meta"] == {"size": 7} and stored["canary"]["strategy"] == "labels"
+    assert stored["canary"]["answers"] == ["A", "B", "0", "9"]
+    assert set(stored["canary"]["logprobs"]) == {"text", "image"}
+    before = {p: p.stat().st_mtime_ns for p in folder.rglob("*")}
+
+    server.handler = model_server(shift=0.5)  # other weights, the same description
+    rc, out, err = score_cli(server, tmp_path)
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert rc == 1 and len(lines) == 1 and out == "", err
+    assert f"the served model is not the one whose scores are in {folder}" in lines[0]
+    assert "then," in lines[0] and "now" in lines[0] and "resume" in lines[0]
+    assert {p: p.stat().st_mtime_ns for p in folder.rglob("*")} == before  # nothing written
+
+    server.handler = model_server()
+    rc, out, err = score_cli(server, tmp_path)
+    assert rc == 0 and json.loads(out)["already_cached"] == 1, err
+
+    (folder / "weights.json").unlink()  # a cache from before canaries
+    server.handler = model_server(shift=0.5)
+    with pytest.warns(UserWarning, match="scores cached without a canary comparable to this run"):
+        rc, out, err = score_cli(server, tmp_path)
+    assert rc == 0 and json.loads(out)["already_cached"] == 1, err
+    assert json.loads((folder / "weights.json").read_text())["canary"] != stored["canary"]

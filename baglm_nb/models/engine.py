@@ -219,6 +219,10 @@ class TransformersScorer:
     fingerprint
         What the weights are (:mod:`baglm_nb.models.fingerprints`), for the score cache's key;
         ``""`` when unknown.
+    weights_record
+        What the fingerprint digests, kept beside the scores (``weights.json``): a local
+        folder's :func:`~baglm_nb.models.fingerprints.weights_record` (its files' SHA-256 and
+        the Hugging Face revision); ``None`` when there is none.
     """
 
     def __init__(
@@ -239,6 +243,7 @@ class TransformersScorer:
         repetition_penalty: float | None = None,
         options: Any = None,
         fingerprint: str = "",
+        weights_record: dict[str, Any] | None = None,
     ) -> None:
         spec = family_spec(family)
         options = spec.options() if options is None else options
@@ -268,6 +273,7 @@ class TransformersScorer:
         self.family = family
         self.model_id = model_id
         self.fingerprint = str(fingerprint)
+        self.weights_record = weights_record
         self.label = label
         self.prompt_style = prompt_style
         self.shared_prefix = bool(shared_prefix)

@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from baglm_nb.models.fingerprints import file_sha256
 from baglm_nb.stores.atomic import publish_dir
 
 __all__ = ["convert_gguf", "converter_script", "export_gguf", "model_cache_dir"]
@@ -45,14 +46,16 @@ def convert_gguf(path: str | os.PathLike, cache_dir: str | os.PathLike | None = 
     Loading a GGUF file through transformers dequantises the weights and rebuilds the tokenizer
     from the GGUF metadata, which takes tens of seconds on a small CPU; the converted folder
     loads in about a second. It is built in a temp folder and renamed into place, so a reader
-    never sees a half-written one; the folder name holds the file's stem and size.
+    never sees a half-written one; the folder name holds the file's stem and the start of its
+    content's SHA-256 (:func:`~baglm_nb.models.fingerprints.file_sha256`, computed once per file
+    version), so a file replaced at the same path is converted again.
     """
     import shutil
     import tempfile
 
     path = Path(path)
     base = Path(cache_dir) if cache_dir is not None else model_cache_dir()
-    folder = base / f"{path.stem}-{path.stat().st_size}"
+    folder = base / f"{path.stem}-{file_sha256(path)[:16]}"
     if (folder / ".complete").is_file():
         return folder
     import torch

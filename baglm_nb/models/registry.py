@@ -21,7 +21,7 @@ import torch
 from baglm_nb.models.engine import PRETRAINED, RANDOM_INIT, TransformersScorer
 from baglm_nb.models.families import FAMILIES, MODELS, family_of_model_type, family_spec
 from baglm_nb.models.families.base import ModelSpec
-from baglm_nb.models.fingerprints import folder_fingerprint
+from baglm_nb.models.fingerprints import record_fingerprint, weights_record
 
 __all__ = [
     "FAMILIES",
@@ -162,7 +162,8 @@ def load_scorer(
         label=RANDOM_INIT if raw_config.get("baglm_random_init", False) else PRETRAINED,
         processor=processor,
         chat_template=chat_template,
-        fingerprint=folder_fingerprint(folder),
+        weights_record=(record := weights_record(folder)),
+        fingerprint=record_fingerprint(record),
         **scorer_kwargs,
     )
 

@@ -28,6 +28,7 @@ import functools
 import json
 import os
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +46,7 @@ from baglm_nb.models.questions import ScoringError
 from baglm_nb.models.ray_pool import Outcome
 from baglm_nb.stores.atomic import atomic_write_json
 from baglm_nb.stores.keys import ScoreKey
-from baglm_nb.stores.scores import ScoreCache, warn_unfingerprinted
+from baglm_nb.stores.scores import ScoreCache, read_weights_record, warn_unfingerprinted
 
 if TYPE_CHECKING:
     from baglm_nb.models.engine import Scorer
@@ -109,13 +110,15 @@ class ScorerSpec:
         return make_scorer(self.model, trust_remote_code=self.trust_remote_code, **self.options)
 
 
-def scorer_identity(scorer: Scorer) -> tuple[str, str, str]:
-    """``(model id of the cache key, label, weights fingerprint)`` of a scorer; a random
-    model's id says so; the fingerprint is ``""`` for a scorer without one."""
+def scorer_identity(scorer: Scorer) -> tuple[str, str, str, dict[str, Any] | None]:
+    """``(model id of the cache key, label, weights fingerprint, weights record)`` of a
+    scorer; a random model's id says so; the fingerprint is ``""`` and the record ``None`` for
+    a scorer without them (the record: what the fingerprint stands for, ``weights.json``)."""
     model_id, label = str(scorer.model_id), str(getattr(scorer, "label", ""))
     if label == "random-init" and "random-init" not in model_id:
         model_id = RANDOM_PREFIX + model_id  # the cache folder says what made the scores
-    return model_id, label, str(getattr(scorer, "fingerprint", "") or "")
+    weights = str(getattr(scorer, "fingerprint", "") or "")
+    return model_id, label, weights, getattr(scorer, "weights_record", None)
 
 
 @dataclass(frozen=True)
@@ -422,9 +425,9 @@ def score_dataset(
     by_uid = {v.uid: v for v in videos}
     t0 = time.perf_counter()
     with _engine(engine, scorer) as eng:
-        model_id, label, weights = eng.identity()
+        model_id, label, weights, _ = identity = eng.identity()
         t_ready = time.perf_counter()
-        cache = _open_cache(root, dataset, model_id, weights, segment_duration, sampling_fps)
+        cache = _open_cache(root, dataset, identity, segment_duration, sampling_fps)
         failures_path = cache.path / "failures.json"
         failures = _read_failures(failures_path)
         done_before, unreadable, stale = _resume(cache, videos, annotation)
@@ -461,22 +464,68 @@ def score_dataset(
     }
 
 
-def _open_cache(
-    root: str | os.PathLike,
-    dataset: str,
-    model_id: str,
-    weights: str,
-    segment_duration: int,
-    sampling_fps: float,
-) -> ScoreCache:
-    """The score cache of a model's LMM scores (prompt version: the VSG and the progress
-    prompts'), with the one-line warning when the weights have no fingerprint."""
+def _score_key(
+    dataset: str, model_id: str, weights: str, segment_duration: int, sampling_fps: float
+) -> ScoreKey:
+    """The key of a model's LMM scores (prompt version: the VSG and the progress prompts')."""
     from baglm_nb.models.prompts import PROMPTS
 
     version = f"{PROMPTS['vsg'].version}+{PROMPTS['prog'].version}"
-    key = ScoreKey(dataset, model_id, version, segment_duration, sampling_fps, weights=weights)
+    return ScoreKey(dataset, model_id, version, segment_duration, sampling_fps, weights=weights)
+
+
+def _check_weights(folder: Path, record: Mapping[str, Any] | None) -> None:
+    """Refuse to resume a served model's cache whose stored canary the server now answers
+    differently (another model behind the same name and description): ``ServerError``
+    naming both canaries and the folder."""
+    from baglm_nb.models.served_checks import ServerRefused, canary_refusal
+
+    stored = read_weights_record(folder) if folder.is_dir() else None
+    if not record or not stored or "canary" not in record or "canary" not in stored:
+        return
+    why = canary_refusal(stored["canary"], record["canary"])
+    if why:
+        raise ServerRefused(
+            f"the served model is not the one whose scores are in {folder}: {why}; serve that "
+            "model again to resume, or score into another --cache-root (or move that folder away)"
+        )
+
+
+def _open_cache(
+    root: str | os.PathLike,
+    dataset: str,
+    identity: tuple[str, str, str, Mapping[str, Any] | None],
+    segment_duration: int,
+    sampling_fps: float,
+) -> ScoreCache:
+    """The score cache of a model's LMM scores (``identity``: :func:`scorer_identity`'s),
+    after :func:`_check_weights`, with the one-line warning when the weights have no
+    fingerprint; ``record`` is written as its ``weights.json`` the
+    first time, or when the stored canary was asked differently (a served cache from before
+    canaries: said in one line, since its model cannot be checked)."""
+    from baglm_nb.models.served_checks import canary_refusal
+
+    model_id, _, weights, record = identity
+    key = _score_key(dataset, model_id, weights, segment_duration, sampling_fps)
+    _check_weights(Path(root) / key.relpath(), record)  # before anything is written
     cache = ScoreCache(root, key)
     warn_unfingerprinted(cache)
+    if record is None:
+        return cache
+    stored = read_weights_record(cache.path)
+    if stored is not None and (
+        "canary" not in record
+        or ("canary" in stored and canary_refusal(stored["canary"], record["canary"]) != "")
+    ):
+        return cache
+    if "canary" in record and cache.uids():
+        warnings.warn(
+            f"{cache.path}: scores cached without a canary comparable to this run's: that the "
+            "server still serves the model that made them cannot be checked; its canary is "
+            "recorded now",
+            stacklevel=3,
+        )
+    cache.write_weights_record(record)
     return cache
 
 

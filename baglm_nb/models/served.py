@@ -66,13 +66,22 @@ from baglm_nb.models.fingerprints import served_fingerprint, served_metadata
 from baglm_nb.models.openai_client import Connection, ServerError
 from baglm_nb.models.prompts import option_labels
 from baglm_nb.models.questions import Question, ScoringError, build_questions, combine
-from baglm_nb.models.served_labels import check_forced, forced_logprob, forced_options, single_token
+from baglm_nb.models.served_checks import PROBE_QUESTION, listed_refusal
+from baglm_nb.models.served_labels import forced_logprob, forced_options, single_token
 from baglm_nb.models.served_messages import (
     QWEN_PIXELS,
     encode_png,
     guess_family,
     served_frames,
     user_content,
+)
+from baglm_nb.models.served_probe import (
+    MalformedResponse,
+    canary,
+    check_logprobs,
+    labels_refusal,
+    refused_or_raise,
+    untrustworthy,
 )
 from baglm_nb.models.served_responses import (
     _check_logprob,
@@ -115,7 +124,6 @@ def served_name(model: str) -> str:
     return model.removeprefix(PREFIX)
 
 
-_PROBE_QUESTION = "Answer with the letter A.\n"
 _PREFILL = {"prompt_logprobs": 0, "add_generation_prompt": False, "continue_final_message": True}
 """vLLM's extension: score the prefilled assistant answer as part of the prompt."""
 _DEFAULT = object()
@@ -228,6 +236,9 @@ class ServedScorer:
         self._probe_lock = threading.Lock()
         self._token_ids: dict[str, int] = {}
         self._served: dict[str, Any] | None = None  # what /v1/models says about the model
+        self._record: dict[str, Any] | None = None
+        self._checked = False
+        self._listed_memo: dict[str, tuple[list[dict], list[tuple[str, float]]]] = {}
         self.strategy_reason = "" if strategy == "auto" else "asked for"
         self.cache_prompt = bool(cache_prompt)
         self.pixels = pixels
@@ -250,6 +261,9 @@ class ServedScorer:
         ``"labels"`` checked: :class:`ServerError` naming the server's answer when it is not
         exact on this server)."""
         with self._probe_lock:
+            if not self._checked:
+                check_logprobs(self)  # any strategy: a server whose logprobs are false
+                self._checked = True
             if self._strategy == "auto":
                 self._strategy, self.strategy_reason = self._probe()
                 print(
@@ -258,7 +272,7 @@ class ServedScorer:
                     flush=True,
                 )
             elif self._strategy == "labels" and self.strategy_reason == "asked for":
-                why = self._labels_refusal()
+                why = labels_refusal(self)
                 if why:
                     raise ServerError(f"{self._conn.where} cannot use --strategy labels: {why}")
                 self.strategy_reason = "asked for; the probe found it exact"
@@ -283,7 +297,7 @@ class ServedScorer:
             raw = self._conn.call(lambda c: c.models.with_raw_response.list())
             meta = served_metadata(json.loads(raw.content), self.model)
         except ServerError as exc:
-            _refused_or_raise(exc, self._conn.where)
+            refused_or_raise(exc, self._conn.where)
             return {}
         except (ValueError, AttributeError, TypeError):
             return {}
@@ -376,29 +390,13 @@ class ServedScorer:
             self._token_ids[answer] = tid
         return tid
 
-    def _labels_refusal(self) -> str | None:
-        """Why ``labels`` is not exact on this server (``None`` when it is): the runner-up
-        token of an unbiased request, forced, must come back with the same logprob."""
-        msgs = self.messages(_PROBE_QUESTION)
-        try:
-            top = _top_logprobs(self._post(msgs, logprobs=True, top_logprobs=5))
-            ranked = sorted(
-                (e for e in top if isinstance(e, dict) and isinstance(e.get("token"), str)),
-                key=lambda e: -float(e.get("logprob") or -math.inf),
-            )
-            if len(ranked) < 2:
-                return f"it returned {len(ranked)} top logprob(s) where 5 were asked for"
-            runner = ranked[1]
-            token = runner["token"]
-            unbiased = _check_logprob(runner.get("logprob"), token)
-            tid = runner.get("id")
-            if not isinstance(tid, int):
-                tid = single_token(token, [self.token_id(token)])
-            forced = forced_logprob(self._post(msgs, **forced_options(tid)), token)
-        except (ServerError, ScoringError) as exc:
-            _refused_or_raise(exc, self._conn.where)
-            return str(exc)
-        return check_forced(unbiased, forced, token)
+    @property
+    def weights_record(self) -> dict[str, Any]:
+        """What the key's fingerprint stands for, stored beside the scores: what ``/v1/models``
+        says and the :meth:`canary` (asked once per scorer)."""
+        if self._record is None:
+            self._record = {"served": self._metadata(), "canary": canary(self)}
+        return self._record
 
     def _full_top(self) -> int:
         """``top_logprobs`` of the full-vocab strategy (see the class docs)."""
@@ -437,23 +435,29 @@ class ServedScorer:
 
     def _probe(self) -> tuple[str, str]:
         """The best strategy this server supports, and why (a few tiny text requests)."""
-        refused = self._labels_refusal()
+        refused = labels_refusal(self)
         if refused is None:
             return "labels", "the probe found forced answers' logprobs exact"
         why = f"labels refused: {refused}"
-        msgs = self.messages(_PROBE_QUESTION)
+        msgs = self.messages(PROBE_QUESTION)
         try:
-            data = self._post(msgs, logprobs=True, top_logprobs=APPROX_TOP + 1)
-            if len(_top_logprobs(data)) > APPROX_TOP:
+            top = _top_logprobs(self._post(msgs, logprobs=True, top_logprobs=APPROX_TOP + 1))
+            entries = [e for e in top if isinstance(e, dict)]
+            listed = [
+                (str(e.get("token")), _check_logprob(e.get("logprob"), "?", floor=False))
+                for e in entries
+            ]
+            untrustworthy(self, listed_refusal(listed, "the text prompt"))
+            if len(top) > APPROX_TOP:
                 return "full-vocab", f"{why}; the server returns the whole vocabulary's logprobs"
         except (ServerError, ScoringError) as exc:
-            _refused_or_raise(exc, self._conn.where)
+            refused_or_raise(exc, self._conn.where)
         try:
             answer = {"role": "assistant", "content": "A"}
             prompt_logprob(self._post([*msgs, answer], extra_body=_PREFILL), "A")
             return "prompt-logprobs", f"{why}; no full-vocabulary logprobs, but prompt_logprobs"
         except (ServerError, ScoringError) as exc:
-            _refused_or_raise(exc, self._conn.where)
+            refused_or_raise(exc, self._conn.where)
         if self.allow_approx:
             return "approx-top20", f"{why}; at most {APPROX_TOP} logprobs, --allow-approx given"
         raise ServerError(
@@ -549,23 +553,6 @@ class ServedScorer:
                     f.cancel()
                 raise
         return out
-
-
-class MalformedResponse(ScoringError):
-    """An answer that is no chat completion at all (not JSON, or not a JSON object)."""
-
-
-def _refused_or_raise(exc: Exception, where: str) -> None:
-    """Go on probing when the server refused a request (HTTP 400/404/422) or answered without
-    the field asked for; raise anything else (server down, wrong key, an answer that is no
-    chat completion: a :class:`ServerError` naming the server ``where``)."""
-    if isinstance(exc, ServerError) and exc.status not in (400, 404, 422):
-        raise exc
-    if isinstance(exc, MalformedResponse):
-        raise ServerError(
-            f"{where} answered the probe with a {exc.message}; is it an "
-            "OpenAI-compatible server (check --base-url)?"
-        ) from None
 
 
 def _question_names(questions: Sequence[Question]) -> list[str]:

@@ -2,8 +2,9 @@
 
 The one place where a response's ``top_logprobs`` (:func:`answer_probs`) or vLLM's
 ``prompt_logprobs`` of a prefilled answer (:func:`prompt_logprob`) become numbers; every value
-goes through :func:`baglm_nb.models.logprobs.checked_logprob` (finite, <= 0), and a missing or
-malformed field is a :class:`~baglm_nb.models.questions.ScoringError`, never a 0.
+goes through :func:`baglm_nb.models.logprobs.checked_logprob` (finite, <= 0) and must be above
+:data:`FLOOR_LOGPROB` (a server's "not computed" floor), and a missing or malformed field is a
+:class:`~baglm_nb.models.questions.ScoringError`, never a 0.
 """
 
 from __future__ import annotations
@@ -17,16 +18,27 @@ import numpy as np
 from baglm_nb.models.logprobs import InvalidLogprob, checked_logprob
 from baglm_nb.models.questions import ScoringError
 
-__all__ = ["answer_probs", "prompt_logprob", "token_bytes"]
+__all__ = ["FLOOR_LOGPROB", "answer_probs", "prompt_logprob", "token_bytes"]
+
+FLOOR_LOGPROB = -1000.0
+"""A served logprob below this is a floor value standing for "not computed" (such as -9999),
+never a log-softmax (``exp`` of it is 0.0 in float64 below about -745): refused."""
 
 
-def _check_logprob(value: Any, answer: str) -> float:
+def _check_logprob(value: Any, answer: str, *, floor: bool = True) -> float:
     """A logprob as a float; ``ScoringError`` when it is not a finite number <= 0
-    (:func:`baglm_nb.models.logprobs.checked_logprob`, the one rule)."""
+    (:func:`baglm_nb.models.logprobs.checked_logprob`, the one rule), or (with ``floor``) when
+    it is below :data:`FLOOR_LOGPROB`."""
     try:
-        return checked_logprob(value, what=f"the server's logprob of answer {answer!r}")
+        logprob = checked_logprob(value, what=f"the server's logprob of answer {answer!r}")
     except InvalidLogprob as exc:
         raise ScoringError(str(exc)) from None
+    if floor and logprob < FLOOR_LOGPROB:
+        raise ScoringError(
+            f"the server's logprob of answer {answer!r} is {logprob:g}, below {FLOOR_LOGPROB:g}: "
+            "a floor value, not a log-softmax; it is never read as 0"
+        )
+    return logprob
 
 
 def _top_logprobs(response: dict) -> list[dict]:

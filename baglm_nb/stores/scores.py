@@ -4,6 +4,7 @@ Layout under a cache ``root``::
 
     scores/<dataset>/<model>/<prompt_version>/seg<d>s_fps<f>/
         config.json                       # the ScoreKey (+ "label": "simulated" when simulated)
+        weights.json                      # what the key's weights fingerprint stands for
         videos/<quote(uid)>.parquet       # one file per video, one row per segment
 
 Scores are stored **per segment** (S rows, columns ``video_uid, segment, t_start, t_end, vsg,
@@ -11,11 +12,18 @@ progress`` and any timing columns); :meth:`ScoreCache.per_second` rebuilds the p
 per-second layout (reference-protocol §2.5), where every segment row is repeated
 ``segment_duration`` times, so row t is second t of the video.
 
-Exports :class:`VideoScores` (one video's stored scores) and :class:`ScoreCache`.
+``weights.json`` (:data:`WEIGHTS_FILE`) is written once by the score driver: a local folder's
+files and their SHA-256 with its Hugging Face revision, or a served model's ``/v1/models``
+description and canary (:mod:`baglm_nb.models.fingerprints`,
+:mod:`baglm_nb.models.served_checks`), which a resumed run compares.
+
+Exports :class:`VideoScores` (one video's stored scores), :class:`ScoreCache`,
+:data:`WEIGHTS_FILE` and :func:`read_weights_record`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,11 +38,21 @@ import pyarrow as pa
 
 from baglm_nb.inputs import grid
 from baglm_nb.inputs.variants import SEGMENT_DURATION
+from baglm_nb.stores.atomic import atomic_write_json
 from baglm_nb.stores.keys import ScoreKey
 from baglm_nb.stores.parquet import ParquetFolder, read_parquet
 from baglm_nb.stores.provenance import is_stale, steps_sha256
 
-__all__ = ["ScoreCache", "VideoScores", "warn_unfingerprinted"]
+__all__ = [
+    "WEIGHTS_FILE",
+    "ScoreCache",
+    "VideoScores",
+    "read_weights_record",
+    "warn_unfingerprinted",
+]
+
+WEIGHTS_FILE = "weights.json"
+"""The file of a score cache folder recording what its weights fingerprint stands for."""
 
 _SCORE_COLUMNS = ("video_uid", "segment", "t_start", "t_end", "vsg", "progress")
 _LIST_F64 = pa.list_(pa.float64())
@@ -278,6 +296,10 @@ class ScoreCache(ParquetFolder):
         """Sorted uids of the stored videos."""
         return self.names()
 
+    def write_weights_record(self, record: Mapping[str, Any]) -> Path:
+        """Store (atomically) what the key's weights are: :data:`WEIGHTS_FILE`."""
+        return atomic_write_json(self.path / WEIGHTS_FILE, dict(record))
+
     def write_video(
         self,
         uid: str,
@@ -446,6 +468,21 @@ class ScoreCache(ParquetFolder):
                 {"video_uid": pd.Series(dtype=str), "segment": pd.Series(dtype="int32")}
             )
         return pd.concat(frames, ignore_index=True)
+
+
+def read_weights_record(folder: str | os.PathLike) -> dict[str, Any] | None:
+    """The :data:`WEIGHTS_FILE` of a cache folder (``None`` when there is none yet);
+    ``ValueError`` naming the file when it is not a JSON object."""
+    path = Path(folder) / WEIGHTS_FILE
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: unreadable weights record ({exc})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}: unreadable weights record (not a JSON object)")
+    return record
 
 
 def warn_unfingerprinted(cache: ScoreCache) -> None:

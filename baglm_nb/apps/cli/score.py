@@ -139,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
     from baglm_nb.models.openai_client import ServerError
     from baglm_nb.models.scoring import check_engine, check_inputs, score_dataset
     from baglm_nb.models.served import is_served, served_name
+    from baglm_nb.models.served_checks import ServerRefused
 
     check_range("--batch-segments", args.batch_segments, 1)
     check_range("--segment-duration", args.segment_duration, 1)
@@ -163,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
                 engine=engine,
                 show_progress=not args.no_progress,
             )
+    except ServerRefused:
+        raise  # its message says what to do: running again does not help
     except ServerError as exc:
         raise ServerError(
             f"{exc}; finished videos are kept: run the same command again to resume"
