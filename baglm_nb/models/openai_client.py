@@ -26,6 +26,8 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from baglm_nb.inputs.urls import redact_url, redact_urls
+
 __all__ = ["WAIT_NOTICE_S", "Connection", "ServerError", "check_base_url", "read_api_key"]
 
 #: Seconds without an answer after which a request prints one waiting line on stderr (once per
@@ -73,9 +75,11 @@ def check_base_url(base_url: str | None) -> None:
         return
     parts = urllib.parse.urlsplit(str(base_url))
     if parts.scheme not in ("http", "https") or not parts.netloc:
+        rest = str(base_url).split("://", 1)[-1].rstrip("/")
+        example = f"http://{rest}" if rest.endswith("/v1") else f"http://{rest}/v1"
         raise ValueError(
-            f"--base-url {base_url!r} is not an http(s) URL with a host; write it with its "
-            f"scheme, e.g. http://{str(base_url).split('://')[-1].rstrip('/')}/v1"
+            f"--base-url {redact_url(str(base_url))!r} is not an http(s) URL with a host; write "
+            f"it with its scheme, e.g. {redact_url(example)}"
         )
 
 
@@ -145,19 +149,21 @@ class Connection:
         self.client = client
 
     def __repr__(self) -> str:
-        return f"Connection(base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
+        url = None if self.base_url is None else redact_url(self.base_url)
+        return f"Connection(base_url={url!r}, api_key_env={self.api_key_env!r})"
 
     @property
     def where(self) -> str:
         """The server, in words."""
-        return f"the server at {self.base_url or 'the OpenAI default URL'}"
+        return f"the server at {redact_url(self.base_url or 'the OpenAI default URL')}"
 
     def redact(self, text: str) -> str:
-        """``text`` with the API key (held only by the client) replaced by ``***``."""
+        """``text`` with the API key (held only by the client) replaced by ``***``, and any
+        password in a URL too (:func:`~baglm_nb.inputs.urls.redact_urls`)."""
         key = getattr(self.client, "api_key", None)
         if isinstance(key, str) and key:
             text = text.replace(key, "***")
-        return text
+        return redact_urls(text)
 
     def describe(self, exc: BaseException) -> tuple[str, bool]:
         """(redacted message, retryable) for an exception from the client."""

@@ -60,6 +60,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from baglm_nb.inputs.urls import redact_url
 from baglm_nb.models.engine import ScoreResult
 from baglm_nb.models.families import DEFAULT_SYSTEM
 from baglm_nb.models.fingerprints import served_fingerprint, served_metadata
@@ -236,7 +237,7 @@ class ServedScorer:
     def __repr__(self) -> str:
         return (
             f"ServedScorer({self.model!r}, family={self.family!r}, "
-            f"base_url={self._conn.base_url!r}, strategy={self._strategy!r})"
+            f"base_url={redact_url(self._conn.base_url or '')!r}, strategy={self._strategy!r})"
         )
 
     @property

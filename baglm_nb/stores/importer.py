@@ -17,6 +17,7 @@ Exports :func:`import_reference_results`.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,7 @@ from baglm_nb.stores.scores import ScoreCache
 if TYPE_CHECKING:
     from baglm_nb.inputs.datasets import Video
 
-__all__ = ["import_reference_results"]
+__all__ = ["import_reference_results", "unknown_files_line"]
 
 
 @dataclass
@@ -169,19 +170,47 @@ def _import_all(run: _Run, videos: Sequence[Video], show_progress: bool) -> dict
 
 
 def _unmatched(src: Path, videos: Sequence[Video]) -> list[str]:
-    """The ``.pt`` files under ``src`` (relative paths) that name no video or group of
-    ``videos``: another dataset's files, or misnamed ones."""
+    """The ``.pt`` files anywhere under ``src`` (relative paths) that name no video or group of
+    ``videos``: another dataset's files, misnamed ones, or files outside ``vsg/``, ``prog/``
+    and ``prereq/``."""
     names = {
         "vsg": {v.uid for v in videos},
         "prog": {v.uid for v in videos},
         "prereq": {v.group for v in videos},
     }
     return sorted(
-        str(path.relative_to(src))
-        for kind, known in names.items()
-        for path in (src / kind).rglob("*.pt")
-        if path.stem not in known
+        str(rel)
+        for rel in (path.relative_to(src) for path in src.rglob("*.pt"))
+        if rel.parts[0] not in names or rel.stem not in names[rel.parts[0]]
     )
+
+
+def unknown_files_line(unmatched: Sequence[str], dataset: str) -> str:
+    """One line naming the ``.pt`` files an import did not use (at most 5, then a count)."""
+    shown = ", ".join(unmatched[:5]) + (
+        f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
+    )
+    return (
+        f"{len(unmatched)} .pt file(s) name no {dataset} video or group and were not imported: "
+        f"{shown}"
+    )
+
+
+def _created_folder(path: Path) -> Path | None:
+    """The top-most folder of ``path`` that does not exist yet (``None`` when it exists)."""
+    top = None
+    for folder in (path, *path.parents):
+        if folder.exists():
+            break
+        top = folder
+    return top
+
+
+def _remove_if_empty(cache: ScoreCache | DependencyCache, created: Path | None) -> None:
+    """Remove the folders an import created for ``cache`` when it holds nothing."""
+    held = cache.uids() if isinstance(cache, ScoreCache) else cache.groups()
+    if created is not None and created.is_dir() and not held:
+        shutil.rmtree(created, ignore_errors=True)
 
 
 def import_reference_results(
@@ -196,6 +225,7 @@ def import_reference_results(
     videos: Sequence[Video] | None = None,
     show_progress: bool = True,
     log: Callable[[str], None] | None = None,
+    strict: bool = False,
 ) -> dict[str, Any]:
     """Import the authors' published precomputed ``.pt`` files into the Parquet caches.
 
@@ -223,6 +253,10 @@ def import_reference_results(
         Show tqdm progress bars.
     log
         Receives each warning and refusal line (default: printed to stderr).
+    strict
+        Refuse (``ValueError``, before anything is written) when a ``.pt`` file under
+        ``src_dir`` names no video or group of ``videos``; by default such files are only
+        listed in ``unmatched``.
 
     Returns
     -------
@@ -238,8 +272,9 @@ def import_reference_results(
     ------
     ValueError
         Videos of one group with different step lists in the annotation (one matrix cannot
-        serve them), or a cache write that fails. Refused files do not raise: they are in
-        ``refused``, and their videos are not imported.
+        serve them), a cache write that fails, or (``strict``) unknown files. When nothing is
+        imported, the cache folders the call created are removed. Refused files do not
+        raise: they are in ``refused``, and their videos are not imported.
     """
     src = Path(src_dir)
     if not src.is_dir():
@@ -250,14 +285,28 @@ def import_reference_results(
 
         annotation = file_sha256(annotation_path(dataset))
         videos = load_dataset(dataset)
+    if strict:
+        unmatched = _unmatched(src, videos)
+        if unmatched:
+            raise ValueError(
+                f"{src}: {unknown_files_line(unmatched, dataset)}; --strict refuses the import "
+                "(nothing written)"
+            )
     d = int(segment_duration)
+    score_key = ScoreKey(dataset, model, "published", d, sampling_fps, source="imported")
+    dep_key = DependencyKey(dataset, llm, "published")
+    created = [_created_folder(Path(root) / key.relpath()) for key in (score_key, dep_key)]
     run = _Run(
         src,
         model,
-        ScoreCache(root, ScoreKey(dataset, model, "published", d, sampling_fps, source="imported")),
-        DependencyCache(root, DependencyKey(dataset, llm, "published")),
+        ScoreCache(root, score_key),
+        DependencyCache(root, dep_key),
         sampling_fps,
         pf.Notes() if log is None else pf.Notes(log=log),
     )
     run.scores.annotation_sha256 = run.deps.annotation_sha256 = annotation
-    return _import_all(run, videos, show_progress)
+    try:
+        return _import_all(run, videos, show_progress)
+    finally:  # nothing imported: no empty cache left behind
+        _remove_if_empty(run.scores, created[0])
+        _remove_if_empty(run.deps, created[1])

@@ -8,7 +8,9 @@ run that failed (a server that went away, a video that could not be scored). ``-
 
 Library warnings (transformers' ``FutureWarning``s and advice, torch's notes) stay out of the
 user's terminal unless ``--debug`` is given (:func:`quiet_library_warnings`); the workbench's own
-warnings, and any ``-W`` / ``PYTHONWARNINGS`` the user set, are kept.
+warnings, and any ``-W`` / ``PYTHONWARNINGS`` the user set, are kept, each shown as one
+``warning: ...`` line (:func:`warning_line`; no source file and line of code). Every line printed
+here hides the password of any URL in it (:func:`~baglm_nb.inputs.urls.redact_urls`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import os
 import sys
 import traceback
 import warnings
+
+from baglm_nb.inputs.urls import redact_urls
 
 #: The verb modules of this package, each with ``register(verbs)``.
 VERBS = (
@@ -76,7 +80,7 @@ def error_line(exc: BaseException) -> str:
     if not isinstance(exc, BAD_INPUT + (RuntimeError, OSError)):  # OSError: a full disk ...
         text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
         text += " (an unexpected error: run again with --debug for the traceback)"
-    text = text or type(exc).__name__
+    text = redact_urls(text or type(exc).__name__)
     return text if text.startswith("error: ") else f"error: {text}"
 
 
@@ -110,10 +114,34 @@ def quiet_library_warnings(debug: bool) -> None:
         loaded.logging.set_verbosity_error()
 
 
+def warning_line(message: Warning | str, category: type[Warning], debug: bool = False) -> str:
+    """The one ``warning: ...`` line shown for a warning (credentials in URLs hidden); with
+    ``debug``, its category too."""
+    text = " ".join(str(message).split()) or category.__name__
+    if debug or category is not UserWarning:
+        text += f" ({category.__name__})"
+    return redact_urls(f"warning: {text}")
+
+
+def show_warnings_as_lines(debug: bool) -> None:
+    """Print each warning as one :func:`warning_line` on stderr, never the source line that
+    raised it (``warnings.showwarning`` for this process)."""
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        stream = sys.stderr if file is None else file
+        try:
+            print(warning_line(message, category, debug), file=stream, flush=True)
+        except OSError:  # the terminal went away: nothing to show it on
+            pass
+
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the verb; turn an error into one line and an exit status."""
     args = build_parser().parse_args(argv)
     quiet_library_warnings(args.debug)
+    show_warnings_as_lines(args.debug)
     try:
         return args.func(args)
     except KeyboardInterrupt as exc:

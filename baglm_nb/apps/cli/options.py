@@ -38,8 +38,14 @@ def check_range(
 
 def run_parameters(args: argparse.Namespace) -> dict[str, Any]:
     """The command's options as a table's parameters (``summary.json``): every parsed value
-    but the verb's function."""
-    return {name: value for name, value in vars(args).items() if name != "func"}
+    but the verb's function, any password in a URL hidden."""
+    from baglm_nb.inputs.urls import redact_url
+
+    return {
+        name: redact_url(value) if isinstance(value, str) else value
+        for name, value in vars(args).items()
+        if name != "func"
+    }
 
 
 def add_observation_arguments(p: argparse.ArgumentParser) -> None:
