@@ -18,7 +18,7 @@ import numpy as np
 
 from baglm_nb.models.dependencies import PairFailure, pair_messages, pair_prompt_version
 from baglm_nb.models.logprobs import probability
-from baglm_nb.models.openai_client import Connection
+from baglm_nb.models.openai_client import Connection, ServerError
 
 __all__ = ["NO_WORDS", "YES_WORDS", "OpenAIBackend"]
 
@@ -138,6 +138,10 @@ class OpenAIBackend:
         """P(Yes) of one pair with retries; raises ``RuntimeError`` with a redacted reason."""
         try:
             response = self._conn.call(lambda _: self._request(goal, target, prereq))
+        except ServerError as exc:
+            if exc.status == 404:  # the chat route exists on every server: the model does not
+                raise self._conn.model_not_found(self.model, exc) from None
+            raise
         except ValueError as exc:  # a body that is not JSON (truncated, garbage)
             raise RuntimeError(
                 self._redact(

@@ -28,7 +28,14 @@ from typing import Any, TypeVar
 
 from baglm_nb.inputs.urls import redact_url, redact_urls
 
-__all__ = ["WAIT_NOTICE_S", "Connection", "ServerError", "check_base_url", "read_api_key"]
+__all__ = [
+    "WAIT_NOTICE_S",
+    "Connection",
+    "ModelNotFound",
+    "ServerError",
+    "check_base_url",
+    "read_api_key",
+]
 
 #: Seconds without an answer after which a request prints one waiting line on stderr (once per
 #: connection), so that a hanging server with the default timeout and attempts is not silent.
@@ -94,6 +101,10 @@ class ServerError(RuntimeError):
         super().__init__(message)
         self.retryable = retryable
         self.status = status
+
+
+class ModelNotFound(ServerError, ValueError):
+    """A chat request answered HTTP 404: the server has no model of that name (bad input)."""
 
 
 class Connection:
@@ -164,6 +175,28 @@ class Connection:
         if isinstance(key, str) and key:
             text = text.replace(key, "***")
         return redact_urls(text)
+
+    def model_not_found(self, model: str, exc: ServerError) -> ModelNotFound:
+        """The error of a chat request for ``model`` answered HTTP 404 (the chat route exists
+        on every server: the model does not), naming the model, the URL and the models that
+        ``/v1/models`` lists, when it answers."""
+        import json
+
+        try:
+            raw = self.call(lambda c: c.models.with_raw_response.list())
+            data = json.loads(raw.content).get("data") or []
+            names = [str(e["id"]) for e in data if isinstance(e, dict) and "id" in e]
+        except (ServerError, ValueError, TypeError, AttributeError, KeyError):
+            names = []
+        served = f"; it serves {', '.join(repr(n) for n in names[:5])}" if names else ""
+        said = str(exc).split(": ", 1)[-1].removeprefix("Error code: 404 - ")
+        url = redact_url(self.base_url or "the OpenAI default URL")
+        return ModelNotFound(
+            f"model {model!r} not found at {url} (HTTP 404: {said}){served}; check the model "
+            "name and --base-url",
+            False,
+            None,
+        )
 
     def describe(self, exc: BaseException) -> tuple[str, bool]:
         """(redacted message, retryable) for an exception from the client."""

@@ -326,9 +326,14 @@ class ServedScorer:
                 "cache_prompt": self.cache_prompt,
             }
         t0 = time.perf_counter()
-        raw = self._conn.call(
-            lambda c: c.chat.completions.with_raw_response.create(**body, **options)
-        )
+        try:
+            raw = self._conn.call(
+                lambda c: c.chat.completions.with_raw_response.create(**body, **options)
+            )
+        except ServerError as exc:
+            if exc.status == 404:  # the chat route exists on every server: the model does not
+                raise self._conn.model_not_found(self.model, exc) from None
+            raise
         try:
             data = json.loads(raw.content)
         except (ValueError, TypeError):

@@ -164,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
                 show_progress=not args.no_progress,
             )
     except ServerError as exc:
+        if isinstance(exc, ValueError):  # bad input (no such model): nothing to resume
+            raise
         raise ServerError(
             f"{exc}; finished videos are kept: run the same command again to resume"
         ) from None
