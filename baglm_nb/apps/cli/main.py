@@ -123,31 +123,29 @@ def warning_line(message: Warning | str, category: type[Warning], debug: bool = 
     return redact_urls(f"warning: {text}")
 
 
-def show_warnings_as_lines(debug: bool) -> None:
-    """Print each warning as one :func:`warning_line` on stderr, never the source line that
-    raised it (``warnings.showwarning`` for this process)."""
+def warning_format(debug: bool):
+    """A ``warnings.formatwarning`` for a verb's run: one :func:`warning_line`, never the
+    file and line of code that raised it."""
 
-    def show(message, category, filename, lineno, file=None, line=None) -> None:
-        stream = sys.stderr if file is None else file
-        try:
-            print(warning_line(message, category, debug), file=stream, flush=True)
-        except OSError:  # the terminal went away: nothing to show it on
-            pass
+    def format_line(message, category, filename, lineno, line=None) -> str:
+        return warning_line(message, category, debug) + "\n"
 
-    warnings.showwarning = show
+    return format_line
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the verb; turn an error into one line and an exit status."""
     args = build_parser().parse_args(argv)
     quiet_library_warnings(args.debug)
-    show_warnings_as_lines(args.debug)
+    shown, warnings.formatwarning = warnings.formatwarning, warning_format(args.debug)
     try:
         return args.func(args)
     except KeyboardInterrupt as exc:
         error, line, status = exc, "error: interrupted", EXIT_INTERRUPTED
     except Exception as exc:
         error, line, status = exc, error_line(exc), exit_status(exc)
+    finally:
+        warnings.formatwarning = shown
     if args.debug:
         traceback.print_exception(error)
     print(line, file=sys.stderr)
