@@ -16,9 +16,10 @@ Exports :func:`import_reference_results`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -196,21 +197,39 @@ def unknown_files_line(unmatched: Sequence[str], dataset: str) -> str:
     )
 
 
-def _created_folder(path: Path) -> Path | None:
-    """The top-most folder of ``path`` that does not exist yet (``None`` when it exists)."""
-    top = None
-    for folder in (path, *path.parents):
-        if folder.exists():
-            break
-        top = folder
-    return top
+@contextlib.contextmanager
+def _no_empty_folders(paths: Sequence[Path]) -> Iterator[None]:
+    """Remove, on the way out, the folders created for ``paths`` that hold no ``.parquet``
+    entry (an import that imported nothing leaves no cache skeleton behind)."""
+    created = []
+    for path in paths:
+        missing = [p for p in (path, *path.parents) if not p.exists()]
+        created.append(missing[-1] if missing else None)
+    try:
+        yield
+    finally:
+        for top in created:
+            if top is not None and top.is_dir() and not any(top.rglob("*.parquet")):
+                shutil.rmtree(top, ignore_errors=True)
 
 
-def _remove_if_empty(cache: ScoreCache | DependencyCache, created: Path | None) -> None:
-    """Remove the folders an import created for ``cache`` when it holds nothing."""
-    held = cache.uids() if isinstance(cache, ScoreCache) else cache.groups()
-    if created is not None and created.is_dir() and not held:
-        shutil.rmtree(created, ignore_errors=True)
+def _source(
+    src: Path, dataset: str, videos: Sequence[Video] | None, strict: bool
+) -> tuple[Path, Sequence[Video], str | None]:
+    """``(src, videos, annotation hash)`` of an import (the hash is ``None`` for given
+    ``videos``); bad input when ``src`` is no folder, or (``strict``) holds unknown files."""
+    if not src.is_dir():
+        raise FileNotFoundError(f"{src}: no such folder (expected vsg/, prog/ and prereq/)")
+    annotation = None
+    if videos is None:
+        from baglm_nb.inputs.datasets import annotation_path, load_dataset
+
+        annotation = file_sha256(annotation_path(dataset))
+        videos = load_dataset(dataset)
+    if strict and _unmatched(src, videos):
+        line = unknown_files_line(_unmatched(src, videos), dataset)
+        raise ValueError(f"{src}: {line}; --strict refuses the import (nothing written)")
+    return src, videos, annotation
 
 
 def import_reference_results(
@@ -276,37 +295,15 @@ def import_reference_results(
         imported, the cache folders the call created are removed. Refused files do not
         raise: they are in ``refused``, and their videos are not imported.
     """
-    src = Path(src_dir)
-    if not src.is_dir():
-        raise FileNotFoundError(f"{src}: no such folder (expected vsg/, prog/ and prereq/)")
-    annotation = None
-    if videos is None:
-        from baglm_nb.inputs.datasets import annotation_path, load_dataset
-
-        annotation = file_sha256(annotation_path(dataset))
-        videos = load_dataset(dataset)
-    if strict:
-        unmatched = _unmatched(src, videos)
-        if unmatched:
-            raise ValueError(
-                f"{src}: {unknown_files_line(unmatched, dataset)}; --strict refuses the import "
-                "(nothing written)"
-            )
+    src, videos, annotation = _source(Path(src_dir), dataset, videos, strict)
     d = int(segment_duration)
-    score_key = ScoreKey(dataset, model, "published", d, sampling_fps, source="imported")
-    dep_key = DependencyKey(dataset, llm, "published")
-    created = [_created_folder(Path(root) / key.relpath()) for key in (score_key, dep_key)]
-    run = _Run(
-        src,
-        model,
-        ScoreCache(root, score_key),
-        DependencyCache(root, dep_key),
-        sampling_fps,
-        pf.Notes() if log is None else pf.Notes(log=log),
+    keys = (
+        ScoreKey(dataset, model, "published", d, sampling_fps, source="imported"),
+        DependencyKey(dataset, llm, "published"),
     )
-    run.scores.annotation_sha256 = run.deps.annotation_sha256 = annotation
-    try:
+    notes = pf.Notes() if log is None else pf.Notes(log=log)
+    with _no_empty_folders([Path(root) / key.relpath() for key in keys]):
+        run = _Run(src, model, ScoreCache(root, keys[0]), DependencyCache(root, keys[1]),
+                   sampling_fps, notes)  # fmt: skip
+        run.scores.annotation_sha256 = run.deps.annotation_sha256 = annotation
         return _import_all(run, videos, show_progress)
-    finally:  # nothing imported: no empty cache left behind
-        _remove_if_empty(run.scores, created[0])
-        _remove_if_empty(run.deps, created[1])

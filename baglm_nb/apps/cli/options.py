@@ -217,6 +217,13 @@ def add_live_source_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def check_live_source_options(args: argparse.Namespace) -> None:
+    """Bad input naming the one option of :func:`add_live_source_arguments` out of range."""
+    check_range("--reconnect", args.reconnect, 0)
+    check_range("--reconnect-window", args.reconnect_window, 0)
+    check_range("--timeout", args.timeout, 0, low_open=True)
+
+
 def add_alert_threshold(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """``--alert-threshold`` (:mod:`baglm_nb.core.alerts`), of ``follow`` and ``alerts``."""
     from baglm_nb.core.alerts import DEFAULT_THRESHOLD

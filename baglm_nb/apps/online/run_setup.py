@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from baglm_nb.apps.cli.options import check_range
-
 if TYPE_CHECKING:
     from baglm_nb.core.online import OnlineGrounder
     from baglm_nb.inputs.datasets import Video
@@ -154,9 +152,6 @@ def _check_source(args: argparse.Namespace) -> LiveReader | None:
     from baglm_nb.inputs.live import SourceError, live_reader_for
     from baglm_nb.inputs.video import check_video_file
 
-    check_range("--reconnect", args.reconnect, 0)
-    check_range("--reconnect-window", args.reconnect_window, 0)
-    check_range("--timeout", args.timeout, 0, low_open=True)
     try:
         reader = live_reader_for(
             args.source,
