@@ -25,6 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from clips import score_argv
 from test_cli_bad_input import one_error
@@ -33,6 +34,7 @@ from test_served_protocol import KEY_ENV, Stub, chat_answer, entry
 
 from baglm_nb.apps.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, main
 from baglm_nb.stores.dependencies import DependencyCache
+from baglm_nb.stores.keys import DependencyKey
 from baglm_nb.stores.scores import ScoreCache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -211,3 +213,152 @@ def test_lang_c_no_home_and_a_repository_path_with_spaces(tmp_path):
     same = run_cli(*argv, env=here, cwd=tmp_path)
     assert same.returncode == 0, same.stderr
     assert json.loads(same.stdout.strip().splitlines()[-1])["baglm"] == result["baglm"]
+
+
+# -- two writers --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("verb", ["simulate", "score"])
+def test_two_processes_writing_one_cache_at_once(verb, tmp_path, stub):
+    """Both runs succeed, and the cache holds each entry once, whole, equal to one run's."""
+    root, alone = tmp_path / "shared", tmp_path / "alone"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = verb_argv(verb, root, tmp_path, stub.url)
+    cmd = [sys.executable, "-m", "baglm_nb", *argv]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]  # fmt: skip
+    outs = [p.communicate(timeout=600) for p in procs]
+    for proc, (_, err) in zip(procs, outs, strict=True):
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err
+    assert not temp_files(root) and len(stored(root)) == 2
+    assert main(verb_argv(verb, alone, tmp_path, stub.url)) == 0
+    shared = ScoreCache.open(next(root.rglob("config.json")).parent)
+    single = ScoreCache.open(next(alone.rglob("config.json")).parent)
+    assert shared.uids() == single.uids()
+    for uid in single.uids():
+        np.testing.assert_allclose(shared.read_video(uid).vsg, single.read_video(uid).vsg)
+
+
+# -- notebooks: bad parameters --------------------------------------------------------------------
+
+
+def test_papermill_with_a_folder_that_does_not_exist_names_the_parameter(tmp_path):
+    out = tmp_path / "out.ipynb"
+    cmd = [sys.executable, "-m", "papermill", str(ROOT / "notebooks" / "03_main_results.ipynb"),
+           str(out), "-p", "scores", "/nonexistent", "--cwd", str(ROOT / "notebooks")]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode != 0
+    last = [line for line in proc.stderr.splitlines() if line.strip()][-1]
+    assert last == (
+        "ValueError: notebook parameter scores='/nonexistent': no such folder '/nonexistent' "
+        "(nor a named setting such as 'simulated' or 'oracle')"
+    )
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"limit": -1}, "notebook parameter limit=-1: expected a whole number >= 1, or None"),
+        ({"dataset": "coins"}, "notebook parameter dataset='coins': expected one of ['coin',"),
+        ({"datasets": ["coin", "x"]}, "notebook parameter datasets=['coin', 'x']: expected a"),
+        ({"scores": {"coin": "/nope"}}, "notebook parameter scores={'coin': '/nope'}: no such "),
+        ({"deps": "/nope"}, "notebook parameter deps='/nope': no such folder '/nope'"),
+        ({"duration_scores": ["/nope"]}, "notebook parameter duration_scores=['/nope']: no such"),
+        ({"video_dir": "/nope"}, "notebook parameter video_dir='/nope': no such folder"),
+    ],
+)
+def test_bad_notebook_parameter_is_named(params, message):
+    from baglm_nb.apps.parameters import check_parameters
+
+    with pytest.raises(ValueError) as info:
+        check_parameters(params)
+    assert str(info.value).startswith(message)
+
+
+def test_named_settings_and_existing_folders_pass_the_parameter_check(tmp_path):
+    from baglm_nb.apps.parameters import check_parameters
+
+    ok = {"scores": {"coin": str(tmp_path)}, "deps": "simulated-llm:gpt:held-out",
+          "sensitivity_deps": ["simulated-llm:llama", "oracle", "noisy-oracle:0.2"],
+          "llm_b_deps": {}, "video_dir": None, "limit": None}  # fmt: skip
+    assert check_parameters(ok) == ok
+
+
+# -- alerts on a one-step task; D with NaN -------------------------------------------------------
+
+
+def write_task(path: Path, steps: list[str], dependency=None) -> Path:
+    data = {"goal": "make tea", "steps": steps}
+    if dependency is not None:
+        data["dependency"] = dependency
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_alerts_on_a_one_step_task(tmp_path, capsys):
+    from clips import CUP
+
+    task = write_task(tmp_path / "one.json", ["pour"], [[0.0]])
+    base = ["follow", str(CUP), "--task", str(task), "--model", "random-init:internvl"]
+    assert main([*base, "--alerts"]) == EXIT_BAD_INPUT
+    assert one_error(capsys) == (
+        f"error: --alerts needs a dependency matrix D, and the task file {task} has no "
+        "prerequisite in 'dependency' (a task of one step: no other step can come before it)"
+    )
+    assert main(base) == 0  # alerts off by default, said once; the run follows its one step
+    out = capsys.readouterr().out
+    assert "alerts: off (the task file" in out and "a task of one step" in out
+    assert "current step: pour" in out
+
+
+def test_a_task_file_d_with_nan_names_the_entry(tmp_path, capsys):
+    from clips import CUP
+
+    task = tmp_path / "nan.json"
+    task.write_text('{"goal": "g", "steps": ["a", "b"], "dependency": [[0, NaN], [1, 0]]}')
+    assert main(["follow", str(CUP), "--task", str(task), "--model", "random-init:internvl"]) == 2
+    assert one_error(capsys) == (
+        f"error: {task}: field 'dependency' must hold probabilities in [0, 1]; row 0, column 1 "
+        "is nan (1 such value(s))"
+    )
+
+
+def test_d_files_with_nan_are_refused_naming_the_file(tmp_path, capsys):
+    """An authors' prerequisite file and a dependency-cache entry with a NaN: each is refused in
+    one line naming the file; nothing is read as a number."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import torch
+    from authors_files import write_authors_files
+
+    from baglm_nb.inputs.datasets import load_dataset
+
+    video = load_dataset("coin")[0]
+    src = tmp_path / "published"
+    write_authors_files(src, [video])
+    prereq = next((src / "prereq").rglob(f"{video.group}.pt"))
+    matrix = torch.load(prereq)
+    matrix[0, 1] = float("nan")
+    torch.save(matrix, prereq)
+    argv = ["import", str(src), "--dataset", "coin", "--cache-root", str(tmp_path / "c")]
+    assert main([*argv, "--no-progress"]) == EXIT_FAILED
+    err = capsys.readouterr().err
+    assert f"refused: {prereq}: row 0, column 1: value nan (NaN or inf)" in err
+
+    root = tmp_path / "deps"
+    cache = DependencyCache(root, DependencyKey("coin", "llm", "v1"))
+    steps = list(video.steps)
+    cache.write(video.group, steps, np.zeros((len(steps), len(steps))))
+    path = next(cache.path.rglob("*.parquet"))
+    table = pq.read_table(path)
+    p = table.column("p_yes").to_pylist()
+    p[1] = float("nan")
+    i = table.schema.get_field_index("p_yes")
+    pq.write_table(table.set_column(i, table.schema.field(i), pa.array(p)), path)
+    code = main(["evaluate", "--dataset", "coin", "--scores", "simulated", "--limit", "1",
+                 "--deps", str(cache.path)])  # fmt: skip
+    assert code == EXIT_BAD_INPUT
+    line = one_error(capsys)
+    assert line.endswith(f"{path}: pairs are missing or p_yes has NaN")
