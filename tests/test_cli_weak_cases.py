@@ -43,7 +43,10 @@ def follow(source, task: Path, *extra: str) -> int:
 # -- misnamed messages --------------------------------------------------------------------------
 
 
-def test_model_not_found_under_auto_names_the_model_and_the_url(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("verb", ["score", "deps"])
+def test_model_not_found_names_the_model_and_the_url(verb, tmp_path, capsys, monkeypatch):
+    """A vLLM-like server without the model asked for (HTTP 404): under ``score --strategy
+    auto`` it is not called a top-20 cap; under ``deps`` it is not one failed pair."""
     monkeypatch.setenv(KEY_ENV, "sk-stub-key")
     stub = Stub()
 
@@ -55,19 +58,24 @@ def test_model_not_found_under_auto_names_the_model_and_the_url(tmp_path, capsys
 
     stub.handler = vllm_without_the_model
     url = stub.url.replace("http://", f"http://bob:{SECRET}@")
+    server = ["--base-url", url, "--api-key-env", KEY_ENV, "--cache-root", str(tmp_path / "c"),
+              "--no-progress"]  # fmt: skip
+    if verb == "score":
+        argv = ["score", "--dataset", "coin", "--video-dir", str(tmp_path), "--limit", "1",
+                "--model", "openai:qwen-typo", "--family", "qwen2_5_vl", *server]  # fmt: skip
+    else:
+        argv = ["deps", "--dataset", "coin", "--backend", "openai", "--model", "qwen-typo",
+                "--group-limit", "1", *server]  # fmt: skip
     try:
-        code = main(["score", "--dataset", "coin", "--video-dir", str(tmp_path),
-                     "--model", "openai:qwen-typo", "--family", "qwen2_5_vl",
-                     "--base-url", url, "--api-key-env", KEY_ENV, "--limit", "1",
-                     "--cache-root", str(tmp_path / "c"), "--no-progress"])  # fmt: skip
+        code = main(argv)
     finally:
         stub.httpd.shutdown()
     assert code == EXIT_BAD_INPUT
     line = one_error(capsys)
     assert line.startswith("error: model 'qwen-typo' not found at http://bob:***@127.0.0.1:")
     assert "does not exist" in line and "it serves 'Qwen/Qwen2.5-VL-7B-Instruct'" in line
-    assert "allow-approx" not in line and "top logprobs" not in line and SECRET not in line
-    assert not (tmp_path / "c").exists() or not list((tmp_path / "c").rglob("*.parquet"))
+    assert "allow-approx" not in line and "top logprobs" not in line and "pair" not in line
+    assert SECRET not in line and not list((tmp_path / "c").rglob("*.parquet"))
 
 
 @pytest.mark.parametrize(

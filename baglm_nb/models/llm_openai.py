@@ -18,7 +18,7 @@ import numpy as np
 
 from baglm_nb.models.dependencies import PairFailure, pair_messages, pair_prompt_version
 from baglm_nb.models.logprobs import probability
-from baglm_nb.models.openai_client import Connection, ServerError
+from baglm_nb.models.openai_client import Connection, ModelNotFound, ServerError
 
 __all__ = ["NO_WORDS", "YES_WORDS", "OpenAIBackend"]
 
@@ -178,6 +178,8 @@ class OpenAIBackend:
             for n, (a, b) in enumerate(pairs):
                 try:
                     out[n] = self._one(goal, a, b)
+                except ModelNotFound:  # bad input, the same for every pair: stop the run
+                    raise
                 except RuntimeError as exc:
                     raise PairFailure(n, str(exc), dict(enumerate(out[:n].tolist()))) from None
             return out
@@ -189,6 +191,8 @@ class OpenAIBackend:
         failed: tuple[int, str] | None = None
         for n, f in enumerate(futures):
             exc = f.exception()
+            if isinstance(exc, ModelNotFound):
+                raise exc
             if exc is None:
                 done[n] = out[n] = f.result()
             elif failed is None:
