@@ -4,8 +4,10 @@ Every notebook's cell after ``parameters`` (where papermill puts its injected va
 ``check_parameters(globals())``. The rules go by name, so one table serves every notebook: a
 name that ends in ``limit`` is ``None`` or a whole number >= 1, ``dataset`` is a dataset name,
 ``datasets`` and ``*_datasets`` lists of them, and so on (:data:`RULES`); names without a rule
-are not checked. It returns the parameters (:func:`notebook_parameters`), which the notebook
-passes on to the tables it writes (``summary.json`` records them).
+are not checked. A text value of ``scores``, ``deps``, ``video_dir``, ``annotations`` or
+``timings`` that is no named setting must be a folder or file that exists. It returns the
+parameters (:func:`notebook_parameters`), which the notebook passes on to the tables it writes
+(``summary.json`` records them).
 
 Exports :data:`RULES`, :func:`notebook_parameters` and :func:`check_parameters`.
 """
@@ -84,6 +86,40 @@ RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
 )
 
 
+#: ``(name pattern, whether a name is a setting)``: parameters whose text values, unless named
+#: settings (``simulated``, ``oracle``, ``simulated-llm:gpt`` ...), are folders that must exist.
+_FOLDERS: tuple[tuple[str, Callable[[str], bool]], ...] = (
+    (r"(\w+_)?scores", lambda text: _named(text, "OBSERVATION_RESOLVERS")),
+    (r"(\w+_)?deps", lambda text: _named(text, "DEPENDENCY_RESOLVERS")),
+    (r"video_dir|annotations|timings", lambda text: False),
+)
+
+
+def _named(text: str, table: str) -> bool:
+    from baglm_nb.core import sources
+
+    return text.split(":", 1)[0] in getattr(sources, table)
+
+
+def _texts(value: Any) -> list[str]:
+    """The text values in a setting: itself, a mapping's values, a list's items."""
+    if isinstance(value, (str, os.PathLike)):
+        return [os.fspath(value)]
+    if isinstance(value, Mapping):
+        return [t for v in value.values() for t in _texts(v)]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _texts(v)]
+    return []
+
+
+def _missing_folder(name: str, value: Any) -> str | None:
+    """The first folder ``value`` names that does not exist (``None`` when all do)."""
+    for pattern, named in _FOLDERS:
+        if re.fullmatch(pattern, name):
+            return next((t for t in _texts(value) if not named(t) and not os.path.exists(t)), None)
+    return None
+
+
 #: Names in a notebook's namespace that IPython puts there (not parameters).
 _IPYTHON_NAMES = ("In", "Out")
 
@@ -121,7 +157,7 @@ def check_parameters(namespace: Mapping[str, Any]) -> dict[str, Any]:
     ------
     ValueError
         ``notebook parameter limit='five': expected a whole number >= 1, or None``: the first
-        parameter that breaks its rule.
+        parameter that breaks its rule, or names a folder that does not exist.
     """
     for name, value in namespace.items():
         if name.startswith("_"):
@@ -131,4 +167,10 @@ def check_parameters(namespace: Mapping[str, Any]) -> dict[str, Any]:
                 if not check(value):
                     raise ValueError(f"notebook parameter {name}={value!r}: expected {expected}")
                 break
+        missing = _missing_folder(name, value)
+        if missing is not None:
+            raise ValueError(
+                f"notebook parameter {name}={value!r}: no such folder {missing!r} (nor a named "
+                "setting such as 'simulated' or 'oracle')"
+            )
     return notebook_parameters(namespace)

@@ -47,7 +47,9 @@ import torch
 from baglm_nb.inputs.grid import StreamGrid
 from baglm_nb.inputs.live_items import LAG_POLICIES, End, Gap, LiveSegment, SegmentBuffer
 from baglm_nb.inputs.stream_end import EndWatch, reconnect_delay
+from baglm_nb.inputs.urls import redact_url
 from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION
+from baglm_nb.inputs.video_records import missing_file
 
 __all__ = [
     "LAG_POLICIES",
@@ -108,7 +110,8 @@ class LiveSource:
     @property
     def label(self) -> str:
         """How messages name the source."""
-        return f"camera {self.url}" if self.kind == "camera" else self.url
+        url = redact_url(self.url)
+        return f"camera {url}" if self.kind == "camera" else url
 
     @property
     def reconnectable(self) -> bool:
@@ -200,9 +203,11 @@ def open_live(source: LiveSource, timeout: float = 10.0) -> Any | None:
     """
     import av
 
-    if source.kind in ("camera", "file") and not Path(source.url).exists():
-        what = "no camera at" if source.kind == "camera" else "no such file:"
-        raise FileNotFoundError(f"{what} {source.url}")
+    missing = missing_file(Path(source.url)) if source.kind in ("camera", "file") else None
+    if missing:
+        if source.kind == "camera":
+            raise FileNotFoundError(f"no camera at {source.url}")
+        raise FileNotFoundError(f"{source.url}: {missing}")
     options = dict(source.options)
     micro = str(int(timeout * 1e6))
     if source.url.lower().startswith("rtsp"):

@@ -97,6 +97,13 @@ def load_task(path: str | os.PathLike) -> Task:
         k = len(steps)
         if matrix.shape != (k, k):
             raise _task_error(path, "dependency", f"must be {k} x {k}, got {matrix.shape}")
-        if not np.isfinite(matrix).all() or (matrix < 0).any() or (matrix > 1).any():
-            raise _task_error(path, "dependency", "must hold probabilities in [0, 1]")
+        bad = ~np.isfinite(matrix) | (matrix < 0) | (matrix > 1)
+        if bad.any():
+            i, j = (int(x) for x in np.argwhere(bad)[0])
+            raise _task_error(
+                path,
+                "dependency",
+                f"must hold probabilities in [0, 1]; row {i}, column {j} is {float(matrix[i, j])!r}"
+                f" ({int(bad.sum())} such value(s))",
+            )
     return Task(goal.strip(), tuple(steps), ordered, matrix)

@@ -42,7 +42,13 @@ from torchcodec.decoders import VideoDecoder
 from baglm_nb.inputs.frame_times import frame_timed_info, implausible, timed_batches
 from baglm_nb.inputs.grid import num_segments, segment_frame_indices
 from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION
-from baglm_nb.inputs.video_records import SegmentBatch, VideoError, VideoInfo, source_path
+from baglm_nb.inputs.video_records import (
+    SegmentBatch,
+    VideoError,
+    VideoInfo,
+    missing_file,
+    source_path,
+)
 
 __all__ = [
     "CPU_ONLY_CODECS",
@@ -77,8 +83,9 @@ def _open(path: Path | str, device: str = "cpu", num_threads: int = 1) -> VideoD
     ones.
     """
     if isinstance(path, Path):
-        if not path.exists():
-            raise VideoError(path, "video file not found")
+        missing = missing_file(path)
+        if missing:
+            raise VideoError(path, f"video file not found: {missing}")
         if not path.is_file():
             raise VideoError(path, "not a regular file")
     try:
@@ -108,7 +115,8 @@ def _info(decoder: VideoDecoder, path: Path, allow_truncated: bool) -> VideoInfo
         raise VideoError(
             path,
             f"truncated or corrupt: the container declares {header} frames but only "
-            f"{content} are present (pass allow_truncated=True to use the readable part)",
+            f"{content} are present; download it again, or keep the readable part with "
+            f"'ffmpeg -i {path.name} -c copy <new>.mp4'",
         )
     declared = None if truncated else m.duration_seconds_from_header  # shorter, as expected
     why = implausible(fps, m.duration_seconds, declared)
@@ -193,8 +201,9 @@ def check_video_file(
     src = source_path(path)
     if isinstance(src, str):
         return
-    if not src.exists():
-        raise FileNotFoundError(f"{src}: no such video file")
+    missing = missing_file(src)
+    if missing:
+        raise FileNotFoundError(f"{src}: {missing.replace('no such file', 'no such video file')}")
     if not src.is_file():
         raise ValueError(f"{src}: not a regular file")
     if _mp4_index_missing(src):

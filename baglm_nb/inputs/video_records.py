@@ -8,6 +8,7 @@ and :mod:`baglm_nb.inputs.video` re-exports them.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["SegmentBatch", "VideoError", "VideoInfo", "source_path"]
+__all__ = ["SegmentBatch", "VideoError", "VideoInfo", "missing_file", "source_path"]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -27,6 +28,20 @@ def source_path(path: str | os.PathLike) -> Path | str:
     if isinstance(path, str) and _URL.match(path):
         return path
     return Path(path)
+
+
+def missing_file(path: Path) -> str | None:
+    """Why ``path`` names no file, in words (``None`` when it exists): ``"no such file"``, a
+    symlink loop, or a symlink whose target is missing (named)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symlink loop (following its links comes back to a link already followed)"
+        if path.is_symlink():
+            return f"a broken symlink (it points to {os.readlink(path)}, which does not exist)"
+        return "no such file"
+    return None
 
 
 class VideoError(RuntimeError):

@@ -18,7 +18,7 @@ import numpy as np
 
 from baglm_nb.models.dependencies import PairFailure, pair_messages, pair_prompt_version
 from baglm_nb.models.logprobs import probability
-from baglm_nb.models.openai_client import Connection
+from baglm_nb.models.openai_client import Connection, ModelNotFound, ServerError
 
 __all__ = ["NO_WORDS", "YES_WORDS", "OpenAIBackend"]
 
@@ -138,6 +138,10 @@ class OpenAIBackend:
         """P(Yes) of one pair with retries; raises ``RuntimeError`` with a redacted reason."""
         try:
             response = self._conn.call(lambda _: self._request(goal, target, prereq))
+        except ServerError as exc:
+            if exc.status == 404:  # the chat route exists on every server: the model does not
+                raise self._conn.model_not_found(self.model, exc) from None
+            raise
         except ValueError as exc:  # a body that is not JSON (truncated, garbage)
             raise RuntimeError(
                 self._redact(
@@ -174,6 +178,8 @@ class OpenAIBackend:
             for n, (a, b) in enumerate(pairs):
                 try:
                     out[n] = self._one(goal, a, b)
+                except ModelNotFound:  # bad input, the same for every pair: stop the run
+                    raise
                 except RuntimeError as exc:
                     raise PairFailure(n, str(exc), dict(enumerate(out[:n].tolist()))) from None
             return out
@@ -185,6 +191,8 @@ class OpenAIBackend:
         failed: tuple[int, str] | None = None
         for n, f in enumerate(futures):
             exc = f.exception()
+            if isinstance(exc, ModelNotFound):
+                raise exc
             if exc is None:
                 done[n] = out[n] = f.result()
             elif failed is None:

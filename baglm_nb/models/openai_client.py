@@ -26,7 +26,16 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["WAIT_NOTICE_S", "Connection", "ServerError", "check_base_url", "read_api_key"]
+from baglm_nb.inputs.urls import redact_url, redact_urls
+
+__all__ = [
+    "WAIT_NOTICE_S",
+    "Connection",
+    "ModelNotFound",
+    "ServerError",
+    "check_base_url",
+    "read_api_key",
+]
 
 #: Seconds without an answer after which a request prints one waiting line on stderr (once per
 #: connection), so that a hanging server with the default timeout and attempts is not silent.
@@ -73,9 +82,11 @@ def check_base_url(base_url: str | None) -> None:
         return
     parts = urllib.parse.urlsplit(str(base_url))
     if parts.scheme not in ("http", "https") or not parts.netloc:
+        rest = str(base_url).split("://", 1)[-1].rstrip("/")
+        example = f"http://{rest}" if rest.endswith("/v1") else f"http://{rest}/v1"
         raise ValueError(
-            f"--base-url {base_url!r} is not an http(s) URL with a host; write it with its "
-            f"scheme, e.g. http://{str(base_url).split('://')[-1].rstrip('/')}/v1"
+            f"--base-url {redact_url(str(base_url))!r} is not an http(s) URL with a host; write "
+            f"it with its scheme, e.g. {redact_url(example)}"
         )
 
 
@@ -90,6 +101,10 @@ class ServerError(RuntimeError):
         super().__init__(message)
         self.retryable = retryable
         self.status = status
+
+
+class ModelNotFound(ServerError, ValueError):
+    """A chat request answered HTTP 404: the server has no model of that name (bad input)."""
 
 
 class Connection:
@@ -145,19 +160,43 @@ class Connection:
         self.client = client
 
     def __repr__(self) -> str:
-        return f"Connection(base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
+        url = None if self.base_url is None else redact_url(self.base_url)
+        return f"Connection(base_url={url!r}, api_key_env={self.api_key_env!r})"
 
     @property
     def where(self) -> str:
         """The server, in words."""
-        return f"the server at {self.base_url or 'the OpenAI default URL'}"
+        return f"the server at {redact_url(self.base_url or 'the OpenAI default URL')}"
 
     def redact(self, text: str) -> str:
-        """``text`` with the API key (held only by the client) replaced by ``***``."""
+        """``text`` with the API key (held only by the client) replaced by ``***``, and any
+        password in a URL too (:func:`~baglm_nb.inputs.urls.redact_urls`)."""
         key = getattr(self.client, "api_key", None)
         if isinstance(key, str) and key:
             text = text.replace(key, "***")
-        return text
+        return redact_urls(text)
+
+    def model_not_found(self, model: str, exc: ServerError) -> ModelNotFound:
+        """The error of a chat request for ``model`` answered HTTP 404 (the chat route exists
+        on every server: the model does not), naming the model, the URL and the models that
+        ``/v1/models`` lists, when it answers."""
+        import json
+
+        try:
+            raw = self.call(lambda c: c.models.with_raw_response.list())
+            data = json.loads(raw.content).get("data") or []
+            names = [str(e["id"]) for e in data if isinstance(e, dict) and "id" in e]
+        except (ServerError, ValueError, TypeError, AttributeError, KeyError):
+            names = []
+        served = f"; it serves {', '.join(repr(n) for n in names[:5])}" if names else ""
+        said = str(exc).split(": ", 1)[-1].removeprefix("Error code: 404 - ")
+        url = redact_url(self.base_url or "the OpenAI default URL")
+        return ModelNotFound(
+            f"model {model!r} not found at {url} (HTTP 404: {said}){served}; check the model "
+            "name and --base-url",
+            False,
+            None,
+        )
 
     def describe(self, exc: BaseException) -> tuple[str, bool]:
         """(redacted message, retryable) for an exception from the client."""

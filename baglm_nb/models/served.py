@@ -60,6 +60,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from baglm_nb.inputs.urls import redact_url
 from baglm_nb.models.engine import ScoreResult
 from baglm_nb.models.families import DEFAULT_SYSTEM
 from baglm_nb.models.fingerprints import served_fingerprint, served_metadata
@@ -247,7 +248,7 @@ class ServedScorer:
     def __repr__(self) -> str:
         return (
             f"ServedScorer({self.model!r}, family={self.family!r}, "
-            f"base_url={self._conn.base_url!r}, strategy={self._strategy!r})"
+            f"base_url={redact_url(self._conn.base_url or '')!r}, strategy={self._strategy!r})"
         )
 
     @property
@@ -339,9 +340,14 @@ class ServedScorer:
                 "cache_prompt": self.cache_prompt,
             }
         t0 = time.perf_counter()
-        raw = self._conn.call(
-            lambda c: c.chat.completions.with_raw_response.create(**body, **options)
-        )
+        try:
+            raw = self._conn.call(
+                lambda c: c.chat.completions.with_raw_response.create(**body, **options)
+            )
+        except ServerError as exc:
+            if exc.status == 404:  # the chat route exists on every server: the model does not
+                raise self._conn.model_not_found(self.model, exc) from None
+            raise
         try:
             data = json.loads(raw.content)
         except (ValueError, TypeError):

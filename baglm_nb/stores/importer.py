@@ -16,8 +16,10 @@ Exports :func:`import_reference_results`.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Sequence
+import shutil
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +34,7 @@ from baglm_nb.stores.scores import ScoreCache
 if TYPE_CHECKING:
     from baglm_nb.inputs.datasets import Video
 
-__all__ = ["import_reference_results"]
+__all__ = ["import_reference_results", "unknown_files_line"]
 
 
 @dataclass
@@ -169,19 +171,65 @@ def _import_all(run: _Run, videos: Sequence[Video], show_progress: bool) -> dict
 
 
 def _unmatched(src: Path, videos: Sequence[Video]) -> list[str]:
-    """The ``.pt`` files under ``src`` (relative paths) that name no video or group of
-    ``videos``: another dataset's files, or misnamed ones."""
+    """The ``.pt`` files anywhere under ``src`` (relative paths) that name no video or group of
+    ``videos``: another dataset's files, misnamed ones, or files outside ``vsg/``, ``prog/``
+    and ``prereq/``."""
     names = {
         "vsg": {v.uid for v in videos},
         "prog": {v.uid for v in videos},
         "prereq": {v.group for v in videos},
     }
     return sorted(
-        str(path.relative_to(src))
-        for kind, known in names.items()
-        for path in (src / kind).rglob("*.pt")
-        if path.stem not in known
+        str(rel)
+        for rel in (path.relative_to(src) for path in src.rglob("*.pt"))
+        if rel.parts[0] not in names or rel.stem not in names[rel.parts[0]]
     )
+
+
+def unknown_files_line(unmatched: Sequence[str], dataset: str) -> str:
+    """One line naming the ``.pt`` files an import did not use (at most 5, then a count)."""
+    shown = ", ".join(unmatched[:5]) + (
+        f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
+    )
+    return (
+        f"{len(unmatched)} .pt file(s) name no {dataset} video or group and were not imported: "
+        f"{shown}"
+    )
+
+
+@contextlib.contextmanager
+def _no_empty_folders(paths: Sequence[Path]) -> Iterator[None]:
+    """Remove, on the way out, the folders created for ``paths`` that hold no ``.parquet``
+    entry (an import that imported nothing leaves no cache skeleton behind)."""
+    created = []
+    for path in paths:
+        missing = [p for p in (path, *path.parents) if not p.exists()]
+        created.append(missing[-1] if missing else None)
+    try:
+        yield
+    finally:
+        for top in created:
+            if top is not None and top.is_dir() and not any(top.rglob("*.parquet")):
+                shutil.rmtree(top, ignore_errors=True)
+
+
+def _source(
+    src: Path, dataset: str, videos: Sequence[Video] | None, strict: bool
+) -> tuple[Path, Sequence[Video], str | None]:
+    """``(src, videos, annotation hash)`` of an import (the hash is ``None`` for given
+    ``videos``); bad input when ``src`` is no folder, or (``strict``) holds unknown files."""
+    if not src.is_dir():
+        raise FileNotFoundError(f"{src}: no such folder (expected vsg/, prog/ and prereq/)")
+    annotation = None
+    if videos is None:
+        from baglm_nb.inputs.datasets import annotation_path, load_dataset
+
+        annotation = file_sha256(annotation_path(dataset))
+        videos = load_dataset(dataset)
+    if strict and _unmatched(src, videos):
+        line = unknown_files_line(_unmatched(src, videos), dataset)
+        raise ValueError(f"{src}: {line}; --strict refuses the import (nothing written)")
+    return src, videos, annotation
 
 
 def import_reference_results(
@@ -196,6 +244,7 @@ def import_reference_results(
     videos: Sequence[Video] | None = None,
     show_progress: bool = True,
     log: Callable[[str], None] | None = None,
+    strict: bool = False,
 ) -> dict[str, Any]:
     """Import the authors' published precomputed ``.pt`` files into the Parquet caches.
 
@@ -223,6 +272,10 @@ def import_reference_results(
         Show tqdm progress bars.
     log
         Receives each warning and refusal line (default: printed to stderr).
+    strict
+        Refuse (``ValueError``, before anything is written) when a ``.pt`` file under
+        ``src_dir`` names no video or group of ``videos``; by default such files are only
+        listed in ``unmatched``.
 
     Returns
     -------
@@ -238,26 +291,19 @@ def import_reference_results(
     ------
     ValueError
         Videos of one group with different step lists in the annotation (one matrix cannot
-        serve them), or a cache write that fails. Refused files do not raise: they are in
-        ``refused``, and their videos are not imported.
+        serve them), a cache write that fails, or (``strict``) unknown files. When nothing is
+        imported, the cache folders the call created are removed. Refused files do not
+        raise: they are in ``refused``, and their videos are not imported.
     """
-    src = Path(src_dir)
-    if not src.is_dir():
-        raise FileNotFoundError(f"{src}: no such folder (expected vsg/, prog/ and prereq/)")
-    annotation = None
-    if videos is None:
-        from baglm_nb.inputs.datasets import annotation_path, load_dataset
-
-        annotation = file_sha256(annotation_path(dataset))
-        videos = load_dataset(dataset)
+    src, videos, annotation = _source(Path(src_dir), dataset, videos, strict)
     d = int(segment_duration)
-    run = _Run(
-        src,
-        model,
-        ScoreCache(root, ScoreKey(dataset, model, "published", d, sampling_fps, source="imported")),
-        DependencyCache(root, DependencyKey(dataset, llm, "published")),
-        sampling_fps,
-        pf.Notes() if log is None else pf.Notes(log=log),
+    keys = (
+        ScoreKey(dataset, model, "published", d, sampling_fps, source="imported"),
+        DependencyKey(dataset, llm, "published"),
     )
-    run.scores.annotation_sha256 = run.deps.annotation_sha256 = annotation
-    return _import_all(run, videos, show_progress)
+    notes = pf.Notes() if log is None else pf.Notes(log=log)
+    with _no_empty_folders([Path(root) / key.relpath() for key in keys]):
+        run = _Run(src, model, ScoreCache(root, keys[0]), DependencyCache(root, keys[1]),
+                   sampling_fps, notes)  # fmt: skip
+        run.scores.annotation_sha256 = run.deps.annotation_sha256 = annotation
+        return _import_all(run, videos, show_progress)

@@ -176,6 +176,29 @@ def _check_values(path: Path, uid: str, **arrays: np.ndarray | None) -> None:
             )
 
 
+def _check_grid(path: Path, uid: str, table: pa.Table, d: float) -> None:
+    """The rows are the segments 0, 1, 2, ... of ``d`` seconds in order, as written: a file
+    whose ``segment``, ``t_start`` or ``t_end`` column was edited is refused (names the file,
+    the first row that is off and what it should hold)."""
+    rows = table.num_rows
+    seg = table.column("segment").to_numpy(zero_copy_only=False)
+    expected = np.arange(rows)
+    for name, got, want in (
+        ("segment", seg, expected),
+        ("t_start", table.column("t_start").to_numpy(zero_copy_only=False), expected * d),
+        ("t_end", table.column("t_end").to_numpy(zero_copy_only=False), (expected + 1) * d),
+    ):
+        off = ~np.isclose(np.asarray(got, dtype=np.float64), want, rtol=0.0, atol=1e-6)
+        if off.any():
+            i = int(np.argmax(off))
+            raise ValueError(
+                f"{path}: video {uid!r}: row {i} has {name} {float(got[i]):g}, expected "
+                f"{want[i]:g} (the rows must be the {d:g}-s segments 0, 1, 2, ... in order; the "
+                "file was edited or is corrupt: restore it, or delete it and score the video "
+                "again)"
+            )
+
+
 def _checked_scores(
     uid: str,
     vsg: np.ndarray,
@@ -412,6 +435,7 @@ class ScoreCache(ParquetFolder):
         else:
             progress = _flat_values(prog_col, rows, k * 10, path, "progress").reshape(rows, k, 10)
         _check_values(path, uid, vsg=vsg, progress=progress)
+        _check_grid(path, uid, table, self.key.segment_duration)
         timings = {
             name: table.column(name).to_numpy().astype(np.float64, copy=True)
             for name in table.column_names

@@ -6,6 +6,7 @@ import argparse
 
 from baglm_nb.apps.cli.options import (
     add_observation_arguments,
+    check_range,
     deps_from_args,
     filter_options,
     observations_from_args,
@@ -110,10 +111,8 @@ def run(args: argparse.Namespace) -> int:
     from baglm_nb.core.pipeline import compare, precision_agreement
 
     lag = smoothing_lag(args.smoothing_lag, "--smoothing-lag", allow_inf=True)
-    if args.patience < 1 or not 0.0 <= args.threshold <= 1.0:
-        raise ValueError(
-            f"--patience {args.patience} must be >= 1 and --threshold {args.threshold:g} in [0, 1]"
-        )
+    check_range("--patience", args.patience, 1)
+    check_range("--threshold", args.threshold, 0, 1)
     obs = observations_from_args(args)
     if lag != 0 and obs.precision == PUBLISHED_PRECISION:
         raise ValueError(

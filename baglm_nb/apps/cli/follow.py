@@ -116,10 +116,11 @@ def _add_online_filter_options(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``follow`` verb (errors: :func:`baglm_nb.apps.cli.main.main`'s rule)."""
-    from baglm_nb.apps.cli.options import smoothing_lag
+    from baglm_nb.apps.cli.options import check_live_source_options, smoothing_lag
     from baglm_nb.apps.online.session import run_follow
 
     # a bad value is refused before anything loads
+    check_live_source_options(args)
     args.smoothing_lag = smoothing_lag(args.smoothing_lag, "--smoothing-lag", allow_inf=False)
     return run_follow(args, lambda: _scorer(args))
 

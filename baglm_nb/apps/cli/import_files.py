@@ -4,12 +4,15 @@ Each warning and each refused file is one line on stderr as it happens; the summ
 imported, warnings by kind, refused files) follows on stdout. A refused file (its video is not
 imported) raises ``RuntimeError`` (exit 1) after the summary; an error that stops the import, or
 no file that matched an annotated video (the unmatched files are named: an empty folder, another
-dataset's files), is bad input (exit 2; :mod:`baglm_nb.apps.cli.main`'s rule).
+dataset's files), is bad input (exit 2; :mod:`baglm_nb.apps.cli.main`'s rule), and leaves no
+cache folder behind. ``.pt`` files that name no video or group are named in one warning line,
+or refused with ``--strict`` (exit 2, nothing written).
 """
 
 from __future__ import annotations
 
 import argparse
+import warnings
 from typing import Any
 
 
@@ -28,6 +31,12 @@ def register(verbs) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--json", action="store_true", help="also print the summary as JSON (one line, the last)"
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse the import (nothing written) when a .pt file names no video or group of "
+        "the dataset; by default such files are named in a warning",
     )
     p.set_defaults(func=run)
 
@@ -58,7 +67,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Run the ``import`` verb."""
     from baglm_nb.apps.cli.options import print_json
-    from baglm_nb.stores.importer import import_reference_results
+    from baglm_nb.stores.importer import import_reference_results, unknown_files_line
 
     summary = import_reference_results(
         args.src,
@@ -68,10 +77,14 @@ def run(args: argparse.Namespace) -> int:
         llm=args.llm,
         segment_duration=args.segment_duration,
         show_progress=not args.no_progress,
+        strict=args.strict,
     )
     if not summary["videos_imported"] and not summary["files_refused"]:
         raise ValueError(_nothing_matched(args, summary))
     print("\n".join(summary_lines(summary)))
+    if summary["unmatched"]:
+        line = unknown_files_line(summary["unmatched"], args.dataset)
+        warnings.warn(f"{args.src}: {line} (--strict refuses them)", stacklevel=1)
     if args.json:
         print_json(summary)
     if summary["files_refused"]:

@@ -2,25 +2,33 @@
 
 Errors follow one rule, here only (:func:`main`): the verbs raise, and a failure prints
 ``error: <message>`` on stderr, naming the file, video or field, and exits **2** for bad input
-(:data:`BAD_INPUT`: a missing, unreadable or invalid file, a bad option value) or **1** for a
-run that failed (a server that went away, a video that could not be scored). ``--debug``
+(:data:`BAD_INPUT`: a missing, unreadable or invalid file, a bad option value, a folder that
+cannot be written: :data:`BAD_PLACE`) or **1** for a run that failed (a server that went away,
+a video that could not be scored, a full disk). An operating-system error that names a file says
+what to do (:data:`OS_ADVICE`). ``--debug``
 (after the verb) prints the Python traceback too.
 
 Library warnings (transformers' ``FutureWarning``s and advice, torch's notes) stay out of the
 user's terminal unless ``--debug`` is given (:func:`quiet_library_warnings`); the workbench's own
-warnings, and any ``-W`` / ``PYTHONWARNINGS`` the user set, are kept.
+warnings, and any ``-W`` / ``PYTHONWARNINGS`` the user set, are kept, each shown as one
+``warning: ...`` line (:func:`warning_line`; no source file and line of code). Every line printed
+here hides the password of any URL in it (:func:`~baglm_nb.inputs.urls.redact_urls`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import os
 import sys
 import traceback
 import warnings
+from pathlib import Path
 from typing import NoReturn
+
+from baglm_nb.inputs.urls import redact_urls
 
 #: The verb modules of this package, each with ``register(verbs)``.
 VERBS = (
@@ -70,15 +78,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: What to do about an operating-system error that names a file, by errno.
+OS_ADVICE = {
+    errno.ENOSPC: "free some space and run the same command again: what was written before "
+    "is kept, and the run resumes there",
+    errno.EDQUOT: "free some space and run the same command again: what was written before "
+    "is kept, and the run resumes there",
+    errno.EROFS: "give a writable folder (e.g. --cache-root)",
+    errno.EACCES: "give a folder you may write (e.g. --cache-root)",
+    errno.ENOTDIR: "a file where a folder should be: move it, or give another folder",
+}
+
+#: errno values that mean the user gave a place that cannot be written (bad input, exit 2).
+BAD_PLACE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EISDIR})
+
+
+def os_error_text(exc: OSError) -> str:
+    """``<file>: <what the system said> (<what to do>)`` for an OSError naming a file."""
+    what = (exc.strerror or str(exc)).rstrip(".")
+    name = str(exc.filename)
+    if exc.errno == errno.ENOTDIR:  # name the file in the way, not the folder under it
+        blocking = [p for p in Path(name).parents if p.exists() and not p.is_dir()]
+        name = str(blocking[0]) if blocking else name
+    advice = OS_ADVICE.get(exc.errno)
+    return f"{name}: {what}" + (f"; {advice}" if advice else "")
+
+
 def error_line(exc: BaseException) -> str:
     """The one ``error: ...`` line printed for ``exc``."""
     text = str(exc).strip()
+    if isinstance(exc, OSError) and exc.errno in OS_ADVICE and exc.filename is not None:
+        text = os_error_text(exc)
     if isinstance(exc, KeyError) and not isinstance(exc, BAD_INPUT) and len(exc.args) == 1:
         text = f"missing key {exc.args[0]!r}"
     if not isinstance(exc, BAD_INPUT + (RuntimeError, OSError)):  # OSError: a full disk ...
         text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
         text += " (an unexpected error: run again with --debug for the traceback)"
-    text = text or type(exc).__name__
+    text = redact_urls(text or type(exc).__name__)
     return text if text.startswith("error: ") else f"error: {text}"
 
 
@@ -87,6 +123,8 @@ def exit_status(exc: BaseException) -> int:
     says it is a failed run with ``failed_run = True``: a model's unusable answer)."""
     if getattr(exc, "failed_run", False):
         return EXIT_FAILED
+    if isinstance(exc, OSError) and exc.errno in BAD_PLACE:
+        return EXIT_BAD_INPUT
     return EXIT_BAD_INPUT if isinstance(exc, BAD_INPUT) else EXIT_FAILED
 
 
@@ -112,6 +150,25 @@ def quiet_library_warnings(debug: bool) -> None:
         loaded.logging.set_verbosity_error()
 
 
+def warning_line(message: Warning | str, category: type[Warning], debug: bool = False) -> str:
+    """The one ``warning: ...`` line shown for a warning (credentials in URLs hidden); with
+    ``debug``, its category too."""
+    text = " ".join(str(message).split()) or category.__name__
+    if debug or category is not UserWarning:
+        text += f" ({category.__name__})"
+    return redact_urls(f"warning: {text}")
+
+
+def warning_format(debug: bool):
+    """A ``warnings.formatwarning`` for a verb's run: one :func:`warning_line`, never the
+    file and line of code that raised it."""
+
+    def format_line(message, category, filename, lineno, line=None) -> str:
+        return warning_line(message, category, debug) + "\n"
+
+    return format_line
+
+
 def main(argv: list[str] | None = None, *, exit_process: bool = False) -> int:
     """Entry point: run the verb; turn an error into one line and an exit status.
 
@@ -120,6 +177,7 @@ def main(argv: list[str] | None = None, *, exit_process: bool = False) -> int:
     """
     args = build_parser().parse_args(argv)
     quiet_library_warnings(args.debug)
+    shown, warnings.formatwarning = warnings.formatwarning, warning_format(args.debug)
     try:
         status = args.func(args)
     except KeyboardInterrupt as exc:
@@ -128,6 +186,8 @@ def main(argv: list[str] | None = None, *, exit_process: bool = False) -> int:
         error, line, status = exc, error_line(exc), exit_status(exc)
     else:
         error = line = None
+    finally:
+        warnings.formatwarning = shown
     if error is not None:
         if args.debug:
             traceback.print_exception(error)

@@ -63,8 +63,14 @@ def check_range(
 
 def run_parameters(args: argparse.Namespace) -> dict[str, Any]:
     """The command's options as a table's parameters (``summary.json``): every parsed value
-    but the verb's function."""
-    return {name: value for name, value in vars(args).items() if name != "func"}
+    but the verb's function, any password in a URL hidden."""
+    from baglm_nb.inputs.urls import redact_url
+
+    return {
+        name: redact_url(value) if isinstance(value, str) else value
+        for name, value in vars(args).items()
+        if name != "func"
+    }
 
 
 def add_observation_arguments(p: argparse.ArgumentParser) -> None:
@@ -234,6 +240,13 @@ def add_live_source_arguments(p: argparse.ArgumentParser) -> None:
     live.add_argument(
         "--transport", choices=["tcp", "udp"], default="tcp", help="RTSP transport (default: tcp)"
     )
+
+
+def check_live_source_options(args: argparse.Namespace) -> None:
+    """Bad input naming the one option of :func:`add_live_source_arguments` out of range."""
+    check_range("--reconnect", args.reconnect, 0)
+    check_range("--reconnect-window", args.reconnect_window, 0)
+    check_range("--timeout", args.timeout, 0, low_open=True)
 
 
 def add_alert_threshold(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

@@ -167,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
     except ServerRefused:
         raise  # its message says what to do: running again does not help
     except ServerError as exc:
+        if isinstance(exc, ValueError):  # bad input (no such model): nothing to resume
+            raise
         raise ServerError(
             f"{exc}; finished videos are kept: run the same command again to resume"
         ) from None

@@ -29,12 +29,18 @@ def _no_dependency_reason(args: argparse.Namespace) -> str | None:
         if dependency is None:
             return f"the task file {args.task} has no 'dependency' field"
         if not has_dependencies(dependency):
-            return (
-                f"the task file {args.task} has no prerequisite in 'dependency' (all zero "
-                "off the diagonal)"
+            return f"the task file {args.task} has no prerequisite in 'dependency' " + _why(
+                len(dependency)
             )
         return None
     return "--deps none gives no prerequisites" if args.deps == "none" else None
+
+
+def _why(num_steps: int) -> str:
+    """Why a D of ``num_steps`` steps holds no prerequisite, in parentheses."""
+    if num_steps == 1:
+        return "(a task of one step: no other step can come before it)"
+    return "(all zero off the diagonal)"
 
 
 def alert_setting(args: argparse.Namespace) -> tuple[bool, str]:
@@ -64,12 +70,12 @@ def alert_monitor(
         return None, line
     dependency = grounder.state.dependency
     if not has_dependencies(dependency):
+        why = _why(len(dependency))
         if args.alerts:
             raise ValueError(
-                "--alerts needs a dependency matrix D, and this run's D has no "
-                "prerequisite (all zero off the diagonal)"
+                f"--alerts needs a dependency matrix D, and this run's D has no prerequisite {why}"
             )
-        return None, "alerts: off (the dependency matrix D is all zero off the diagonal)"
+        return None, f"alerts: off (the dependency matrix D has no prerequisite {why})"
     monitor = AlertMonitor(
         dependency,
         grounder.steps,

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from baglm_nb.inputs.urls import redact_urls
+
 __all__ = ["EventLog", "median_p99"]
 
 
@@ -24,7 +26,7 @@ class EventLog:
 
     def write(self, event: dict[str, Any]) -> None:
         """Append one event and flush it to disk."""
-        self._file.write(json.dumps(event) + "\n")
+        self._file.write(redact_urls(json.dumps(event)) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())
 

@@ -152,8 +152,6 @@ def _check_source(args: argparse.Namespace) -> LiveReader | None:
     from baglm_nb.inputs.live import SourceError, live_reader_for
     from baglm_nb.inputs.video import check_video_file
 
-    if args.reconnect < 0 or not args.timeout > 0 or not args.reconnect_window >= 0:
-        raise ValueError("--reconnect and --reconnect-window must be >= 0 and --timeout > 0")
     try:
         reader = live_reader_for(
             args.source,

@@ -26,10 +26,12 @@ __all__ = ["consume", "list_videos", "one_line"]
 
 
 def one_line(text: object, width: int = 80) -> str:
-    """User text as one line of at most ``width`` characters (whitespace runs collapsed)."""
+    """User text as one line of at most ``width`` characters (whitespace runs collapsed), any
+    password in a URL hidden."""
     from baglm_nb.analyses.belief_legend import short_label
+    from baglm_nb.inputs.urls import redact_urls
 
-    return short_label(" ".join(str(text)[: 4 * width].split()), width)
+    return short_label(" ".join(redact_urls(str(text))[: 4 * width].split()), width)
 
 
 def list_videos(
