@@ -449,6 +449,18 @@ def _segments_of(lag: int | None, segment_duration: int) -> int | None:
     return None if lag is None else lag // segment_duration
 
 
+def _filter64(v, p, d, n, transition, propagate, lag, stay) -> np.ndarray:
+    """The float64 filter (and its fixed-lag smoother with ``lag`` rows) on checked inputs."""
+    weights = column_weights(d, p, transition)
+    static = static_transition(d)
+    divisor = n if n is not None else np.empty((0, v.shape[1]))
+    out = _forward(static, weights, v, divisor, propagate, stay)
+    if lag != 0:
+        lik = likelihoods(static, weights, v, n, propagate=propagate, stay=stay)
+        out = smooth(out, static, weights, lik, lag, stay=stay)
+    return out
+
+
 def run_filter(
     vsg: np.ndarray,
     progress: np.ndarray,
@@ -497,11 +509,9 @@ def run_filter(
         own transitions). 0 is the filter, None the offline smoother (``L = inf``). With
         ``stepping="segment"`` it must be a multiple of ``segment_duration``. float64 only.
     stay : float in [0, 1), default 0
-        Beyond the paper: every row of the transition is mixed with staying, ``T'_t = (1 -
-        stay) T_t + stay I``, so that a state persists with probability at least ``stay`` per
-        filter step (the propagated prior and the smoother use the same mixed transitions).
-        0 is the paper's filter, operation for operation (the mixing is skipped). float64
-        only. Each step of ``stepping`` (a second or a segment) applies it once.
+        Beyond the paper: each transition row mixed with staying, ``T'_t = (1 - stay) T_t +
+        stay I``, once per filter step (the propagated prior and the smoother use it too). 0 is
+        the paper's filter, operation for operation (the mixing is skipped). float64 only.
 
     Returns
     -------
@@ -522,17 +532,11 @@ def run_filter(
         rows = slice(0, t_len, segment_duration)
         v, p = v[rows], p[rows]
         n = None if n is None else n[rows]
+    propagate = prior == "propagated"
     if precision == PUBLISHED_PRECISION:
-        propagate = prior == "propagated"
         out = forward32(v, p, d, transition=transition, next_step=n, propagate=propagate)
     else:
-        weights = column_weights(d, p, transition)
-        static = static_transition(d)
-        divisor = n if n is not None else np.empty((0, v.shape[1]))
-        out = _forward(static, weights, v, divisor, prior == "propagated", stay)
-        if lag != 0:
-            lik = likelihoods(static, weights, v, n, propagate=prior == "propagated", stay=stay)
-            out = smooth(out, static, weights, lik, lag, stay=stay)
+        out = _filter64(v, p, d, n, transition, propagate, lag, stay)
     if stepping == "segment":
         out = grid.per_second(out, segment_duration)
     return out
