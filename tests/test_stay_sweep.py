@@ -86,12 +86,13 @@ def test_choose_announcement_closed_form():
             {"threshold": 0.3, "patience": 1, "lag": 0, "announce_f1": 0.45, "delay_median_s": 6},
             {"threshold": 0.7, "patience": 1, "lag": 4, "announce_f1": 0.60, "delay_median_s": 14},
             {"threshold": 0.6, "patience": 3, "lag": 1, "announce_f1": 0.45, "delay_median_s": 9},
+            {"threshold": 0.4, "patience": 1, "lag": 0, "announce_f1": 0.45, "delay_median_s": 7},
             {"threshold": 0.9, "patience": 4, "lag": 0, "announce_f1": float("nan"),
              "delay_median_s": float("nan")},
         ]
     )  # fmt: skip
-    # 0.60 is too late; 0.45 twice: the smaller lag wins
-    assert stay.choose_announcement(grid) == (0.3, 1, 0)
+    # 0.60 is too late; 0.45 three times: the smaller lag, then the higher threshold wins
+    assert stay.choose_announcement(grid) == (0.4, 1, 0)
     assert stay.choose_announcement(grid, max_delay_s=20) == (0.7, 1, 4)
     with pytest.raises(ValueError, match="median delay <= 5"):
         stay.choose_announcement(grid, max_delay_s=5)

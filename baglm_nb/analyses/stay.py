@@ -233,9 +233,9 @@ def announcement_grid(
     obs: Observations,
     deps: sources.DependencySource,
     *,
-    thresholds: Sequence[float] = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
-    patiences: Sequence[int] = (1, 2, 3, 4),
-    lags: Sequence[int] = (0, 1, 2, 4),
+    thresholds: Sequence[float] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7),
+    patiences: Sequence[int] = (1, 2, 3),
+    lags: Sequence[int] = (0, 1, 2),
     stay: float = 0.0,
 ) -> pd.DataFrame:
     """The online metrics of every (threshold, patience, smoothing lag in segments) on ``obs``.
@@ -276,13 +276,13 @@ def announcement_grid(
 def choose_announcement(grid: pd.DataFrame, max_delay_s: float = 10.0) -> tuple[float, int, int]:
     """The ``(threshold, patience, lag)`` of :func:`announcement_grid`'s row with the best
     announcement F1 among those whose median delay is at most ``max_delay_s``; ties go to the
-    smaller lag, then the smaller patience, then the lower threshold. ``ValueError`` when no
-    row meets the delay."""
+    smaller lag, then the smaller patience, then the higher threshold (the more cautious).
+    ``ValueError`` when no row meets the delay."""
     ok = grid[(grid["delay_median_s"] <= max_delay_s) & grid["announce_f1"].notna()]
     if ok.empty:
         raise ValueError(f"no announcement setting has a median delay <= {max_delay_s:g} s")
     best = ok.sort_values(
-        ["announce_f1", "lag", "patience", "threshold"], ascending=[False, True, True, True]
+        ["announce_f1", "lag", "patience", "threshold"], ascending=[False, True, True, False]
     ).iloc[0]
     return float(best["threshold"]), int(best["patience"]), int(best["lag"])
 
