@@ -63,7 +63,7 @@ def test_lag_table_rows_are_compare_and_measure(observations, result, table):
 def test_lag_lines_draw_each_metric_per_dataset(table):
     title = title_for("Accuracy against latency", "simulated", table)
     fig = assistance.lag_lines(table, title)
-    axes = np.array(fig.axes).reshape(3, 2)
+    axes = np.array(fig.axes).reshape(len(assistance.CURVE_METRICS), 2)
     for row, metric in enumerate(assistance.CURVE_METRICS):
         for col, name in enumerate(["HT-Step", "COIN"]):
             ax = axes[row, col]

@@ -190,6 +190,7 @@ CONTROLS = (
     "threshold",
     "signal",
     "segment",
+    "stay",
     "dataset",
 )
 
@@ -215,7 +216,7 @@ def _change(page, name: str) -> None:
     else:
         handle = box.locator(".noUi-handle")
         handle.focus()
-        key, times = ("ArrowRight", 1) if name == "segment" else ("ArrowLeft", 10)
+        key, times = ("ArrowRight", 1) if name in ("segment", "stay") else ("ArrowLeft", 10)
         for _ in range(times):
             handle.press(key)
 

@@ -138,8 +138,19 @@ SMALL = {
             "lags": [0, 2, None],
             "timeline_lag": 2,
             "alert_limit": 3,
+            "stays": [0.0, 0.9],
+            "announce_thresholds": [0.5, 0.7],
+            "announce_patiences": [1, 2],
+            "announce_lags": [0, 1],
+            "max_delay_s": 1000.0,
         },
         [
+            "assistance_stay.csv",
+            "assistance_stay.md",
+            "assistance_stay.png",
+            "assistance_stay.items.parquet",
+            "assistance_announcement.csv",
+            "assistance_announcement.md",
             "assistance_lags.csv",
             "assistance_lags.md",
             "assistance_lags.png",
@@ -178,6 +189,8 @@ SIMULATED_TITLES = {
         "assistance_lags.md",
         "assistance_lags_correlated.md",
         "assistance_alerts.md",
+        "assistance_stay.md",
+        "assistance_announcement.md",
     ],
 }
 

@@ -211,3 +211,32 @@ def test_compare_reports_online_metrics_with_smoothing(htstep):
     smoothed = {k: online["baglm"][k] for k in ("frame_accuracy", "flicker_per_min")}
     assert smoothed != {k: filt["online"]["baglm"][k] for k in smoothed}
     assert online["off_the_shelf"] == filt["online"]["off_the_shelf"]
+
+
+def test_absent_step_share_is_a_literal_loop():
+    """Of the rows where a step is annotated, the share whose top state is a step without any
+    annotated interval: a literal loop over videos and rows, on random beliefs and on the
+    oracle chain's, which goes to such steps more often than a simulated LLM's D."""
+    from baglm_nb.core.online_metrics import absent_step_share
+    from baglm_nb.inputs.grid import ground_truth
+
+    obs = sources.observations("htstep", "simulated", limit=8)
+    rng = np.random.default_rng(0)
+    beliefs = {u: rng.random(v.shape) for u, v in obs.vsg.items()}
+    beliefs[obs.videos[0].uid][:, 0] = 2.0  # ties broken by the first state, as argmax does
+    rows = absent = 0
+    for video in obs.videos:
+        b = beliefs[video.uid]
+        y = ground_truth(video, len(b))
+        done = {seg.step_index for seg in video.segments}
+        for t in range(len(b)):
+            if not y[t, : video.num_steps].any():
+                continue
+            rows += 1
+            top = max(range(b.shape[1]), key=lambda i: (b[t, i], -i))
+            absent += top < video.num_steps and top not in done
+    assert absent_step_share(obs.videos, beliefs) == pytest.approx(absent / rows, abs=1e-15)
+    assert 0 < absent < rows
+    oracle = absent_step_share(obs.videos, run_baglm(obs, "oracle"))
+    assert oracle > absent_step_share(obs.videos, run_baglm(obs, "simulated-llm:llama"))
+    assert math.isnan(absent_step_share(obs.videos, {}))

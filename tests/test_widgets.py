@@ -165,7 +165,7 @@ def test_every_control_has_a_tooltip_and_a_label(explorer):
         assert widget.tooltip and widget.tooltip != "null", name
         assert f'title="{html.escape(widget.tooltip, quote=True)}"' in label, name
         assert "null" not in label
-    assert len(set(explorer.controls)) == 12
+    assert len(set(explorer.controls)) == 13
 
 
 def test_every_enabled_control_changes_the_plot_or_the_recall(explorer):
@@ -179,6 +179,7 @@ def test_every_enabled_control_changes_the_plot_or_the_recall(explorer):
         "segment": 3,
         "deps": "oracle",
         "binarise": True,
+        "stay": 0.9,
         "find": explorer.video.options[1][1],  # narrows the menu to another video
     }
     for name, widget in explorer.controls.items():
@@ -302,3 +303,23 @@ def test_a_dataset_switch_back_reuses_its_figure(explorer):
     assert explorer._plot is not figure
     explorer.dataset.value = "htstep"
     assert explorer._plot is figure  # kept: only its data are redrawn
+
+
+def test_stay_slider_mixes_the_transitions_and_says_so(explorer):
+    """Beyond the paper: the stay slider's beliefs are run_filter's with that stay, the title
+    says so; back at 0 the beliefs are the paper filter's, bit for bit."""
+    base, title = explorer.result.beliefs, explorer._plot.title_text
+    assert "beyond the paper" not in title
+    explorer.stay.value = 0.9
+    assert "stay 0.9 (beyond the paper)" in explorer._plot.title_text
+    video = explorer._by_uid[explorer.video.value]
+    _, params, *_ = explorer._inputs(explorer.dataset.value, video)
+    deps = explorer._deps_for(explorer.dataset.value)[0]
+    same = compute_video(video, params=params, deps=deps, stay=0.9)
+    np.testing.assert_array_equal(explorer.result.beliefs, same.beliefs)
+    assert not np.array_equal(explorer.result.beliefs, base)
+    explorer.stay.value = 0.0
+    np.testing.assert_array_equal(explorer.result.beliefs, base)
+    np.testing.assert_array_equal(
+        compute_video(video, stay=0.0).beliefs, compute_video(video).beliefs
+    )

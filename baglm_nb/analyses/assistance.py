@@ -8,8 +8,8 @@ What notebook ``09_assistance`` shows, as tables and figures:
   scores: no smoothing, the same at every lag); rows built by
   :func:`~baglm_nb.analyses.tables.result_row` (``workbench`` = R@1 in percent), with their
   (video, step) items;
-- :func:`lag_lines`: per-second accuracy, announcement F1 and R@1 against the lag, one column
-  per dataset;
+- :func:`lag_lines`: per-second and step-row accuracy, announcement F1 and R@1 against the
+  lag, one column per dataset;
 - :func:`timeline`: one video's filter and smoothed beliefs over time, with the ground truth,
   each one's announcements and the alerts ``follow`` raises on it (:mod:`baglm_nb.core.alerts`);
 - :func:`correlated_observations`: the simulated observations with temporally correlated noise
@@ -69,6 +69,7 @@ LAGS: tuple[int | None, ...] = (0, 1, 2, 4, 8, 16, None)
 #: The columns :func:`lag_lines` draws, with their axis labels.
 CURVE_METRICS = {
     "frame_accuracy": "per-second accuracy",
+    "frame_accuracy_on_steps": "step-row accuracy",
     "announce_f1": "announcement F1",
     "workbench": "R@1 (%)",
 }
@@ -159,7 +160,7 @@ def lag_view(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def lag_lines(table: pd.DataFrame, title: str):
-    """Per-second accuracy, announcement F1 and R@1 against the lag, one column per dataset.
+    """Per-second and step-row accuracy, announcement F1 and R@1 against the lag, per dataset.
 
     ``table`` comes from :func:`lag_table`: BaGLM with dots, the off-the-shelf model with squares
     (flat: no smoothing), both solid (workbench numbers) in their palette hues
@@ -296,7 +297,8 @@ def timeline(data: dict[str, Any], title: str):
         m = part["metrics"]
         ax.set_yticks(range(k + 1), [*(str(i + 1) for i in range(k)), "none"], fontsize=6)
         ax.set_title(
-            f"{name}: per-second accuracy {m['frame_accuracy']:.2f}, announcement "
+            f"{name}: per-second accuracy {m['frame_accuracy']:.2f} (step rows "
+            f"{m['frame_accuracy_on_steps']:.2f}), announcement "
             f"F1 {m['announce_f1']:.2f}, flicker {m['flicker_per_min']:.1f}/min",
             fontsize=8,
             loc="left",

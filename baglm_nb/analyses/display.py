@@ -86,7 +86,7 @@ HEADERS: dict[str, str] = {
     "workbench": "workbench",
     "lag_s": "lag (s)",
     "frame_accuracy": "per-second accuracy",
-    "frame_accuracy_on_steps": "accuracy on step seconds",
+    "frame_accuracy_on_steps": "step-row accuracy",
     "announce_precision": "announcement precision",
     "announce_recall": "announcement recall",
     "announce_f1": "announcement F1",

@@ -55,6 +55,7 @@ class VideoResult:
     recall_baglm: tuple[float, int, int]
     recall_off_the_shelf: tuple[float, int, int]
     seconds: float
+    stay: float = 0.0
 
 
 def compute_video(
@@ -70,6 +71,7 @@ def compute_video(
     stepping: str = "second",
     next_step: np.ndarray | None = None,
     precision: str = "float64",
+    stay: float = 0.0,
 ) -> VideoResult:
     """Filter one video and score it, the explorer's recompute path (no widgets involved).
 
@@ -94,6 +96,9 @@ def compute_video(
     transition, prior, stepping, next_step, precision
         Passed to :func:`baglm_nb.core.pipeline.run_baglm` (``precision``: the observations'
         own, ``float32-published`` on imported files; ``label`` should record it).
+    stay : float in [0, 1)
+        Beyond the paper: transitions mixed with staying (0, the default, is the paper's filter;
+        float64 only). Recorded in the result.
     """
     start = time.perf_counter()
     params = SimulationParams() if params is None else params
@@ -117,6 +122,7 @@ def compute_video(
         transition=transition,
         prior=prior,
         stepping=stepping,
+        stay=stay,
     )
     beliefs = filtered[uid]
     return VideoResult(
@@ -127,6 +133,7 @@ def compute_video(
         recall_baglm=video_recall(video, beliefs),
         recall_off_the_shelf=video_recall(video, vsg),
         seconds=time.perf_counter() - start,
+        stay=float(stay),
     )
 
 

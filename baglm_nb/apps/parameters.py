@@ -65,11 +65,13 @@ RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ),
     (r"durations", _list_of(lambda x: _whole(x, 1)), "a list of whole numbers >= 1"),
     (
-        r"thresholds|noise_levels",
+        r"(\w+_)?thresholds|noise_levels",
         _list_of(lambda x: _number(x, 0, 1)),
         "a list of numbers in [0, 1]",
     ),
     (r"threshold", lambda v: v is None or _number(v, 0, 1), "a number in [0, 1], or None"),
+    (r"stays", _list_of(lambda x: _number(x, 0) and x < 1), "a list of numbers in [0, 1)"),
+    (r"twins", _list_of(_setting), "a list of scores settings ('simulated', a folder ...)"),
     (r"signals", _list_of(lambda x: _number(x, 0)), "a list of numbers >= 0"),
     (r"video_dir|annotations|cache_root|timings", _path_or_none, "a folder path, or None"),
     (

@@ -4,7 +4,8 @@ Pick a dataset and a video (the menu narrowed by a search box: words of the uid 
 choose the dependency matrix D (a simulated LLM's, the tables' default ``simulated-llm:llama``,
 the oracle chain or none), the transition variant, the prior, the stepping and the view (heatmap
 or lines); binarise D at a threshold; move the simulated observation quality (signal strength)
-and the segment duration. The plot's title names the source, D and every setting. Every control
+and the segment duration; mix the filter's transitions with staying (``stay``, beyond the paper,
+0 by default). The plot's title names the source, D and every setting. Every control
 has a tooltip;
 one that cannot change anything under the current settings is disabled, its tooltip saying why.
 Every change recomputes that one video (simulate it, or read its cached scores; run the numba
@@ -44,7 +45,14 @@ from baglm_nb.core import sources
 from baglm_nb.core.observations import Observations
 from baglm_nb.core.simulate import SimulationParams, default_params
 from baglm_nb.inputs.datasets import DATASETS, Video
-from baglm_nb.inputs.variants import BASE_PRIORS, PRIORS, STEPPINGS, TRANSITIONS
+from baglm_nb.inputs.variants import (
+    BASE_PRIORS,
+    PRIORS,
+    PUBLISHED_PRECISION,
+    STEPPINGS,
+    TRANSITIONS,
+    with_stay,
+)
 
 __all__ = ["Explorer", "VideoResult", "binarise", "compute_video", "video_recall"]
 
@@ -74,6 +82,7 @@ CONTROL_NAMES = {
     "threshold": "D threshold",
     "signal": "observation quality (signal)",
     "segment": "segment (s)",
+    "stay": "stay (beyond the paper)",
 }
 #: The tooltip of each control while it is enabled.
 CONTROL_TIPS = {
@@ -97,6 +106,8 @@ CONTROL_TIPS = {
     "signal": "Simulated observation quality: how strongly the simulated LMM scores favour the "
     "annotated step (higher = a better model).",
     "segment": "Simulated segment length in seconds (the LMM scores one segment at a time).",
+    "stay": "Beyond the paper: each transition row mixed with staying, (1 - S) T + S I; 0 is the "
+    "paper's filter. The title says so when S is not 0.",
 }
 
 
@@ -252,6 +263,7 @@ class Explorer:
         self.segment_duration = widgets.IntSlider(
             value=int(self.params.segment_duration), min=1, max=4, step=1, **slider
         )
+        self.stay = widgets.FloatSlider(value=0.0, min=0.0, max=0.99, step=0.01, **slider)
         self.controls = {
             "dataset": self.dataset,
             "video": self.video,
@@ -265,6 +277,7 @@ class Explorer:
             "threshold": self.threshold,
             "signal": self.signal,
             "segment": self.segment_duration,
+            "stay": self.stay,
         }
         label = {"width": "190px", "min_width": "190px"}
         self._labels = {
@@ -419,6 +432,8 @@ class Explorer:
             out["signal"] = out["segment"] = why
         if int(self.segment_duration.value) == 1:
             out["stepping"] = "1-s segments: stepping per second and per segment are the same"
+        if obs is not None and obs.precision == PUBLISHED_PRECISION:
+            out["stay"] = f"stay runs in float64 only; these scores run in {obs.precision}"
         resolved = sources.dependencies(video.dataset, deps)
         label, d = resolved.label, resolved.matrix(video)
         if np.isin(d, (0.0, 1.0)).all():
@@ -500,6 +515,7 @@ class Explorer:
             stepping=self.stepping.value,
             next_step=next_step,
             precision=precision,
+            stay=0.0 if precision == PUBLISHED_PRECISION else float(self.stay.value),
         )
         off = self.control_state(video, deps)
         for control in self.controls:
@@ -533,7 +549,7 @@ class Explorer:
         elif (getattr(plot.video, "uid", None), plot.num_rows) != (video.uid, t_rows):
             plot.set_video(video, t_rows)
         self._plot = plot
-        what = f"{DATASET_NAMES.get(name, name)} {video.uid}: {video.goal}"
+        what = with_stay(f"{DATASET_NAMES.get(name, name)} {video.uid}: {video.goal}", result.stay)
         title = title_for(what, result.label) + "\n" + settings
         self._plot.update(result.beliefs, result.scores, title)
         self.image.value = self._plot.png()

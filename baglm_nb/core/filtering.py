@@ -51,6 +51,7 @@ __all__ = [
     "expected_progress",
     "normalize",
     "readiness",
+    "check_stay",
     "run_filter",
     "static_transition",
     "validity",
@@ -63,6 +64,24 @@ def normalize(x: np.ndarray, axis: int = -1) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     total = x.sum(axis=axis, keepdims=True)
     return np.divide(x, total, out=np.zeros_like(x), where=total != 0)
+
+
+def check_stay(stay: float, precision: str = "float64") -> float:
+    """``stay`` as a float in [0, 1), else ``ValueError``; a non-zero stay needs float64.
+
+    ``stay`` (beyond the paper) mixes every row of the transition with staying:
+    ``T'_t = (1 - stay) T_t + stay I``. 0, the default, is the paper's filter.
+    """
+    if isinstance(stay, bool) or not isinstance(stay, int | float | np.floating | np.integer):
+        raise ValueError(f"stay must be a number in [0, 1), got {stay!r}")
+    value = float(stay)
+    if not 0.0 <= value < 1.0:  # NaN fails too
+        raise ValueError(f"stay must be in [0, 1), got {stay!r}")
+    if value != 0.0 and precision == PUBLISHED_PRECISION:
+        raise ValueError(
+            f"stay {value:g} runs in float64 only, not in precision {PUBLISHED_PRECISION!r}"
+        )
+    return value
 
 
 def static_transition(dependency: np.ndarray) -> np.ndarray:
@@ -141,7 +160,7 @@ class FilterState:
     """The filter's O(K) state for online use: one :meth:`step` per observation row.
 
     Stepping a sequence of rows one at a time gives :func:`run_filter`'s beliefs on the same
-    rows (same kernel, same arithmetic).
+    rows (same kernel, same arithmetic); ``stay`` as in :func:`run_filter`.
     """
 
     def __init__(
@@ -150,6 +169,7 @@ class FilterState:
         *,
         transition: Transition = "both",
         prior: Prior = "uniform",
+        stay: float = 0.0,
     ) -> None:
         d = _check_array("dependency", dependency, 2)
         if d.shape[0] != d.shape[1]:
@@ -159,6 +179,7 @@ class FilterState:
         if prior not in PRIORS:
             raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
         self.dependency, self.transition, self.prior = d, transition, prior
+        self.stay = check_stay(stay)
         self.static = static_transition(d)
         self.num_steps = d.shape[0]
         k = d.shape[0]
@@ -223,7 +244,9 @@ class FilterState:
             flags += 2
         if (self.prior == "next_step") != (next_step is not None):
             raise ValueError("next_step scores are required with prior='next_step', and only then")
-        top = _online_rows(self.static, self._depx, flags, repeats, v, p, div, self._state)
+        top = _online_rows(
+            self.static, self._depx, flags, repeats, v, p, div, self._state, self.stay
+        )
         if top < 0:
             bad = "vsg" if not (np.isfinite(v).all() and (v >= 0).all()) else "progress"
             if next_step is not None and not (np.isfinite(div).all() and (div > 0).all()):
@@ -238,13 +261,13 @@ _MODES = {t: i for i, t in enumerate(TRANSITIONS)}
 
 
 @numba.njit(cache=True, nogil=True)
-def _online_rows(static, depx, flags, repeats, obs, prog, div, state):  # pragma: no cover
+def _online_rows(static, depx, flags, repeats, obs, prog, div, state, stay):  # pragma: no cover
     """Running-max progress, readiness/validity weights and ``repeats`` filter steps.
 
     ``depx`` packs D (K, K) with its row sums in column K and column sums in row K; ``state``
     rows are belief, state prior, running-max progress and the weights used (written here);
-    ``flags`` = 4 * mode + 2 * use_div + propagate. Returns the most probable state, or -1 for
-    invalid input.
+    ``flags`` = 4 * mode + 2 * use_div + propagate; ``stay`` as in :func:`_step`. Returns the
+    most probable state, or -1 for invalid input.
     """
     k = state.shape[1] - 1
     mode, use_div, propagate = flags // 4, (flags // 2) % 2 == 1, flags % 2 == 1
@@ -280,7 +303,7 @@ def _online_rows(static, depx, flags, repeats, obs, prog, div, state):  # pragma
                     acc += depx[j, i] * (1.0 - done[j])
                 weights[i] *= acc / depx[k, i]
     for _ in range(repeats):
-        _step(static, weights, obs, div, use_div, propagate, belief, state_prior)
+        _step(static, weights, obs, div, use_div, propagate, belief, state_prior, stay)
     top = 0
     for i in range(k + 1):
         if belief[i] > belief[top]:
@@ -290,9 +313,13 @@ def _online_rows(static, depx, flags, repeats, obs, prog, div, state):  # pragma
 
 @numba.njit(cache=True, nogil=True)
 def _step(
-    static, weights, obs, divisor, use_divisor, propagate, belief, state_prior
+    static, weights, obs, divisor, use_divisor, propagate, belief, state_prior, stay
 ):  # pragma: no cover
-    """One predict + update in place on ``belief`` (and ``state_prior`` when propagating)."""
+    """One predict + update in place on ``belief`` (and ``state_prior`` when propagating).
+
+    ``stay`` > 0 mixes each transition row with staying, ``(1 - stay) A + stay I``; at 0 the
+    mixing is skipped, so the arithmetic is the paper filter's, operation for operation.
+    """
     n = obs.shape[0]
     scale = np.empty(n)
     pred = np.zeros(n)
@@ -309,6 +336,11 @@ def _step(
             tji = static[j, i] * weights[i]
             pred[i] += bj * tji
             nxt[i] += pj * tji
+    if stay != 0.0:
+        move = 1.0 - stay
+        for i in range(n):
+            pred[i] = move * pred[i] + stay * belief[i]
+            nxt[i] = move * nxt[i] + stay * state_prior[i]
     total = 0.0
     for i in range(n):
         v = pred[i] * obs[i]
@@ -324,7 +356,7 @@ def _step(
 
 
 @numba.njit(cache=True, nogil=True)
-def _forward(static, weights, obs, divisor, propagate):  # pragma: no cover - compiled
+def _forward(static, weights, obs, divisor, propagate, stay):  # pragma: no cover - compiled
     """Filter recursion over rows; see :func:`run_filter` for the semantics."""
     t_len, n = obs.shape
     out = np.empty((t_len, n))
@@ -333,7 +365,7 @@ def _forward(static, weights, obs, divisor, propagate):  # pragma: no cover - co
     use_divisor = divisor.shape[0] > 0
     for t in range(t_len):
         div = divisor[t] if use_divisor else obs[t]
-        _step(static, weights[t], obs[t], div, use_divisor, propagate, belief, state_prior)
+        _step(static, weights[t], obs[t], div, use_divisor, propagate, belief, state_prior, stay)
         out[t] = belief
     return out
 
@@ -417,6 +449,18 @@ def _segments_of(lag: int | None, segment_duration: int) -> int | None:
     return None if lag is None else lag // segment_duration
 
 
+def _filter64(v, p, d, n, transition, propagate, lag, stay) -> np.ndarray:
+    """The float64 filter (and its fixed-lag smoother with ``lag`` rows) on checked inputs."""
+    weights = column_weights(d, p, transition)
+    static = static_transition(d)
+    divisor = n if n is not None else np.empty((0, v.shape[1]))
+    out = _forward(static, weights, v, divisor, propagate, stay)
+    if lag != 0:
+        lik = likelihoods(static, weights, v, n, propagate=propagate, stay=stay)
+        out = smooth(out, static, weights, lik, lag, stay=stay)
+    return out
+
+
 def run_filter(
     vsg: np.ndarray,
     progress: np.ndarray,
@@ -429,6 +473,7 @@ def run_filter(
     segment_duration: int = SEGMENT_DURATION,
     precision: Precision = "float64",
     smoothing_lag: int | None = 0,
+    stay: float = 0.0,
 ) -> np.ndarray:
     """Run BaGLM's Bayesian filter (or its fixed-lag smoother) over one video: beliefs (T, K+1).
 
@@ -463,6 +508,10 @@ def run_filter(
         second ``t + L`` (:mod:`baglm_nb.core.smoothing`: forward-backward with the filter's
         own transitions). 0 is the filter, None the offline smoother (``L = inf``). With
         ``stepping="segment"`` it must be a multiple of ``segment_duration``. float64 only.
+    stay : float in [0, 1), default 0
+        Beyond the paper: each transition row mixed with staying, ``T'_t = (1 - stay) T_t +
+        stay I``, once per filter step (the propagated prior and the smoother use it too). 0 is
+        the paper's filter, operation for operation (the mixing is skipped). float64 only.
 
     Returns
     -------
@@ -470,6 +519,7 @@ def run_filter(
     row sums to 1 (or is zero if every state had zero likelihood).
     """
     _check_options(transition, prior, stepping, precision, next_step, smoothing_lag)
+    stay = check_stay(stay, precision)
     v, p, d, n = _validate(vsg, progress, dependency, next_step)
     t_len, lag = v.shape[0], smoothing_lag
     if stepping == "segment":
@@ -482,17 +532,11 @@ def run_filter(
         rows = slice(0, t_len, segment_duration)
         v, p = v[rows], p[rows]
         n = None if n is None else n[rows]
+    propagate = prior == "propagated"
     if precision == PUBLISHED_PRECISION:
-        propagate = prior == "propagated"
         out = forward32(v, p, d, transition=transition, next_step=n, propagate=propagate)
     else:
-        weights = column_weights(d, p, transition)
-        static = static_transition(d)
-        divisor = n if n is not None else np.empty((0, v.shape[1]))
-        out = _forward(static, weights, v, divisor, prior == "propagated")
-        if lag != 0:
-            lik = likelihoods(static, weights, v, n, propagate=prior == "propagated")
-            out = smooth(out, static, weights, lik, lag)
+        out = _filter64(v, p, d, n, transition, propagate, lag, stay)
     if stepping == "segment":
         out = grid.per_second(out, segment_duration)
     return out

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from baglm_nb.core.filtering import FilterState
+from baglm_nb.core.filtering import FilterState, check_stay
 from baglm_nb.core.smoothing import backward_span
 from baglm_nb.inputs.variants import GAP_MODES, SEGMENT_DURATION, STEPPINGS
 
@@ -158,12 +158,14 @@ class FixedLagSmoother:
     (:func:`baglm_nb.core.smoothing.backward_span`). :meth:`finish` empties the queue at the end
     of the video with the observations there are, as the batch smoother does on its last rows.
     O(lag * repeats * K^2) per segment; ``lag=0`` gives the filter belief back unchanged.
+    ``stay`` is the filter's (:func:`baglm_nb.core.filtering.run_filter`).
     """
 
-    def __init__(self, static: np.ndarray, lag: int, repeats: int) -> None:
+    def __init__(self, static: np.ndarray, lag: int, repeats: int, *, stay: float = 0.0) -> None:
         if isinstance(lag, bool) or int(lag) != lag or lag < 0:
             raise ValueError(f"lag must be a whole number of segments >= 0, got {lag!r}")
         self.static, self.lag, self.repeats = static, int(lag), int(repeats)
+        self.stay = check_stay(stay)
         self._held: deque = deque()
 
     def push(
@@ -211,6 +213,7 @@ class FixedLagSmoother:
                         np.zeros((0, len(alpha))),
                         np.zeros((0, len(alpha))),
                         np.zeros(0),
+                        stay=self.stay,
                     ),
                 )
             ]
@@ -218,7 +221,7 @@ class FixedLagSmoother:
         weights = np.stack([h[2] for h in later])
         lik = np.stack([h[3] for h in later])
         reps = np.array([h[4] for h in later], dtype=np.int64)
-        return [(item, backward_span(alpha, self.static, weights, lik, reps))]
+        return [(item, backward_span(alpha, self.static, weights, lik, reps, stay=self.stay))]
 
 
 class OnlineGrounder:
@@ -253,6 +256,9 @@ class OnlineGrounder:
         ``N > 0``, :meth:`push_scores` returns the filter's estimate and does not feed the
         hysteresis; the smoothed estimates, ``N`` segments late and announced on, come from
         :meth:`take_smoothed` and, at the end, :meth:`finish`.
+    stay : float in [0, 1), default 0
+        Beyond the paper: transitions mixed with staying (``run_filter``'s ``stay``); 0 is the
+        paper's filter.
     """
 
     def __init__(
@@ -272,6 +278,7 @@ class OnlineGrounder:
         label: str = "",
         gaps: str = "predict",
         smoothing_lag: int = 0,
+        stay: float = 0.0,
     ) -> None:
         if gaps not in GAP_MODES:
             raise ValueError(f"gaps must be one of {GAP_MODES}, got {gaps!r}")
@@ -282,7 +289,8 @@ class OnlineGrounder:
                 f"segment_duration must be a whole number >= 1, got {segment_duration}"
             )
         self.scorer, self.goal, self.steps = scorer, goal, tuple(steps)
-        self.state = FilterState(dependency, transition=transition, prior=prior)
+        self.state = FilterState(dependency, transition=transition, prior=prior, stay=stay)
+        self.stay = self.state.stay
         if self.state.num_steps != len(self.steps):
             raise ValueError(
                 f"dependency is {self.state.dependency.shape}, but the task has "
@@ -300,7 +308,9 @@ class OnlineGrounder:
         if smoothing_lag:
             if prior != "uniform":
                 raise ValueError(f"smoothing_lag needs prior='uniform', got {prior!r}")
-            self.smoother = FixedLagSmoother(self.state.static, smoothing_lag, self._repeats)
+            self.smoother = FixedLagSmoother(
+                self.state.static, smoothing_lag, self._repeats, stay=self.stay
+            )
         self._ready: list[Estimate] = []
         k = len(self.steps)  # warm the compiled kernel now, not on the first live segment
         self.state.step(np.full(k + 1, 1.0), np.full((k, 10), 0.1))
@@ -313,7 +323,9 @@ class OnlineGrounder:
         self.segment = 0
         self._ready = []
         if self.smoother is not None:
-            self.smoother = FixedLagSmoother(self.state.static, self.smoother.lag, self._repeats)
+            self.smoother = FixedLagSmoother(
+                self.state.static, self.smoother.lag, self._repeats, stay=self.stay
+            )
 
     def skip(self, count: int) -> np.ndarray:
         """Step over ``count`` segments without observations; returns the belief (K+1,).

@@ -37,7 +37,12 @@ its delays pooled. A ratio with nothing to count (no announcement) is NaN.
 The off-the-shelf model's announcements come from its VSG scores normalised per row (its
 "belief"), so that the same threshold means the same for both methods.
 
-Exports :data:`METRIC_KEYS`, :func:`truth_states`, :func:`announcements`,
+**absent-step share** (:func:`absent_step_share`, not per dataset's task average): of the rows
+where a step is annotated, the share whose top state is a step the video never does (no
+annotated interval), pooled over videos; it explains what an oracle chain D does per second
+(``docs/metrics.md``).
+
+Exports :data:`METRIC_KEYS`, :func:`absent_step_share`, :func:`truth_states`, :func:`announcements`,
 :func:`video_counts`, :func:`dataset_metrics` and :func:`measure`.
 """
 
@@ -57,6 +62,7 @@ from baglm_nb.inputs.variants import SEGMENT_DURATION
 
 __all__ = [
     "METRIC_KEYS",
+    "absent_step_share",
     "announcements",
     "dataset_metrics",
     "measure",
@@ -110,10 +116,11 @@ def announcements(
     """
     h = Hysteresis(threshold, patience)
     rows = np.asarray(segment_rows)
+    tops = rows.argmax(axis=1) if len(rows) else np.zeros(0, dtype=np.int64)
+    confidences = rows[np.arange(len(rows)), tops]
     out = []
-    for s, row in enumerate(rows):
-        top = int(np.argmax(row))
-        new = h.update(top, float(row[top]))
+    for s, (top, confidence) in enumerate(zip(tops.tolist(), confidences.tolist(), strict=True)):
+        new = h.update(top, confidence)
         if new is not None:
             out.append((s, new))
     return out
@@ -193,6 +200,26 @@ def video_counts(
         "truth_changes": int((np.diff(truth) != 0).sum()),
         "minutes": t_len / 60.0,
     }
+
+
+def absent_step_share(videos: Sequence[Video], beliefs: Mapping[str, np.ndarray]) -> float:
+    """Of the per-second rows where a step is annotated, the share whose top state (first on
+    ties) is a step with no annotated interval in the video; pooled over the videos of
+    ``videos`` that ``beliefs`` covers (NaN without such rows)."""
+    rows = absent = 0
+    for video in videos:
+        if video.uid not in beliefs:
+            continue
+        b = np.asarray(beliefs[video.uid])
+        k = video.num_steps
+        y = ground_truth(video, b.shape[0])[:, :k]
+        on_steps = y.any(axis=1)
+        never = np.ones(k + 1, dtype=bool)
+        never[[seg.step_index for seg in video.segments]] = False
+        never[k] = False  # none is no step
+        rows += int(on_steps.sum())
+        absent += int(never[b.argmax(axis=1)[on_steps]].sum())
+    return _ratio(absent, rows)
 
 
 def _ratio(num: float, den: float) -> float:

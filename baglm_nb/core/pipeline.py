@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from baglm_nb.core import sources
 from baglm_nb.core.evaluation import best_rows, evaluate
-from baglm_nb.core.filtering import PRECISIONS, run_filter
+from baglm_nb.core.filtering import PRECISIONS, check_stay, run_filter
 from baglm_nb.core.observations import Observations
 from baglm_nb.core.online_metrics import measure
 from baglm_nb.core.oracles import oracle_progress
@@ -39,16 +39,19 @@ def run_baglm(
     videos: list[Video] | None = None,
     progress_bar: bool = False,
     smoothing_lag: int | None = 0,
+    stay: float = 0.0,
 ) -> dict[str, np.ndarray]:
     """Beliefs (T, K+1) for every video of ``obs`` (or of ``videos``, a subset of it).
 
     ``deps`` is any deps setting of :mod:`baglm_nb.core.sources`. ``progress="oracle"``
     replaces the observed progress with the ground-truth fraction of completion (Tab. oracle).
     ``prior="next_step"`` needs ``obs.next_step``. The filter runs in ``obs.precision``;
-    ``smoothing_lag`` (seconds, None for inf) smooths it (float64 only, see ``run_filter``).
+    ``smoothing_lag`` (seconds, None for inf) smooths it and ``stay`` (beyond the paper) mixes
+    its transitions with staying (both float64 only, see ``run_filter``).
     """
     if progress not in ("scores", "oracle"):
         raise ValueError(f"progress must be 'scores' or 'oracle', got {progress!r}")
+    stay = check_stay(stay, obs.precision)  # one message, not one per video
     resolved = sources.dependencies(obs.dataset, deps)
     if resolved is None:
         raise KeyError(f"no dependency source for {obs.dataset}; add it to deps")
@@ -71,6 +74,7 @@ def run_baglm(
                 segment_duration=obs.segment_duration,
                 precision=obs.precision,
                 smoothing_lag=smoothing_lag,
+                stay=stay,
             )
         except ValueError as exc:  # bad inputs: name the video and the source
             raise ValueError(f"{obs.dataset} video {video.uid!r} ({obs.label}): {exc}") from None

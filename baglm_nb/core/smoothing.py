@@ -17,6 +17,10 @@ normalised. The **fixed-lag** belief with lag ``L`` rows uses ``u = min(t + L, T
 normalised to sum 1 (the smoothed belief is normalised anyway); a row whose product is all
 zero stays zero, as the filter's does.
 
+With ``stay`` (beyond the paper, :func:`baglm_nb.core.filtering.run_filter`) every transition
+is ``(1 - stay) A_t + stay I``, in the forward pass, the propagated prior and the backward
+messages alike; 0 skips the mixing.
+
 Smoothing runs in float64 only (the published float32 arithmetic is a filter property; a
 smoother on top of it would not be the published code's either).
 
@@ -33,9 +37,14 @@ __all__ = ["backward_span", "likelihoods", "smooth"]
 
 
 @numba.njit(cache=True, nogil=True)
-def _back_step(static, w, lik, beta, tmp):  # pragma: no cover - compiled
-    """``beta <- A(w) (lik * beta)``, normalised to sum 1, in place (``tmp``: scratch)."""
+def _back_step(static, w, lik, beta, tmp, stay):  # pragma: no cover - compiled
+    """``beta <- A(w) (lik * beta)``, normalised to sum 1, in place (``tmp``: scratch); with
+    ``stay`` > 0, ``A`` is ``(1 - stay) A + stay I``."""
     n = beta.shape[0]
+    kept = np.empty(n)
+    if stay != 0.0:
+        for i in range(n):
+            kept[i] = stay * lik[i] * beta[i]
     for i in range(n):
         tmp[i] = w[i] * lik[i] * beta[i]
     total = 0.0
@@ -47,6 +56,8 @@ def _back_step(static, w, lik, beta, tmp):  # pragma: no cover - compiled
             s += a * w[i]
             acc += a * tmp[i]
         b = 0.0 if s == 0.0 else acc / s
+        if stay != 0.0:
+            b = (1.0 - stay) * b + kept[j]
         beta[j] = b
         total += b
     if total > 0.0:
@@ -67,7 +78,7 @@ def _combine(alpha, beta, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _smooth_rows(forward, static, weights, lik, lag):  # pragma: no cover - compiled
+def _smooth_rows(forward, static, weights, lik, lag, stay):  # pragma: no cover - compiled
     """Fixed-lag beliefs of every row (``lag < 0``: the offline smoother); see :func:`smooth`."""
     t_len, n = forward.shape
     out = np.zeros((t_len, n))
@@ -76,33 +87,33 @@ def _smooth_rows(forward, static, weights, lik, lag):  # pragma: no cover - comp
     if lag < 0:
         for t in range(t_len - 1, -1, -1):
             if t < t_len - 1:
-                _back_step(static, weights[t + 1], lik[t + 1], beta, tmp)
+                _back_step(static, weights[t + 1], lik[t + 1], beta, tmp, stay)
             _combine(forward[t], beta, out[t])
         return out
     for t in range(t_len):
         beta[:] = 1.0
         for r in range(min(t + lag, t_len - 1), t, -1):
-            _back_step(static, weights[r], lik[r], beta, tmp)
+            _back_step(static, weights[r], lik[r], beta, tmp, stay)
         _combine(forward[t], beta, out[t])
     return out
 
 
 @numba.njit(cache=True, nogil=True)
-def _backward_span(static, weights, lik, repeats, alpha):  # pragma: no cover - compiled
+def _backward_span(static, weights, lik, repeats, alpha, stay):  # pragma: no cover - compiled
     """The smoothed belief of ``alpha``'s row given the blocks after it (see backward_span)."""
     n = alpha.shape[0]
     beta = np.ones(n)
     tmp = np.empty(n)
     for b in range(weights.shape[0] - 1, -1, -1):
         for _ in range(repeats[b]):
-            _back_step(static, weights[b], lik[b], beta, tmp)
+            _back_step(static, weights[b], lik[b], beta, tmp, stay)
     out = np.empty(n)
     _combine(alpha, beta, out)
     return out
 
 
 @numba.njit(cache=True, nogil=True)
-def _likelihoods(static, weights, obs, divisor, propagate):  # pragma: no cover - compiled
+def _likelihoods(static, weights, obs, divisor, propagate, stay):  # pragma: no cover - compiled
     """Per-row likelihoods the filter multiplies its prediction by (see :func:`likelihoods`)."""
     t_len, n = obs.shape
     out = np.empty((t_len, n))
@@ -119,6 +130,9 @@ def _likelihoods(static, weights, obs, divisor, propagate):  # pragma: no cover 
                 pj = 0.0 if s == 0.0 else prior[j] / s
                 for i in range(n):
                     nxt[i] += pj * static[j, i] * weights[t, i]
+            if stay != 0.0:
+                for i in range(n):
+                    nxt[i] = (1.0 - stay) * nxt[i] + stay * prior[i]
             for i in range(n):
                 prior[i] = nxt[i]
                 out[t, i] = 0.0 if nxt[i] == 0.0 else obs[t, i] / nxt[i]
@@ -138,15 +152,18 @@ def likelihoods(
     divisor: np.ndarray | None = None,
     *,
     propagate: bool = False,
+    stay: float = 0.0,
 ) -> np.ndarray:
     """The likelihood ``l_t`` (T, K+1) of each row, as the filter's update uses it.
 
     The VSG row ``obs[t]`` itself (uniform prior), divided by ``divisor[t]`` (the next-step
     prior), or divided by the uniform prior pushed through the transitions up to row ``t``
-    (``propagate``; zero where that prior is zero).
+    (``propagate``; zero where that prior is zero), pushed through transitions mixed with
+    ``stay``.
     """
     div = np.empty((0, obs.shape[1])) if divisor is None else np.asarray(divisor, np.float64)
-    return _likelihoods(static, weights, np.asarray(obs, np.float64), div, bool(propagate))
+    obs = np.asarray(obs, np.float64)
+    return _likelihoods(static, weights, obs, div, bool(propagate), float(stay))
 
 
 def smooth(
@@ -155,6 +172,8 @@ def smooth(
     weights: np.ndarray,
     lik: np.ndarray,
     lag: int | None,
+    *,
+    stay: float = 0.0,
 ) -> np.ndarray:
     """Fixed-lag smoothed beliefs (T, K+1) from the filter's beliefs and its own transitions.
 
@@ -171,13 +190,15 @@ def smooth(
     lag : int or None
         Rows of look-ahead ``L``: row ``t`` uses the observations up to row ``t + L``; 0
         returns ``forward`` itself, None the offline (``L = inf``) smoother.
+    stay : float, default 0
+        The filter's stay (its transitions ``(1 - stay) A_t + stay I``).
     """
     if lag is not None and (int(lag) != lag or lag < 0):
         raise ValueError(f"lag must be a whole number >= 0 or None (inf), got {lag!r}")
     if lag == 0:
         return forward
     f = np.ascontiguousarray(forward, dtype=np.float64)
-    return _smooth_rows(f, static, weights, lik, -1 if lag is None else int(lag))
+    return _smooth_rows(f, static, weights, lik, -1 if lag is None else int(lag), float(stay))
 
 
 def backward_span(
@@ -186,11 +207,14 @@ def backward_span(
     weights: np.ndarray,
     lik: np.ndarray,
     repeats: np.ndarray,
+    *,
+    stay: float = 0.0,
 ) -> np.ndarray:
     """The belief of one row given the observation blocks that follow it (K+1,).
 
     ``alpha`` is the filter's belief at that row; block ``b`` of the (B, K+1) ``weights`` and
     ``lik`` is applied ``repeats[b]`` times (a segment's rows share its observation), the last
-    block first. With no blocks this is ``alpha`` normalised.
+    block first. With no blocks this is ``alpha`` normalised. ``stay`` as in :func:`smooth`.
     """
-    return _backward_span(static, weights, lik, np.asarray(repeats, np.int64), alpha)
+    reps = np.asarray(repeats, np.int64)
+    return _backward_span(static, weights, lik, reps, alpha, float(stay))

@@ -1,6 +1,7 @@
 """The project's vocabulary: every name a user chooses from, and the published grid, once.
 
-The filter's variants (transitions, priors, steppings, precisions), the online gap modes, the
+The filter's variants (transitions, priors, steppings, precisions, the label of its ``stay``
+option beyond the paper), the online gap modes, the
 simulator's off-step progress models and the grid (:data:`SEGMENT_DURATION`,
 :data:`SAMPLING_FPS`) are written here and only here; CLI choices, widgets, tables and checks
 import them. Each ``Literal`` type is the source of its tuple (``typing.get_args``), so the
@@ -35,6 +36,8 @@ __all__ = [
     "Prior",
     "Stepping",
     "Transition",
+    "stay_label",
+    "with_stay",
 ]
 
 #: The published grid: 2-second segments (reference-protocol §1.2) sampled at 2 frames per second.
@@ -70,3 +73,15 @@ GAP_MODES: tuple[str, ...] = get_args(GapMode)
 LOCALIZATIONS: tuple[str, ...] = get_args(Localization)
 #: How the simulator reads a step that is not on screen (``core/simulate.py``).
 OFF_STEP_PROGRESS: tuple[str, ...] = ("noisy", "zero")
+
+
+def stay_label(stay: float) -> str:
+    """How an output made with the filter's ``stay`` S says so: ``"stay S (beyond the paper)"``;
+    ``""`` for 0, the paper's filter."""
+    return f"stay {float(stay):g} (beyond the paper)" if stay else ""
+
+
+def with_stay(what: str, stay: float) -> str:
+    """A title or banner ``what`` that says so when the filter ran with a non-zero ``stay``:
+    ``"<what>; stay S (beyond the paper)"`` (``what`` unchanged for 0)."""
+    return f"{what}; {stay_label(stay)}" if stay else what

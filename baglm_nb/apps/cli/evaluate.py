@@ -26,8 +26,8 @@ def register(verbs) -> None:
         "--json",
         action="store_true",
         help="also print the result as JSON (one line, the last), with the number of "
-        "(video, step) pairs whose best row differs between float64 and float32-published, "
-        "and the online metrics",
+        "(video, step) pairs whose best row differs between float64 and float32-published "
+        "(null with --stay), and the online metrics",
     )
     p.add_argument(
         "--smoothing-lag",
@@ -49,22 +49,30 @@ def register(verbs) -> None:
 
 
 def format_table(
-    result: dict, transition: str, prior: str, stepping: str, deps: str | None = None
+    result: dict,
+    transition: str,
+    prior: str,
+    stepping: str,
+    deps: str | None = None,
+    stay: float = 0.0,
 ) -> str:
     """A small text table: BaGLM and the off-the-shelf baseline beside the paper's values.
 
-    ``deps`` (the dependency source's label) is printed under the table.
+    ``deps`` (the dependency source's label) is printed under the table; a non-zero ``stay``
+    is named in the title and in BaGLM's row.
     """
     from baglm_nb.analyses.tables import title_for
     from baglm_nb.inputs.datasets import dataset_spec
     from baglm_nb.inputs.paper import paper_value
+    from baglm_nb.inputs.variants import with_stay
 
     ds = result["dataset"]
     metric = dataset_spec(ds).recall.label
     rows = [
         ("method", "workbench", "paper"),
         (
-            f"BaGLM ({transition}, prior={prior}, stepping={stepping})",
+            f"BaGLM ({transition}, prior={prior}, stepping={stepping}"
+            + (f", stay={stay:g})" if stay else ")"),
             f"{result['baglm']:.1f}",
             f"{paper_value('baglm', ds):.1f}",
         ),
@@ -75,7 +83,7 @@ def format_table(
         ),
     ]
     width = max(len(r[0]) for r in rows)
-    lines = [title_for(f"{ds} {metric} (%)", result["source"])]
+    lines = [title_for(with_stay(f"{ds} {metric} (%)", stay), result["source"])]
     lines += [f"{a:<{width}}  {b:>9}  {c:>5}" for a, b, c in rows]
     annotated = result.get("annotated", result["videos"])
     if result["videos"] < annotated:
@@ -131,10 +139,12 @@ def run(args: argparse.Namespace) -> int:
     result = compare(obs, deps, online=online, smoothing_lag=lag, **filter_options(args))
     result["D"] = deps.label
     result["annotated"] = _annotated(args)
-    print(format_table(result, args.transition, args.prior, args.stepping, deps.label))
+    result["stay"] = args.stay
+    print(format_table(result, args.transition, args.prior, args.stepping, deps.label, args.stay))
     print(format_online(result["online"]))
-    if args.json:
-        result["precision_agreement"] = precision_agreement(obs, deps, **filter_options(args))
+    if args.json:  # the published float32 precision runs no stay: nothing to compare then
+        agreement = None if args.stay else precision_agreement(obs, deps, **filter_options(args))
+        result["precision_agreement"] = agreement
         print_json(result)
     return 0
 

@@ -23,6 +23,7 @@ from baglm_nb.apps.cli.options import (
     add_alert_arguments,
     add_live_source_arguments,
     add_served_arguments,
+    add_stay_argument,
 )
 from baglm_nb.inputs.variants import TRANSITIONS
 
@@ -101,7 +102,7 @@ def register(verbs) -> None:
 
 
 def _add_online_filter_options(p: argparse.ArgumentParser) -> None:
-    """The online filter's options: transition, hysteresis and fixed-lag smoothing."""
+    """The online filter's options: transition, hysteresis, fixed-lag smoothing and stay."""
     p.add_argument("--transition", default="both", choices=TRANSITIONS)
     p.add_argument("--threshold", type=float, default=0.5, help="hysteresis confidence")
     p.add_argument("--patience", type=int, default=2, help="hysteresis segments")
@@ -112,16 +113,18 @@ def _add_online_filter_options(p: argparse.ArgumentParser) -> None:
         "it, emitted N segments late (lag_s in the event log); the announcements "
         "are made on the smoothed beliefs (default 0: the filter)",
     )
+    add_stay_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``follow`` verb (errors: :func:`baglm_nb.apps.cli.main.main`'s rule)."""
-    from baglm_nb.apps.cli.options import check_live_source_options, smoothing_lag
+    from baglm_nb.apps.cli.options import check_live_source_options, smoothing_lag, stay_from_args
     from baglm_nb.apps.online.session import run_follow
 
     # a bad value is refused before anything loads
     check_live_source_options(args)
     args.smoothing_lag = smoothing_lag(args.smoothing_lag, "--smoothing-lag", allow_inf=False)
+    stay_from_args(args)
     return run_follow(args, lambda: _scorer(args))
 
 

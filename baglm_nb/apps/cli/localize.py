@@ -31,6 +31,7 @@ def _localize(args: argparse.Namespace) -> int:
     )
     from baglm_nb.core.pipeline import run_baglm
     from baglm_nb.inputs.datasets import dataset_spec
+    from baglm_nb.inputs.variants import with_stay
 
     check_range("--threshold", args.threshold, 0, 1)
     check_range("--overlap", args.overlap, 0, 1)
@@ -47,7 +48,8 @@ def _localize(args: argparse.Namespace) -> int:
     beliefs = run_baglm(obs, deps, **filter_options(args))
     if dataset_spec(args.dataset).localization == "windowed_recall":
         table = windowed_recall_table(obs, deps, beliefs=beliefs, unit=args.unit, **detect)
-        title = title_for("Ego4D Goal-Step windowed R@1 (IoU > threshold, NLQ)", obs.label)
+        what = "Ego4D Goal-Step windowed R@1 (IoU > threshold, NLQ)"
+        title = title_for(with_stay(what, args.stay), obs.label)
     else:
         table = localization_table(
             obs, deps, beliefs=beliefs, match_labels=args.match_labels, **detect
@@ -55,7 +57,7 @@ def _localize(args: argparse.Namespace) -> int:
         what = "article-grounding mAP (%) at tIoU"
         if args.match_labels:
             what += ", step labels matched (stricter than the paper)"
-        title = title_for(f"{args.dataset} {what}", obs.label)
+        title = title_for(with_stay(f"{args.dataset} {what}", args.stay), obs.label)
     print(to_markdown(table, title))
     if args.out:
         write_table(table, args.out, title=title, params=run_parameters(args))

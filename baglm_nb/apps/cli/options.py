@@ -105,25 +105,64 @@ def add_observation_arguments(p: argparse.ArgumentParser) -> None:
         help="the filter's arithmetic (default: float32-published on the authors' imported "
         "files, as the published code computes; float64 otherwise)",
     )
+    add_stay_argument(p)
 
 
-def filter_options(args: argparse.Namespace) -> dict[str, str]:
-    """The filter variant chosen with :func:`add_observation_arguments`, as keyword arguments."""
-    return {k: getattr(args, k) for k in ("transition", "prior", "stepping", "progress")}
+def add_stay_argument(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--stay S`` (beyond the paper): the filter's transitions mixed with staying."""
+    p.add_argument(
+        "--stay",
+        default="0",
+        metavar="S",
+        help="beyond the paper: mix each transition row with staying, (1 - S) T + S I, S in "
+        "[0, 1) (default 0: the paper's filter); float64 only",
+    )
+
+
+def stay_from_args(args: argparse.Namespace, precision: str = "float64") -> float:
+    """``--stay`` as a float in [0, 1), stored back on ``args``; ``ValueError`` naming the
+    option for a bad value, or for a non-zero stay in the published float32 ``precision``."""
+    from baglm_nb.core.filtering import check_stay
+
+    text = args.stay
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value < 1.0:  # NaN too
+        raise ValueError(f"--stay {text!r}: must be a number in [0, 1)")
+    try:
+        args.stay = check_stay(value, precision)
+    except ValueError:
+        raise ValueError(
+            f"--stay {text}: stay runs in float64 only; these observations run in "
+            f"{precision} (add --precision float64)"
+        ) from None
+    return args.stay
+
+
+def filter_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The filter variant chosen with :func:`add_observation_arguments`, as keyword arguments
+    (``stay`` as :func:`observations_from_args` checked it)."""
+    return {k: getattr(args, k) for k in ("transition", "prior", "stepping", "progress", "stay")}
 
 
 def observations_from_args(args: argparse.Namespace):
-    """``--dataset``, ``--scores``, ``--limit`` and ``--precision`` as observations."""
+    """``--dataset``, ``--scores``, ``--limit`` and ``--precision`` as observations; ``--stay``
+    is checked before they load and against their precision after (:func:`stay_from_args`)."""
     from baglm_nb.core import sources
 
     check_range("--limit", args.limit, 1)
-    return sources.observations(
+    stay_from_args(args)
+    obs = sources.observations(
         args.dataset,
         args.scores,
         limit=args.limit,
         precision=getattr(args, "precision", None),
         length_mismatch="warn" if getattr(args, "allow_length_mismatch", False) else "error",
     )
+    stay_from_args(args, obs.precision)
+    return obs
 
 
 def deps_from_args(args: argparse.Namespace) -> Any:

@@ -4,7 +4,9 @@
 through the online filter (:func:`replay_setup`); ``follow --model`` checks the source (a file,
 a URL, a live stream or a camera) before the model loads, then builds the grounder
 (:func:`model_setup`). ``args`` is the ``follow`` verb's parsed command line
-(:mod:`baglm_nb.apps.cli.follow`), with ``smoothing_lag`` already a whole number of segments.
+(:mod:`baglm_nb.apps.cli.follow`), with ``smoothing_lag`` already a whole number of segments
+and ``stay`` a float in [0, 1). A non-zero stay (beyond the paper) is named in the grounder's
+``source``, so in the terminal's banner, the event log and the report's banner.
 Bad input raises ``ValueError`` / ``FileNotFoundError`` naming the path, uid or option.
 """
 
@@ -76,6 +78,7 @@ def replay_setup(
     from baglm_nb.core import sources
     from baglm_nb.core.online import OnlineGrounder
     from baglm_nb.inputs.datasets import load_dataset
+    from baglm_nb.inputs.variants import with_stay
 
     uid = args.source
     video = next((v for v in load_dataset(dataset) if v.uid == uid), None)
@@ -99,9 +102,10 @@ def replay_setup(
         segment_duration=d,
         threshold=args.threshold,
         patience=args.patience,
-        source=f"replay of {obs.label} scores",
+        source=with_stay(f"replay of {obs.label} scores", args.stay),
         label=obs.label,
         smoothing_lag=args.smoothing_lag,
+        stay=args.stay,
     )
     return grounder, (vsg, progress), truth
 
@@ -113,6 +117,7 @@ def model_setup(
     of a run with ``--model``; the source is checked before ``build_scorer()`` loads the model."""
     from baglm_nb.core.online import OnlineGrounder
     from baglm_nb.inputs.datasets import load_dataset
+    from baglm_nb.inputs.variants import with_stay
 
     if not args.source and args.camera is None:
         raise ValueError("SOURCE (a video file, URL or camera) is required with --model")
@@ -140,8 +145,10 @@ def model_setup(
         transition=args.transition,
         threshold=args.threshold,
         patience=args.patience,
-        source=f"lmm:{args.model}",
+        source=with_stay(f"lmm:{args.model}", args.stay),
+        label=f"lmm:{args.model}",
         smoothing_lag=args.smoothing_lag,
+        stay=args.stay,
     )
     return grounder, truth, reader
 

@@ -103,8 +103,10 @@ def _report(
     """Write the HTML report of ``--html`` and say where."""
     from baglm_nb.analyses.tables import title_for
     from baglm_nb.apps.online.report import write_html_report
+    from baglm_nb.inputs.variants import with_stay
 
-    title = title_for(f"Online step grounding: {one_line(grounder.goal, 120)}", grounder.label)
+    heading = with_stay(f"Online step grounding: {one_line(grounder.goal, 120)}", grounder.stay)
+    title = title_for(heading, grounder.label)
     what = f"{truth.dataset} video {truth.uid}" if truth is not None else one_line(args.source)
     h = grounder.hysteresis
     write_html_report(
