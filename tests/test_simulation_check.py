@@ -92,15 +92,78 @@ def _cli(*args: str) -> str:
 
 
 def test_calibrate_prints_the_stored_default_and_its_recall():
-    out = _cli("calibrate", "--dataset", "coin")
-    assert "[simulated] calibration on coin: signal = 0.8032" in out
-    assert "stored default for coin: signal = 0.8032, off-the-shelf R@1 47.86%" in out
-    assert "(target 47.90%, -0.04)" in out
+    out = _cli("calibrate", "--dataset", "coin", "--twin", "iid")
+    assert "[iid twin] [simulated] calibration on coin: signal = 0.8032" in out
+    assert "stored iid signal for coin: 0.8032" in out
+    assert "| iid | coin | off-the-shelf R@1 | 47.86 | 47.9 | -0.04 | 0.3 | True |" in out
+    assert "iid: all within the tolerances (1/1)" in out
 
 
-def test_sim_check_prints_both_tables():
+def test_calibrate_stored_reports_both_twins_fit():
+    out = _cli("calibrate", "--stored", "--dataset", "htstep")
+    for twin in ("iid", "pinned"):
+        assert f"stored {twin} twin" in out
+        for k in ("@0.3", "@0.5", "@0.7"):
+            assert f"| {twin} | htstep | off-the-shelf mAP {k} |" in out
+    assert "pinned: all within the tolerances (4/4)" in out
+    assert "iid: NOT all within the tolerances" in out
+    assert "[iid twin]" not in out  # nothing fitted
+
+
+def test_sim_check_prints_the_tables_and_both_twins_errors():
+    from baglm_nb.core.simulate import DEFAULT_TWIN
+
     out = _cli("sim-check", "--dataset", "htstep", "coin", "--limit", "4")
-    assert "**BaGLM's gain beside the paper's (simulated observations, not a real model)**" in out
+    assert (
+        f"**BaGLM's gain beside the paper's (default twin: {DEFAULT_TWIN}) (simulated "
+        "observations, not a real model)**"
+    ) in out
     assert "| HT-Step | simulated-llm:llama |" in out and "| COIN | simulated-llm:llama |" in out
     assert "simulated-llm:llama:held-out" in out
     assert "**Transition ablation: order and pattern" in out  # HT-Step only: COIN has no row
+    assert "**Each twin's mean absolute error (points)" in out
+    for twin in ("iid", "pinned"):
+        assert f"| {twin} | R@1 gain | HT-Step | BaGLM |" in out
+        assert f"| {twin} | mAP gain | HT-Step | mAP @0.3 |" in out
+        assert out.count(f"\n| {twin} | ") >= 2  # its rows and its errors row
+    assert f"the default twin ('simulated') is {DEFAULT_TWIN}" in out
+
+
+def test_twin_check_rows_and_errors():
+    from baglm_nb.analyses.simulation_check import CHECK_GROUPS, twin_check, twin_errors
+
+    check = twin_check(["htstep", "coin"], limit=4)
+    frame = check.frame
+    assert list(dict.fromkeys(frame["twin"])) == ["iid", "pinned"]
+    for twin, part in frame.groupby("twin"):
+        assert list(dict.fromkeys(part["group"])) == list(CHECK_GROUPS)
+        gains = part[part["group"] == "R@1 gain"]
+        assert list(gains["dataset"]) == ["HT-Step", "COIN"]
+        assert list(gains["paper"]) == [5.4, 3.1]
+        obs = sources.observations("htstep", f"simulated:{twin}", limit=4)
+        both = compare(obs, "simulated-llm:llama")
+        gain = round(round(both["baglm"], 1) - round(both["off_the_shelf"], 1), 1)
+        assert gains["simulated"].iloc[0] == gain
+        maps = part[part["group"] == "mAP gain"]
+        assert list(maps["number"]) == ["mAP @0.3", "mAP @0.5", "mAP @0.7"]
+        assert list(maps["paper"]) == [0.9, 0.7, 0.2]
+        variants = part[part["group"] == "transition"]
+        assert list(variants["number"]) == ["static", "readiness", "validity"]  # HT-Step only
+        assert list(variants["paper"]) == [3.9, 5.0, 4.4]
+        oracles = part[part["group"] == "oracle"]
+        assert list(oracles["paper"]) == [-7.1, 2.6, 10.6]
+    assert (frame["error"] - (frame["simulated"] - frame["paper"]).abs()).abs().max() <= 0.051
+    assert check.sources.observations == ("simulated",)
+    errors = twin_errors(frame)
+    for row in errors.itertuples(index=False):
+        part = frame[frame["twin"] == row.twin]
+        means = []
+        for group in CHECK_GROUPS:  # a literal loop over each group's errors
+            values = [e for g, e in zip(part["group"], part["error"], strict=True) if g == group]
+            means.append(sum(values) / len(values))
+            assert errors.loc[errors["twin"] == row.twin, f"{group} MAE"].iloc[0] == round(
+                means[-1], 2
+            )
+        assert row[errors.columns.get_loc("mean of groups")] == round(sum(means) / 4, 2)
+    smaller = errors.loc[errors["mean of groups"].idxmin(), "twin"]
+    assert errors.loc[errors["smaller error"], "twin"].tolist() == [smaller]
