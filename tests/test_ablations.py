@@ -211,7 +211,5 @@ def test_dependency_quality_table_from_the_oracle_chain_to_noise():
 
 
 def test_simulation_params_default_is_the_calibrated_one():
-    from baglm_nb.core.simulate import IID, twin_params
-
-    assert SimulationParams().signal == twin_params("htstep", IID).signal == pytest.approx(1.2439)
-    assert twin_params("coin", IID).signal == pytest.approx(0.8032)
+    assert SimulationParams().signal == default_params("htstep").signal == pytest.approx(1.2439)
+    assert default_params("coin").signal == pytest.approx(0.8032)

@@ -163,19 +163,12 @@ def test_off_step_progress_noisy_or_zero() -> None:
 
 
 def test_default_params_are_calibrated_per_dataset() -> None:
-    """Each dataset's stored signals give the paper's off-the-shelf R@1 within 0.3 points."""
-    from baglm_nb.core.simulate import DEFAULT_TWIN, IID, PINNED_SIGNAL, twin_params
-
+    """Each dataset's stored signal gives the paper's off-the-shelf R@1 within 0.3 points."""
     assert SimulationParams().signal == CALIBRATED_SIGNAL["htstep"]
-    assert SimulationParams().noise_corr == 0.0  # the class defaults are the i.i.d. twin's
     for name, signal in CALIBRATED_SIGNAL.items():
-        params = twin_params(name, IID)
+        params = default_params(name)
         assert params.signal == signal and params == SimulationParams(signal=signal)
-        value = offline_recall(name, params)
-        assert abs(value - paper_value("off_the_shelf", name)) <= 0.3, (name, value)
-        assert default_params(name) == twin_params(name, DEFAULT_TWIN)
-        assert name in PINNED_SIGNAL
-        value = offline_recall(name)  # params None: the dataset's default (the default twin)
+        value = offline_recall(name)  # params None: the dataset's default
         assert abs(value - paper_value("off_the_shelf", name)) <= 0.3, (name, value)
     assert default_params("coin", seed=4).seed == 4
     video = load_dataset("coin")[0]
@@ -230,13 +223,11 @@ def test_noise_corr_zero_is_the_iid_simulation_bit_for_bit(dataset) -> None:
     from baglm_nb.core.simulate import cache_key, default_params
 
     video = load_dataset(dataset)[0]
-    from baglm_nb.core.simulate import IID, twin_params
-
-    for params in (twin_params(dataset, IID), twin_params(dataset, IID, noise_corr=0.0)):
+    for params in (None, default_params(dataset, noise_corr=0.0)):
         sim = simulate_video(video, params)
         digest = hashlib.sha256(sim.vsg.tobytes() + sim.progress.tobytes()).hexdigest()
         assert digest == BEFORE_NOISE_CORR[dataset]
-    assert "corr" not in cache_key(dataset, twin_params(dataset, IID)).prompt_version
+    assert "corr" not in cache_key(dataset).prompt_version
     assert cache_key(dataset, default_params(dataset, noise_corr=0.8)).prompt_version.endswith(
         "_corr0.8"
     )

@@ -115,7 +115,7 @@ def test_sim_check_prints_the_tables_and_both_twins_errors():
 
     out = _cli("sim-check", "--dataset", "htstep", "coin", "--limit", "4")
     assert (
-        f"**BaGLM's gain beside the paper's (default twin: {DEFAULT_TWIN}) (simulated "
+        f"**BaGLM's gain beside the paper's (twin: {DEFAULT_TWIN}, the default) (simulated "
         "observations, not a real model)**"
     ) in out
     assert "| HT-Step | simulated-llm:llama |" in out and "| COIN | simulated-llm:llama |" in out
@@ -167,3 +167,30 @@ def test_twin_check_rows_and_errors():
         assert row[errors.columns.get_loc("mean of groups")] == round(sum(means) / 4, 2)
     smaller = errors.loc[errors["mean of groups"].idxmin(), "twin"]
     assert errors.loc[errors["smaller error"], "twin"].tolist() == [smaller]
+
+
+def test_simulate_writes_the_named_twins_cache(tmp_path, capsys):
+    """``simulate`` writes the default twin's cache; ``--twin`` names the other's folder."""
+    from baglm_nb.apps.cli.main import main
+    from baglm_nb.core.simulate import DEFAULT_TWIN, TWINS, cache_key, twin_params
+
+    folders = {}
+    for twin in (None, *TWINS):
+        argv = ["simulate", "--dataset", "coin", "--limit", "1", "--cache-root", str(tmp_path)]
+        assert main(argv + (["--twin", twin] if twin else [])) == 0
+        folders[twin] = capsys.readouterr().out.split("written to ", 1)[1].split("\n", 1)[0]
+    for twin in TWINS:
+        assert folders[twin].endswith(cache_key("coin", twin_params("coin", twin)).relpath())
+    assert folders[None] == folders[DEFAULT_TWIN] and folders["iid"] != folders["pinned"]
+
+
+def test_sim_check_gain_table_of_a_named_twin(capsys):
+    from baglm_nb.apps.cli.main import main
+
+    assert main(["sim-check", "--dataset", "coin", "--limit", "2", "--twin", "pinned"]) == 0
+    out = capsys.readouterr().out
+    assert "**BaGLM's gain beside the paper's (twin: pinned" in out
+    both = compare(sources.observations("coin", "simulated:pinned", limit=2), "simulated-llm:llama")
+    gain = round(round(both["baglm"], 1) - round(both["off_the_shelf"], 1), 1)
+    assert f"| pinned | R@1 gain | COIN | BaGLM | {gain} | 3.1 |" in out
+    assert "| iid | R@1 gain | COIN | BaGLM |" in out

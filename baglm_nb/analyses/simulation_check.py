@@ -248,8 +248,8 @@ def simulation_check(
     ablated = [o for o in observed if o.dataset in set(transition_datasets)]
     diagnostic = held_out_of(deps)
     gains = gain_table(observed, deps, diagnostic=diagnostic)
-    patterns = [transition_pattern_table(ablated, d) for d in (deps, diagnostic) if d]
-    return gains, ResultTable.concat(patterns if ablated else [])
+    patterns = [transition_pattern_table(ablated, d) for d in (deps, diagnostic) if d and ablated]
+    return gains, ResultTable.concat(patterns)
 
 
 #: The groups of out-of-sample numbers of :func:`twin_check`, in display order.

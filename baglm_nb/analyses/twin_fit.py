@@ -210,5 +210,5 @@ def _row(twin: str, dataset: str, number: str, value: float, paper: float) -> di
         "number": number,
         "simulated": round(value, 2),
         "paper": paper,
-        "difference": round(value - paper, 2),
+        "difference": round(value - paper, 2) + 0.0,  # no "-0.0"
     }

@@ -51,8 +51,9 @@ TWINS: tuple[str, ...] = (IID, PINNED)
 PINNED_NOISE_CORR = 0.5
 
 #: The twin of ``"simulated"``: the one with the smaller out-of-sample error against BaGLM's
-#: rows (``python -m baglm_nb sim-check``, README).
-DEFAULT_TWIN = PINNED
+#: rows, the mean over the groups of :func:`baglm_nb.analyses.simulation_check.twin_errors`
+#: (``python -m baglm_nb sim-check``; the README gives the numbers).
+DEFAULT_TWIN = IID
 
 #: The i.i.d. twin's ``signal`` per dataset (each ``DatasetSpec.calibrated_signal``):
 #: ``python -m baglm_nb calibrate --twin iid`` prints these values and the off-the-shelf R@1

@@ -1,8 +1,9 @@
 """``python -m baglm_nb simulate`` / ``calibrate`` / ``sim-check``: the simulated CPU default.
 
 ``simulate --dataset htstep coin --manifest data/cache/prepared.json`` writes each dataset's
-simulated score cache and a manifest ``{"scores": {dataset: cache folder}}``, the parameter file
-that ``make figures`` passes to the notebooks (``papermill -f``).
+simulated score cache (the default twin; ``--twin iid|pinned`` names one) and a manifest
+``{"scores": {dataset: cache folder}}``, the parameter file that ``make figures`` passes to the
+notebooks (``papermill -f``).
 
 ``calibrate`` fits each dataset's simulated signal strength to the paper's off-the-shelf R@1 and
 prints the stored defaults beside it (:data:`~baglm_nb.core.simulate.CALIBRATED_SIGNAL`); for
@@ -31,6 +32,12 @@ def register(verbs) -> None:
     p.add_argument("--limit", type=int, default=None, help="the first N videos of each dataset")
     p.add_argument(
         "--manifest", default=None, help="also write {'scores': {dataset: absolute folder}} here"
+    )
+    p.add_argument(
+        "--twin",
+        default=None,
+        choices=["iid", "pinned"],
+        help="which simulated twin (default: the default twin, what 'simulated' gives)",
     )
     p.set_defaults(func=run_simulate)
 
@@ -81,6 +88,13 @@ def register(verbs) -> None:
     p.add_argument("--dataset", nargs="+", default=list(DATASETS), choices=sorted(DATASETS))
     p.add_argument("--deps", default=None, help="deps setting (default: simulated-llm:llama)")
     p.add_argument("--limit", type=int, default=None, help="the first N videos of each dataset")
+    p.add_argument(
+        "--twin",
+        default=None,
+        choices=["iid", "pinned"],
+        help="the twin of the gain and pattern tables (default: the default twin); the "
+        "side-by-side check always has both",
+    )
     p.set_defaults(func=run_check)
 
 
@@ -89,13 +103,14 @@ def run_simulate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from baglm_nb.apps.cli.options import check_range
-    from baglm_nb.core.simulate import write_simulated_cache
+    from baglm_nb.core.simulate import DEFAULT_TWIN, twin_params, write_simulated_cache
     from baglm_nb.stores.atomic import atomic_write_json
 
     check_range("--limit", args.limit, 1)
     folders = {}
     for name in dict.fromkeys(args.dataset):
-        folder = write_simulated_cache(name, args.cache_root, limit=args.limit)
+        params = twin_params(name, args.twin or DEFAULT_TWIN)
+        folder = write_simulated_cache(name, args.cache_root, params, limit=args.limit)
         folders[name] = str(Path(folder).resolve())
         print(f"simulated scores written to {folders[name]}")
     if args.manifest:
@@ -209,8 +224,10 @@ def run_check(args: argparse.Namespace) -> int:
 
     check_range("--limit", args.limit, 1)
     deps = args.deps or sources.SIMULATED_LLM
-    gains, pattern = simulation_check(args.dataset, deps=deps, limit=args.limit)
-    twin = f"default twin: {DEFAULT_TWIN}"
+    chosen = args.twin or DEFAULT_TWIN
+    scores = f"{sources.SIMULATED}:{chosen}"
+    gains, pattern = simulation_check(args.dataset, scores=scores, deps=deps, limit=args.limit)
+    twin = f"twin: {chosen}" + (", the default" if chosen == DEFAULT_TWIN else "")
     print(to_markdown(gains, title_for(f"BaGLM's gain beside the paper's ({twin})", "simulated")))
     if len(pattern):
         what = f"Transition ablation: order and pattern ({twin})"
