@@ -113,3 +113,25 @@ def test_fit_persistence_keeps_the_point_nearest_the_paper(htstep40):
     # the fine grid adds best +- k step around the best coarse point, inside [0, 0.95]
     fine = fit_persistence([0.9], fine_step=0.05, videos=htstep40[:5], tol=3.0)
     assert sorted(p.noise_corr for p in fine.points) == [0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
+
+
+@pytest.mark.slow
+def test_calibrate_fits_the_pinned_twin_on_a_given_grid(capsys):
+    """``calibrate --twin pinned --corr R``: the persistence at R, then the dataset's signal,
+    and the stored fit; the bisected signal reaches the paper's R@1 within --tol."""
+    import re
+
+    from baglm_nb.apps.cli.main import main
+
+    argv = ["calibrate", "--twin", "pinned", "--corr", "0.5", "--dataset", "ego4d_goalstep"]
+    assert main([*argv, "--tol", "0.2"]) == 0
+    out = capsys.readouterr().out
+    assert "| 0.5 |" in out and "fitted noise_corr = 0.5 (miss" in out
+    assert f"stored: {PINNED_NOISE_CORR:g})" in out
+    found = re.search(r"\[pinned twin\] .* R@1 of ([\d.]+)% \(target ([\d.]+)%", out)
+    assert found and abs(float(found[1]) - float(found[2])) <= 0.2
+    assert f"stored pinned signal for ego4d_goalstep: {PINNED_SIGNAL['ego4d_goalstep']:.4f}" in out
+    assert "| pinned | ego4d_goalstep | off-the-shelf R@1 |" in out
+    assert "pinned: all within the tolerances (1/1)" in out
+    assert main(["calibrate", "--twin", "pinned", "--corr", "1.2"]) == 2
+    assert "--corr" in capsys.readouterr().err

@@ -127,7 +127,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     check_range("--tol", args.tol, 0, 100, low_open=True)
     check_range("--target", args.target, 0, 100, low_open=True)
     for value in args.corr or ():
-        check_range("--corr", value, 0, 1, high_open=True)
+        check_range("--corr", value, 0, 0.99)
     unknown = [name for name in args.deps or () if name not in PRESETS]
     if unknown:
         raise ValueError(f"--deps: unknown preset(s) {unknown}; presets: {sorted(PRESETS)}")
