@@ -108,11 +108,12 @@ lint:
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 
-# Prepared data, computed once: the simulated score caches (the labelled CPU default) of every
-# dataset. Rebuilt from scratch when the simulation code or an annotation file changes.
+# Prepared data, computed once: the simulated score caches (the labelled CPU default, the default
+# twin) of every dataset. Rebuilt from scratch when the simulation code, its fitted parameters
+# (the dataset specs) or an annotation file changes.
 data: $(PREPARED)
 
-$(PREPARED): baglm_nb/core/simulate.py $(wildcard data/annotations/*.json)
+$(PREPARED): baglm_nb/core/simulate.py baglm_nb/inputs/datasets.py $(wildcard data/annotations/*.json)
 	$(require_venv)
 	rm -rf $(addprefix data/cache/scores/,$(addsuffix /simulated,$(DATASETS)))
 	$(VPY) -m baglm_nb simulate --dataset $(DATASETS) --cache-root data/cache --manifest $@

@@ -541,3 +541,18 @@ def test_a_growing_mpegts_remux_is_followed_like_its_mp4(
         [e.belief for e in ests], [e.belief for e in box_on_its_timestamps]
     )
     assert ends and ends[0].startswith(f"no new frames for {timeout:g} s") and not ends[0].failed
+
+
+def test_replay_of_a_named_twin():
+    """``--replay simulated:<twin>`` replays that twin's scores and says which; a bad twin is
+    refused in one line."""
+    from baglm_nb.core.simulate import DEFAULT_TWIN, TWINS
+
+    out = {t: _cli("--replay", f"simulated:{t}", "--dataset", "htstep", "--", UID) for t in TWINS}
+    for twin, run in out.items():
+        assert run.returncode == 0, run.stderr
+        assert f"replay of simulated:{twin} scores" in run.stdout
+    default = _cli("--replay", "simulated", "--dataset", "htstep", "--", UID)
+    assert _announced(default.stdout) == _announced(out[DEFAULT_TWIN].stdout)
+    bad = _cli("--replay", "simulated:sticky", "--dataset", "htstep", "--", UID)
+    assert bad.returncode == 2 and "error: scores 'simulated:sticky'" in bad.stderr

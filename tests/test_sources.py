@@ -9,7 +9,7 @@ import pytest
 
 from baglm_nb.analyses.results import main_results_table
 from baglm_nb.core import sources
-from baglm_nb.core.observations import from_cache
+from baglm_nb.core.observations import from_cache, from_simulation
 from baglm_nb.core.oracles import oracle_dependency
 from baglm_nb.core.pipeline import compare, run_baglm
 from baglm_nb.core.simulate import write_simulated_cache
@@ -197,9 +197,10 @@ def test_named_settings_come_from_the_registry(monkeypatch, tmp_path):
     with pytest.raises(ValueError, match="'imported', 'halves' and no existing"):
         sources.dependencies("htstep", "orcle")
     # scores: the same rule
-    with pytest.raises(FileNotFoundError, match="scores 'simulatd': no such folder.*'simulated'"):
+    forms = r"'simulated\[:iid\|:pinned\]'"
+    with pytest.raises(FileNotFoundError, match=f"scores 'simulatd': no such folder.*{forms}"):
         sources.observations("coin", "simulatd")
-    with pytest.raises(ValueError, match="'simulated' takes no argument"):
+    with pytest.raises(ValueError, match="expected 'simulated' or one of 'simulated:iid'"):
         sources.observations("coin", "simulated:x")
 
 
@@ -227,3 +228,32 @@ def test_score_cache_contents_and_open(shuffled_cache):
     assert sources.open_score_cache(folder).key.dataset == "crosstask"
     with pytest.raises(FileNotFoundError, match="no such folder"):
         sources.score_cache_contents(folder / "missing")
+
+
+def test_simulated_twins_resolve_by_name():
+    """'simulated:iid' and 'simulated:pinned' are the twins; 'simulated' is the default one."""
+    from baglm_nb.core.simulate import DEFAULT_TWIN, TWINS, cache_key, default_params, twin_params
+
+    assert set(TWINS) == {"iid", "pinned"}
+    resolved = {}
+    for twin in TWINS:
+        obs = sources.observations("ego4d_goalstep", f"simulated:{twin}", limit=2)
+        ref = from_simulation("ego4d_goalstep", twin_params("ego4d_goalstep", twin), limit=2)
+        assert obs.label == "simulated" and obs.uids() == ref.uids()
+        for uid in obs.uids():
+            np.testing.assert_array_equal(obs.vsg[uid], ref.vsg[uid])
+            np.testing.assert_array_equal(obs.progress[uid], ref.progress[uid])
+        resolved[twin] = obs
+    default = sources.observations("ego4d_goalstep", "simulated", limit=2)
+    uid = default.uids()[0]
+    np.testing.assert_array_equal(default.vsg[uid], resolved[DEFAULT_TWIN].vsg[uid])
+    other = next(t for t in TWINS if t != DEFAULT_TWIN)
+    assert not np.array_equal(default.vsg[uid], resolved[other].vsg[uid])
+    assert default_params("ego4d_goalstep") == twin_params("ego4d_goalstep", DEFAULT_TWIN)
+    # the score cache key separates the twins; the default's is the default twin's
+    keys = {t: cache_key("htstep", twin_params("htstep", t)) for t in TWINS}
+    assert keys["iid"] != keys["pinned"] and keys["iid"].relpath() != keys["pinned"].relpath()
+    assert cache_key("htstep") == keys[DEFAULT_TWIN]
+    for bad in ("simulated:sticky", "simulated:", "simulated:iid:x"):
+        with pytest.raises(ValueError, match="expected 'simulated' or one of"):
+            sources.observations("htstep", bad, limit=1)

@@ -65,6 +65,7 @@ def _spec(**overrides) -> DatasetSpec:
         "llm_goal_field": "goal",
         "display_name": "Toy",
         "calibrated_signal": 2.0,
+        "pinned_signal": 2.0,
     }
     return DatasetSpec("toy", "toy_video_annots.json", **{**fields, **overrides})
 
@@ -150,8 +151,8 @@ def test_toy_dataset_per_task_recall_follows_its_spec(toy, monkeypatch):
 
 
 def test_toy_dataset_calibrates_against_its_paper_value(toy, monkeypatch):
-    monkeypatch.setitem(DATASETS, "toy", _spec(calibrated_signal=None))
-    with pytest.raises(ValueError, match="no calibrated signal.*calibrate --dataset toy"):
+    monkeypatch.setitem(DATASETS, "toy", _spec(calibrated_signal=None, pinned_signal=None))
+    with pytest.raises(ValueError, match="no .* twin signal.*calibrate --twin .* --dataset toy"):
         default_params("toy")
     with pytest.raises(ValueError, match="no paper off-the-shelf R@1"):
         calibrate("toy")

@@ -24,6 +24,7 @@ Exports :data:`ALERT_DEPS`, :func:`video_alerts` and :func:`alert_table`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -185,7 +186,7 @@ def alert_table(
     limit: int | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     done_level: float = DONE_LEVEL,
-    noise_corr: float = 0.0,
+    noise_corr: float | None = None,
     seed: int = MISTAKE_SEED,
     show_progress: bool = True,
 ) -> ResultTable:
@@ -202,8 +203,9 @@ def alert_table(
         define the dependent pairs always use the whole annotation file.
     threshold, done_level : float
         The alert rules' parameters (:mod:`baglm_nb.core.alerts`).
-    noise_corr : float
-        The simulation's noise correlation across segments (0: the calibrated default).
+    noise_corr : float, optional
+        The simulation's noise correlation across segments (None: the default twin's,
+        :func:`~baglm_nb.core.simulate.default_params`).
     seed : int
         Seed of the mistake injection (:mod:`baglm_nb.analyses.mistakes`).
     show_progress : bool
@@ -222,7 +224,9 @@ def alert_table(
     kw = {"threshold": threshold, "done_level": done_level}
     frames = []
     for dataset in datasets:
-        params = default_params(dataset, noise_corr=noise_corr)
+        params = default_params(dataset)
+        if noise_corr is not None:
+            params = replace(params, noise_corr=noise_corr)
         kw["segment_duration"] = params.segment_duration
         frames.append(_dataset_items(dataset, deps, limit, params, kw, seed, show_progress))
     items = pd.concat(frames, ignore_index=True)

@@ -11,7 +11,16 @@ target, so comparing them with the paper tests the simulation:
   both) per dataset, its order, and whether the paper's pattern
   ``static < readiness, validity < both`` holds.
 
-Both are built from :func:`~baglm_nb.analyses.results.main_results_table` and
+- :func:`twin_check` / :func:`twin_errors`: both simulated twins (independent noise,
+  ``simulated:iid``, and persistence pinned to the paper's off-the-shelf mAP,
+  ``simulated:pinned``; :mod:`baglm_nb.core.simulate`) side by side on every BaGLM number
+  neither was fitted on: BaGLM's R@1 gain per dataset, its HT-Step mAP gain per tIoU, the
+  transition-ablation rows and the oracle rows (each as a gain over the same twin's
+  off-the-shelf R@1, beside the paper's gain over its off-the-shelf row), and each twin's mean
+  absolute error per group; the default twin (``simulated``) is the one with the smaller mean
+  of the groups' errors.
+
+The first two are built from :func:`~baglm_nb.analyses.results.main_results_table` and
 :func:`~baglm_nb.analyses.results.transition_table` (one place per number) and keep their
 items. ``python -m baglm_nb sim-check`` prints them (:func:`simulation_check`).
 
@@ -20,7 +29,8 @@ With the simulated LLM's D, a diagnostic column repeats the gain with its *held-
 how much of a departure comes from the simulated LLM having "seen" the evaluated video.
 
 Exports :func:`gain_table` with :func:`gain_bars`, :func:`transition_pattern_table`,
-:func:`order_of`, :func:`held_out_of` and :func:`simulation_check`.
+:func:`order_of`, :func:`held_out_of`, :func:`simulation_check`, :data:`CHECK_GROUPS`,
+:func:`twin_check`, :func:`twin_errors` and :func:`twin_error_bars`.
 """
 
 from __future__ import annotations
@@ -32,21 +42,36 @@ import numpy as np
 import pandas as pd
 
 from baglm_nb.analyses.result_table import ResultTable
-from baglm_nb.analyses.results import main_results_table, transition_table
+from baglm_nb.analyses.results import (
+    ORACLE_ROWS,
+    main_results_table,
+    oracle_table,
+    transition_table,
+)
 from baglm_nb.analyses.tables import DATASET_NAMES, METHOD_NAMES
 from baglm_nb.core import simulate_deps, sources
 from baglm_nb.core.observations import Observations
 from baglm_nb.inputs.datasets import DATASETS
-from baglm_nb.inputs.paper import PAPER, paper_value
+from baglm_nb.inputs.paper import (
+    PAPER,
+    PAPER_LOCALIZATION,
+    PAPER_LOCALIZATION_DATASET,
+    paper_model,
+    paper_value,
+)
 from baglm_nb.inputs.variants import TRANSITIONS
 
 __all__ = [
+    "CHECK_GROUPS",
     "gain_bars",
     "gain_table",
     "held_out_of",
     "order_of",
     "simulation_check",
     "transition_pattern_table",
+    "twin_check",
+    "twin_error_bars",
+    "twin_errors",
 ]
 
 #: The transition variants, in the order of the paper's table.
@@ -223,5 +248,178 @@ def simulation_check(
     ablated = [o for o in observed if o.dataset in set(transition_datasets)]
     diagnostic = held_out_of(deps)
     gains = gain_table(observed, deps, diagnostic=diagnostic)
-    patterns = [transition_pattern_table(ablated, d) for d in (deps, diagnostic) if d]
-    return gains, ResultTable.concat(patterns if ablated else [])
+    patterns = [transition_pattern_table(ablated, d) for d in (deps, diagnostic) if d and ablated]
+    return gains, ResultTable.concat(patterns)
+
+
+#: The groups of out-of-sample numbers of :func:`twin_check`, in display order.
+CHECK_GROUPS: tuple[str, ...] = ("R@1 gain", "mAP gain", "transition", "oracle")
+
+#: The oracle rows checked (the first, LLM D with the LMM's progress, is BaGLM's own row).
+_ORACLE_CHECKED = tuple((method, key) for method, key, _, _ in ORACLE_ROWS[1:])
+#: The transition rows checked ("both" is BaGLM's own row, in the R@1-gain group).
+_TRANSITIONS_CHECKED = tuple(v for v in VARIANTS if v != "both")
+_MAP_TIOUS = ("@0.3", "@0.5", "@0.7")
+
+
+def _check_row(twin: str, group: str, dataset: str, number: str, ours: float, paper: float):
+    return {
+        "twin": twin,
+        "group": group,
+        "dataset": dataset,
+        "number": number,
+        "simulated": round(float(ours), 1),
+        "paper": round(float(paper), 1),
+        "error": round(abs(float(ours) - float(paper)), 1),
+    }
+
+
+def _gain_rows(
+    twin: str, observed: list[Observations], deps: sources.DependencySource
+) -> list[dict]:
+    rows = []
+    for row in gain_table(observed, deps).frame.itertuples():
+        rows.append(_check_row(twin, "R@1 gain", row.dataset, "BaGLM", row.gain, row.paper_gain))
+    return rows
+
+
+def _variant_rows(
+    twin: str, observed: list[Observations], deps: sources.DependencySource
+) -> list[dict]:
+    """Transition and oracle rows with a paper value: gain over the off-the-shelf R@1."""
+    with_paper = [o for o in observed if not np.isnan(paper_value("static", o.dataset))]
+    if not with_paper:
+        return []
+    rows = []
+    parts = (
+        ("transition", transition_table(with_paper, deps), _TRANSITIONS_CHECKED),
+        ("oracle", oracle_table(with_paper, deps), [m for m, _ in _ORACLE_CHECKED]),
+    )
+    keys = dict(_ORACLE_CHECKED)
+    for group, table, methods in parts:
+        for row in table.frame.itertuples():
+            if row.method not in methods or pd.isna(row.workbench):
+                continue
+            key = _KEYS.get(str(row.dataset), str(row.dataset))
+            p_off = paper_value("off_the_shelf", key)
+            gain = row.workbench - row.off_the_shelf
+            paper_gain = paper_value(keys.get(row.method, row.method), key) - p_off
+            rows.append(_check_row(twin, group, row.dataset, row.method, gain, paper_gain))
+    return rows
+
+
+def _map_rows(
+    twin: str, observed: list[Observations], deps: sources.DependencySource
+) -> list[dict]:
+    """HT-Step mAP gain (BaGLM - off-the-shelf) per tIoU beside the paper's (InternVL2.5-8B)."""
+    from baglm_nb.analyses.localization import localization_table
+
+    rows = []
+    for obs in observed:
+        if obs.dataset != PAPER_LOCALIZATION_DATASET:
+            continue
+        frame = localization_table(obs, deps).frame
+        computed = frame[frame["videos"].notna()].set_index("method")
+        off, bag = computed.loc["off-the-shelf LMM"], computed.loc["+ BaGLM"]
+        paper = PAPER_LOCALIZATION[paper_model(obs.label)]
+        name = DATASET_NAMES.get(obs.dataset, obs.dataset)
+        for k in _MAP_TIOUS:
+            p_gain = paper["baglm"][k] - paper["off_the_shelf"][k]
+            rows.append(_check_row(twin, "mAP gain", name, f"mAP {k}", bag[k] - off[k], p_gain))
+    return rows
+
+
+def twin_check(
+    datasets: Iterable[str] = tuple(DATASETS),
+    twins: Iterable[str] | None = None,
+    *,
+    deps: sources.DependencySource = sources.SIMULATED_LLM,
+    limit: int | None = None,
+) -> ResultTable:
+    """Both simulated twins against every BaGLM number of the paper neither was fitted on.
+
+    For each twin (default both, :data:`~baglm_nb.core.simulate.TWINS`), on its simulated
+    observations (``simulated:<twin>``) of ``datasets`` (the first ``limit`` videos), with
+    ``deps``: BaGLM's R@1 gain per dataset (group ``R@1 gain``), its HT-Step mAP gain at tIoU
+    0.3 / 0.5 / 0.7 (``mAP gain``; the paper's InternVL2.5-8B row), the transition ablation's
+    static, readiness and validity rows (``transition``) and the three oracle rows
+    (``oracle``), each as a gain in points over the twin's off-the-shelf R@1 beside the
+    paper's gain over its off-the-shelf row. The off-the-shelf numbers are the fitted ones, so
+    a gain's error is the BaGLM row's error.
+
+    Returns
+    -------
+    ResultTable
+        ``twin, group, dataset, number, simulated, paper, error`` (points; ``error`` =
+        ``|simulated - paper|``), no items; summarise with :func:`twin_errors`.
+    """
+    from baglm_nb.core.simulate import TWINS
+
+    datasets = list(datasets)
+    rows: list[dict] = []
+    for twin in TWINS if twins is None else twins:
+        setting = f"{sources.SIMULATED}:{twin}"
+        observed = sources.observations_for(datasets, setting, limit=limit)
+        rows += _gain_rows(twin, observed, deps)
+        rows += _map_rows(twin, observed, deps)
+        rows += _variant_rows(twin, observed, deps)
+    frame = pd.DataFrame(rows)
+    order = {g: i for i, g in enumerate(CHECK_GROUPS)}
+    frame = frame.sort_values(
+        ["twin", "group"], key=lambda c: c.map(order) if c.name == "group" else c, kind="stable"
+    ).reset_index(drop=True)
+    deps_label = sources.label_of(deps)
+    return ResultTable.of(frame, observations=["simulated"], dependencies=[deps_label])
+
+
+def twin_errors(check: pd.DataFrame) -> pd.DataFrame:
+    """Each twin's mean absolute error (points) per group of :func:`twin_check`, and overall.
+
+    One row per twin: ``twin``, one column per group present (``<group> MAE``, with the
+    number of values in ``<group> n``), ``mean of groups`` (each group counts once, so the
+    nine oracle and transition rows do not outweigh the four R@1 gains), ``all values`` (the
+    plain mean over every value) and ``default`` (the twin with the smaller ``mean of
+    groups``, the rule that picked the default twin).
+    """
+    rows = []
+    for twin, part in check.groupby("twin", sort=False):
+        row: dict[str, Any] = {"twin": twin}
+        means = []
+        for group in CHECK_GROUPS:
+            errors = part.loc[part["group"] == group, "error"]
+            if len(errors):
+                row[f"{group} MAE"] = round(float(errors.mean()), 2)
+                row[f"{group} n"] = len(errors)
+                means.append(float(errors.mean()))
+        row["mean of groups"] = round(float(np.mean(means)), 2)
+        row["all values"] = round(float(part["error"].mean()), 2)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    best = frame["mean of groups"].min()
+    frame["smaller error"] = frame["mean of groups"] == best
+    return frame
+
+
+def twin_error_bars(errors: pd.DataFrame) -> pd.DataFrame:
+    """:func:`twin_errors` in the row shape of :func:`~baglm_nb.analyses.plots.results_bars`.
+
+    One row per (group, twin): ``dataset`` is the group, ``method`` the twin, ``workbench`` its
+    mean absolute error (points); ``paper`` is 0 (the paper has no error).
+    """
+    rows = []
+    for row in errors.to_dict("records"):
+        for group in (*CHECK_GROUPS, "mean of groups"):
+            key = group if group == "mean of groups" else f"{group} MAE"
+            if key in row and not pd.isna(row[key]):
+                rows.append(
+                    {
+                        "dataset": group,
+                        "method": f"twin {row['twin']}",
+                        "workbench": row[key],
+                        "paper": np.nan,
+                        "videos": None,
+                        "source": "simulated",
+                        "D": None,
+                    }
+                )
+    return pd.DataFrame(rows)

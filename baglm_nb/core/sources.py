@@ -3,9 +3,11 @@
 The CLI (``--scores`` / ``--deps``), the notebooks' ``scores`` / ``deps`` parameters, the
 widgets and the result tables all hand their settings to this module.
 
-A **scores setting** is ``"simulated"`` (the labelled CPU default), a score-cache folder, an
-already built :class:`~baglm_nb.core.observations.Observations`, or a mapping
-``{dataset: one of those}`` (a dataset missing from it is simulated).
+A **scores setting** is ``"simulated"`` (the labelled CPU default: the default twin,
+:data:`~baglm_nb.core.simulate.DEFAULT_TWIN`), ``"simulated:iid"`` or ``"simulated:pinned"``
+(either twin by name, :mod:`baglm_nb.core.simulate`), a score-cache folder, an already built
+:class:`~baglm_nb.core.observations.Observations`, or a mapping ``{dataset: one of those}`` (a
+dataset missing from it is simulated).
 
 A **deps setting** is ``"oracle"`` (each video's ground-truth chain), ``"none"`` (D = 0: BaGLM
 reduces to the normalised scores), ``"simulated-llm"`` or ``"simulated-llm:<preset>"`` (the
@@ -30,23 +32,23 @@ A score-cache folder may also be given by a folder above it that holds exactly o
 (e.g. ``data/cache/scores/htstep/simulated``): :func:`score_cache_folder`.
 
 **The registry.** A named setting is ``<prefix>`` or ``<prefix>:<argument>``; its prefix picks
-its resolver in :data:`OBSERVATION_RESOLVERS` (``simulated``) or :data:`DEPENDENCY_RESOLVERS`
-(``oracle``, ``none``, ``simulated-llm``, ``noisy-oracle``, ``imported``); a new named setting
-is one resolver function and one row there. Every other setting (a folder, an opened cache,
-built observations or matrices) is resolved by its type. Both public resolvers take
-``(dataset, setting, ...)``; the types of what a setting can be are :data:`ObservationSource`
-and :data:`DependencySource`. Resolving never runs a model nor writes a cache: an LLM's
-matrices are built by ``python -m baglm_nb deps`` (or notebook ``02_dependencies``) and then
-named by their cache folder. Score and dependency caches are opened here (and in
-:mod:`baglm_nb.core.observations`) only: :func:`open_score_cache`,
-:func:`score_cache_contents` and :func:`vsg_rows` serve the callers that need a cache's key,
-its videos or its VSG rows alone.
+its resolver in :data:`OBSERVATION_RESOLVERS` (``simulated[:<twin>]``) or
+:data:`DEPENDENCY_RESOLVERS` (``oracle``, ``none``, ``simulated-llm``, ``noisy-oracle``,
+``imported``); a new named setting is one resolver function and one row there. Every other
+setting (a folder, an opened cache, built observations or matrices) is resolved by its type.
+Both public resolvers take ``(dataset, setting, ...)``; the types of what a setting can be are
+:data:`ObservationSource` and :data:`DependencySource`. Resolving never runs a model nor writes
+a cache: an LLM's matrices are built by ``python -m baglm_nb deps`` (or notebook
+``02_dependencies``) and then named by their cache folder. Score and dependency caches are
+opened here (and in :mod:`baglm_nb.core.observations`) only: :func:`open_score_cache`,
+:func:`score_cache_contents` and :func:`vsg_rows` serve the callers that need a cache's key, its
+videos or its VSG rows alone.
 
 Exports :data:`SIMULATED`, :data:`SIMULATED_LLM`, :data:`ObservationSource`,
 :data:`DependencySource`, :data:`OBSERVATION_RESOLVERS`, :data:`DEPENDENCY_RESOLVERS`,
 :class:`Dependencies`, :func:`select_videos`, :func:`observations`, :func:`observations_for`,
 :func:`score_cache_folder`, :func:`open_score_cache`, :func:`score_cache_contents`,
-:func:`vsg_rows`, :func:`dependencies` and :func:`label_of`.
+:func:`vsg_rows`, :func:`simulated_twin`, :func:`dependencies` and :func:`label_of`.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ __all__ = [
     "score_cache_contents",
     "score_cache_folder",
     "select_videos",
+    "simulated_twin",
     "vsg_rows",
 ]
 
@@ -220,19 +223,32 @@ class ObservationResolver(Protocol):
         """The observations of ``dataset`` that ``setting`` names."""
 
 
+def simulated_twin(setting: str) -> str:
+    """The twin a ``simulated[:<twin>]`` setting names (``simulated``: the default twin)."""
+    from baglm_nb.core.simulate import DEFAULT_TWIN, TWINS
+
+    prefix, _, twin = setting.partition(":")
+    if prefix != SIMULATED or (twin and twin not in TWINS) or setting.endswith(":"):
+        forms = ", ".join(repr(f"{SIMULATED}:{t}") for t in TWINS)
+        raise ValueError(f"scores {setting!r}: expected '{SIMULATED}' or one of {forms}")
+    return twin or DEFAULT_TWIN
+
+
 def _simulated_observations(
     dataset: str, setting: str, options: _ObservationOptions
 ) -> Observations:
-    """``simulated``: the calibrated simulated scores (the labelled CPU default)."""
-    if setting != SIMULATED:
-        raise ValueError(f"scores {setting!r}: '{SIMULATED}' takes no argument")
+    """``simulated[:<twin>]``: a twin's simulated scores (the labelled CPU default)."""
+    from baglm_nb.core.simulate import twin_params
+
+    twin = simulated_twin(setting)
     videos = select_videos(dataset, options.limit, videos=options.videos)
-    return from_simulation(dataset, options.params, videos=videos)
+    params = twin_params(dataset, twin) if options.params is None else options.params
+    return from_simulation(dataset, params, videos=videos)
 
 
 #: The named scores settings: prefix -> (how it is written, its resolver).
 OBSERVATION_RESOLVERS: dict[str, tuple[str, ObservationResolver]] = {
-    SIMULATED: (SIMULATED, _simulated_observations),
+    SIMULATED: (f"{SIMULATED}[:iid|:pinned]", _simulated_observations),
 }
 
 

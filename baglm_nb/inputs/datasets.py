@@ -62,6 +62,9 @@ class DatasetSpec:
     tables and figures. ``calibrated_signal`` is the simulator's ``signal`` that
     ``python -m baglm_nb calibrate`` finds for this dataset against the paper's off-the-shelf
     value (``inputs/paper.py``); None until calibrated (simulating it is then an error).
+    ``pinned_signal`` is the same fit for the *pinned* twin, whose noise lasts across segments
+    (``noise_corr`` :data:`~baglm_nb.core.simulate.PINNED_NOISE_CORR`, fitted with it to the
+    paper's off-the-shelf HT-Step mAP): ``python -m baglm_nb calibrate --twin pinned``.
     ``localization`` names how ``python -m baglm_nb localize`` scores it
     (:data:`~baglm_nb.inputs.variants.LOCALIZATIONS`).
     """
@@ -76,6 +79,7 @@ class DatasetSpec:
     display_name: str
     recall: Recall = Recall()
     calibrated_signal: float | None = None
+    pinned_signal: float | None = None
     localization: Localization = "article_map"
 
 
@@ -90,6 +94,7 @@ DATASETS: dict[str, DatasetSpec] = {
         llm_goal_field="activity",
         display_name="HT-Step",
         calibrated_signal=1.2439,
+        pinned_signal=1.3715,
     ),
     "crosstask": DatasetSpec(
         "crosstask",
@@ -103,6 +108,7 @@ DATASETS: dict[str, DatasetSpec] = {
         display_name="CrossTask",
         recall=Recall("Avg. R@1", subsets=20, subset_size=1850),
         calibrated_signal=1.3843,
+        pinned_signal=1.5112,
     ),
     "ego4d_goalstep": DatasetSpec(
         "ego4d_goalstep",
@@ -114,6 +120,7 @@ DATASETS: dict[str, DatasetSpec] = {
         llm_goal_field="goal_description",
         display_name="Ego4D",
         calibrated_signal=1.3086,
+        pinned_signal=1.4136,
         localization="windowed_recall",
     ),
     "coin": DatasetSpec(
@@ -126,6 +133,7 @@ DATASETS: dict[str, DatasetSpec] = {
         llm_goal_field="activity",
         display_name="COIN",
         calibrated_signal=0.8032,
+        pinned_signal=0.8691,
     ),
 }
 

@@ -34,8 +34,9 @@ def register(verbs) -> None:
     p.add_argument(
         "--noise-corr",
         type=float,
-        default=0.0,
-        help="the simulation's noise correlation across segments, in (-1, 1)",
+        default=None,
+        help="the simulation's noise correlation across segments, in (-1, 1) (default: the "
+        "default twin's, baglm_nb.core.simulate.DEFAULT_TWIN)",
     )
     p.add_argument("--seed", type=int, default=MISTAKE_SEED, help="seed of the injected mistakes")
     p.add_argument(
@@ -57,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
 
     args.deps = list(ALERT_DEPS) if args.deps is None else args.deps
     check_level("--alert-threshold", args.alert_threshold)
+    from baglm_nb.core.simulate import default_params
+
+    if args.noise_corr is None:
+        args.noise_corr = default_params(args.dataset[0]).noise_corr
     if not -1.0 < args.noise_corr < 1.0:
         raise ValueError(f"--noise-corr must be in (-1, 1), got {args.noise_corr:g}")
     if args.limit is not None and args.limit < 1:

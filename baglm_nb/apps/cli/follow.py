@@ -61,8 +61,9 @@ def register(verbs) -> None:
         metavar="SCORES",
         nargs="?",
         const="simulated",
-        help="replay scores: 'simulated' (default: simulated on demand) or a "
-        "score-cache folder, or a folder above one",
+        help="replay scores: 'simulated' (default: simulated on demand, the default twin; "
+        "'simulated:iid' or 'simulated:pinned' names one) or a score-cache folder, or a "
+        "folder above one",
     )
     p.add_argument(
         "--dataset",

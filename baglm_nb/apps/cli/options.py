@@ -77,7 +77,12 @@ def add_observation_arguments(p: argparse.ArgumentParser) -> None:
     """The options shared by verbs that run the filter: sources, variants and ``--limit``."""
     from baglm_nb.core.simulate_deps import SIMULATED_LLM
 
-    p.add_argument("--scores", required=True, help="score cache folder, or 'simulated'")
+    p.add_argument(
+        "--scores",
+        required=True,
+        help="score cache folder, or 'simulated' (the default twin), 'simulated:iid', "
+        "'simulated:pinned'",
+    )
     p.add_argument(
         "--deps",
         default=SIMULATED_LLM,

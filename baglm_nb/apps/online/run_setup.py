@@ -1,12 +1,12 @@
 """What a followed run follows: the replay target, the task, the source and the grounder.
 
-``follow --replay`` plays scores (``simulated``, or a score-cache folder) of one annotated video
-through the online filter (:func:`replay_setup`); ``follow --model`` checks the source (a file,
-a URL, a live stream or a camera) before the model loads, then builds the grounder
-(:func:`model_setup`). ``args`` is the ``follow`` verb's parsed command line
-(:mod:`baglm_nb.apps.cli.follow`), with ``smoothing_lag`` already a whole number of segments
-and ``stay`` a float in [0, 1). A non-zero stay (beyond the paper) is named in the grounder's
-``source``, so in the terminal's banner, the event log and the report's banner.
+``follow --replay`` plays scores (``simulated``, ``simulated:iid`` / ``simulated:pinned``, or a
+score-cache folder) of one annotated video through the online filter (:func:`replay_setup`);
+``follow --model`` checks the source (a file, a URL, a live stream or a camera) before the model
+loads, then builds the grounder (:func:`model_setup`). ``args`` is the ``follow`` verb's parsed
+command line (:mod:`baglm_nb.apps.cli.follow`), with ``smoothing_lag`` already a whole number of
+segments and ``stay`` a float in [0, 1). A non-zero stay (beyond the paper) is named in the
+grounder's ``source``, so in the terminal's banner, the event log and the report's banner.
 Bad input raises ``ValueError`` / ``FileNotFoundError`` naming the path, uid or option.
 """
 
@@ -42,9 +42,10 @@ def replay_target(args: argparse.Namespace) -> tuple[str | None, str | Path, lis
     """``(dataset, scores setting, uids the cache holds or None for simulated)``."""
     from baglm_nb.core import sources
 
-    if args.replay == sources.SIMULATED:
+    if str(args.replay).split(":", 1)[0] == sources.SIMULATED:
+        sources.simulated_twin(args.replay)  # "simulated" or a twin by name, else refused
         dataset = args.dataset or (_dataset_of(args.source) if args.source else None)
-        return dataset, sources.SIMULATED, None
+        return dataset, args.replay, None
     folder = sources.score_cache_folder(args.replay)
     dataset, uids = sources.score_cache_contents(folder)
     if args.dataset and args.dataset != dataset:
@@ -68,6 +69,11 @@ def _task_of(
     if d is None:
         raise ValueError(f"--deps {args.deps!r} has no matrix for {video.dataset}")
     return video.goal, video.steps, d, video
+
+
+def _named_twin(scores: str | Path) -> str | None:
+    """``scores`` when it names a simulated twin (``simulated:<twin>``), else None."""
+    return str(scores) if str(scores).startswith("simulated:") else None
 
 
 def replay_setup(
@@ -102,7 +108,7 @@ def replay_setup(
         segment_duration=d,
         threshold=args.threshold,
         patience=args.patience,
-        source=with_stay(f"replay of {obs.label} scores", args.stay),
+        source=with_stay(f"replay of {_named_twin(scores) or obs.label} scores", args.stay),
         label=obs.label,
         smoothing_lag=args.smoothing_lag,
         stay=args.stay,
