@@ -52,6 +52,12 @@ def figure(case):
 def _outlines(ax) -> set[tuple[int, float, float]]:
     """``(step, start, end)`` of the ground-truth outlines (or shaded spans) of a panel."""
     out = set()
+    for collection in ax.collections:  # heatmaps: the outlines, one collection
+        if collection.get_gid() == "truth":
+            for path in collection.get_paths():
+                (x0, y0), (x1, y1) = path.get_extents().get_points()
+                step = int(round(y0 + 0.5)) if round(y1 - y0, 6) == 1.0 else None
+                out.add((step, round(float(x0), 3), round(float(x1), 3)))
     for patch in ax.patches:
         if patch.get_gid() != "truth":
             continue

@@ -217,7 +217,7 @@ def test_cached_source_disables_the_simulation_sliders():
     assert "cached scores (simulated)" in ex.signal.tooltip
     assert "D = matrices" in ex.status.value
     assert ex.deps.value == "given" and ex.deps.options[0][1] == "given"  # the deps argument
-    assert "D: matrices" in ex._plot.title_text
+    assert "D: matrices" in ex.title_text
     before = ex.result.beliefs
     ex.signal.value = 3.0  # no effect on cached scores
     np.testing.assert_array_equal(ex.result.beliefs, before)
@@ -262,7 +262,7 @@ def test_d_is_the_tables_by_default_and_every_setting_is_in_the_title(explorer):
         "oracle",
         "none",
     ]
-    title = explorer._plot.title_text
+    title = explorer.title_text
     assert "simulated observations, not a real model" in title
     settings = title.split("\n")[1]
     assert settings.startswith("D: simulated-llm:llama \u00b7 transition: both \u00b7 prior:")
@@ -270,10 +270,10 @@ def test_d_is_the_tables_by_default_and_every_setting_is_in_the_title(explorer):
     assert f"signal {explorer.signal.value:.2f}" in settings
     explorer.deps.value = "simulated-llm:gpt"
     explorer.transition.value = "static"
-    assert "D: simulated-llm:gpt \u00b7 transition: static" in explorer._plot.title_text
+    assert "D: simulated-llm:gpt \u00b7 transition: static" in explorer.title_text
     assert "D = simulated-llm:gpt" in explorer.status.value
     explorer.binarise.value = True
-    assert "D: simulated-llm:gpt \u2265 0.50" in explorer._plot.title_text
+    assert "D: simulated-llm:gpt \u2265 0.50" in explorer.title_text
     explorer.binarise.value = False
     explorer.transition.value = "both"
     explorer.deps.value = "simulated-llm:llama"

@@ -32,6 +32,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from baglm_nb.analyses.belief_views import BeliefFigure
+from baglm_nb.analyses.raster import png_bytes
 from baglm_nb.analyses.tables import DATASET_NAMES, title_for
 from baglm_nb.apps.explorer_compute import (
     VideoResult,
@@ -172,13 +173,15 @@ class Explorer:
         self._plots: dict[tuple[str, str], BeliefFigure] = {}  # (dataset, view) -> figure
         self._plot: BeliefFigure | None = None
         self._hold = False
+        self._sent: dict[int, np.ndarray] = {}  # widget id -> the pixels it shows
+        self.title_text = ""
         self.result: VideoResult | None = None
         self.recomputes = 0
 
         first = dataset or self.datasets[0]
         self._build_controls(first, GIVEN if self._given is not None else deps)
         self.widget = widgets.VBox(
-            [self._grid(), self.recall, self.image, self.status],
+            [self._grid(), self.recall, self.title, self.image, self.legend_image, self.status],
             layout=widgets.Layout(width="100%"),
         )
         self.widget.add_class("baglm-explorer")
@@ -270,7 +273,13 @@ class Explorer:
         self._labels = {
             name: widgets.HTML(layout=widgets.Layout(**label)) for name in self.controls
         }
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%"))
+        band = {"width": "100%", "margin": "0"}
+        self.image = widgets.Image(format="png", layout=widgets.Layout(**band))
+        self.legend_image = widgets.Image(format="png", layout=widgets.Layout(**band))
+        self.title = widgets.HTML(
+            layout=widgets.Layout(width="100%", justify_content="center"),
+            tooltip="The video, the observation source and every setting the views show.",
+        )
         self.recall = widgets.HTML(
             tooltip="Per-video R@1: the share of the video's annotated steps whose "
             "highest-probability second lies inside their annotation."
@@ -278,7 +287,13 @@ class Explorer:
         self.status = widgets.HTML(
             tooltip="Where the observations and D come from; the size of the recomputed video."
         )
-        for name, w in (("plot", self.image), ("recall", self.recall), ("status", self.status)):
+        for name, w in (
+            ("plot", self.image),
+            ("plot-legend", self.legend_image),
+            ("title", self.title),
+            ("recall", self.recall),
+            ("status", self.status),
+        ):
             w.add_class(f"baglm-{name}")
         for name in self.controls:
             self._set_enabled(name, True)
@@ -514,6 +529,20 @@ class Explorer:
         self.recomputes += 1
         return result
 
+    def _show(self, pixels: np.ndarray) -> None:
+        """Send the views' two bands (above the legend, the legend) as PNGs, each only when
+        its pixels changed since it was last sent."""
+        row = self._plot.legend_row or pixels.shape[0]
+        for widget, band in (
+            (self.image, pixels[:row, :, :3]),
+            (self.legend_image, pixels[row:, :, :3]),
+        ):
+            sent = self._sent.get(id(widget))
+            if sent is None or sent.shape != band.shape or not np.array_equal(sent, band):
+                self._sent[id(widget)] = band.copy()
+                widget.value = png_bytes(band) if band.size else b""
+        self.legend_image.layout.display = "" if pixels.shape[0] > row else "none"
+
     def _draw(self, name: str, video: Video, result: VideoResult, settings: str) -> None:
         """Put the result into the belief views (one figure per dataset and view, kept: a
         dataset switch back redraws only the data) and the R@1 line."""
@@ -527,16 +556,20 @@ class Explorer:
                 width=self.width,
                 dpi=self.dpi,
                 blit=True,
-                title_lines=2,
+                title_lines=0,
             )
             self._plots[(name, self.view.value)] = plot
         elif (getattr(plot.video, "uid", None), plot.num_rows) != (video.uid, t_rows):
             plot.set_video(video, t_rows)
         self._plot = plot
         what = f"{DATASET_NAMES.get(name, name)} {video.uid}: {video.goal}"
-        title = title_for(what, result.label) + "\n" + settings
-        self._plot.update(result.beliefs, result.scores, title)
-        self.image.value = self._plot.png()
+        self.title_text = title_for(what, result.label) + "\n" + settings
+        lines = (html.escape(line) for line in self.title_text.split("\n"))
+        self.title.value = (
+            '<div style="text-align:center;font-weight:bold">' + "<br>".join(lines) + "</div>"
+        )
+        self._plot.update(result.beliefs, result.scores)
+        self._show(self._plot.render())
         self.recall.value = (
             "<b>R@1 on this video</b> \u2014 "
             + html.escape(format_recall("BaGLM", result.recall_baglm))
