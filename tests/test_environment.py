@@ -205,8 +205,8 @@ def test_make_help_is_default():
 
 def test_make_lab_runs_the_venvs_jupyterlab_on_localhost(tmp_path):
     """``make lab`` (dry run; tests/test_quickstart.py starts it): .venv's JupyterLab opening the
-    explorer's URL in an ignored copy (lab/), on 127.0.0.1 without a browser, ``--allow-root`` exactly when run as root, and a
-    clear error without .venv."""
+    explorer's URL in an ignored copy (lab/), on 127.0.0.1 without a browser, ``--allow-root``
+    exactly when run as root, and a clear error without .venv."""
     out = subprocess.run(
         ["make", "-n", "-C", str(ROOT), "lab", "LAB_PORT=8765"],
         check=True,

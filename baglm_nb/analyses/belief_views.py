@@ -13,13 +13,14 @@
 * a legend table: each step's number and full text, when it is annotated and whether each method
   hits it, so the axis labels can stay short.
 
-The title names the observation source (callers pass :func:`~baglm_nb.analyses.tables.title_for`,
-which says "simulated"). :meth:`BeliefFigure.update` replaces the data in place and
-:meth:`BeliefFigure.png` renders with the Agg canvas (only the changing artists with ``blit``),
-which is what the explorer (:mod:`baglm_nb.apps.widgets`) needs; a BeliefFigure displays itself as
-a PNG in notebooks (``_repr_png_``). Without a :class:`~baglm_nb.inputs.datasets.Video` (a task's
-step texts only) it draws no ground truth. Keyframes come from the video file
-(:func:`baglm_nb.inputs.video.frames_at`).
+The title names the source (callers pass :func:`~baglm_nb.analyses.tables.title_for`, which
+says "simulated"; ``title_lines=0``: none, the caller shows it). :meth:`BeliefFigure.update`
+replaces the data of the same artists and :meth:`BeliefFigure.render` draws into the Agg canvas;
+with ``blit`` (the explorer, :mod:`baglm_nb.apps.widgets`) only the data are drawn again over a
+cached background: images (:mod:`baglm_nb.analyses.raster`), lines, marks, strips, changed legend
+cells. Pages save the same figure (``savefig``; ``_repr_png_`` in notebooks). Without a
+:class:`~baglm_nb.inputs.datasets.Video` (a task's step texts only) it draws no ground truth.
+Keyframes come from the video file (:func:`baglm_nb.inputs.video.frames_at`).
 
 The numbers behind every mark come from :mod:`baglm_nb.analyses.belief_data`. Exports
 :class:`BeliefFigure`, :func:`belief_figure`, :func:`step_colours` and (re-exported)
@@ -41,7 +42,7 @@ from matplotlib.colors import ListedColormap, PowerNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
-from matplotlib.transforms import Bbox, ScaledTranslation
+from matplotlib.transforms import ScaledTranslation
 
 from baglm_nb.analyses.belief_data import (
     annotated_intervals,
@@ -297,8 +298,6 @@ class BeliefFigure:
             for artist in [*self._dynamic, *self._legend_texts]:
                 artist.set_animated(True)
         self._background = None
-        self._legend_pixels = None
-        self._legend_shown: list[str] = []
 
     def _make_legend(self) -> StepLegend:
         marks = "Orange outlines" if self.style == "heatmap" else "Shaded spans"
@@ -559,31 +558,24 @@ class BeliefFigure:
 
         With ``blit``, the static parts are drawn once per video (the background) and each
         call redraws only the data: the panels' images, lines and marks, the strips and their
-        numbers; the legend's outcome texts only when they changed (the rows from
+        numbers, and the legend's outcome cells whose text or colour changed (the rows from
         :attr:`legend_row` down are otherwise the previous call's pixels).
         """
         canvas = self.figure.canvas
         if not self.blit:
             canvas.draw()
             return np.asarray(canvas.buffer_rgba())
-        legend = [t.get_text() for t in self._legend_texts]
         if self._background is None:
             canvas.draw()  # everything but the animated data
             self._background = canvas.copy_from_bbox(self.figure.bbox)
+            if self.legend:
+                self.legend.forget_pixels()
         else:
             canvas.restore_region(self._background)
         for artist in [*self._dynamic, *self._strip_texts]:
             (artist.axes or self.figure).draw_artist(artist)
-        if self._legend_texts:
-            if self._legend_pixels is None or legend != self._legend_shown:
-                for text in self._legend_texts:
-                    self.figure.draw_artist(text)
-                height = canvas.get_width_height(physical=True)[1]
-                box = Bbox.from_extents(0, 0, self.figure.bbox.width, height - self.legend_row)
-                self._legend_pixels = canvas.copy_from_bbox(box)
-                self._legend_shown = legend
-            else:
-                canvas.restore_region(self._legend_pixels)
+        if self.legend:
+            self.legend.redraw_changed(self.figure, self._background, self.legend_row)
         return np.asarray(canvas.buffer_rgba())
 
     def png(self) -> bytes:

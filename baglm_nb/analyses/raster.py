@@ -94,14 +94,15 @@ def nearest_imshow(ax, data, *, extent, cmap=None, norm=None, vmin=None, vmax=No
     return image
 
 
-def png_bytes(pixels: np.ndarray) -> bytes:
-    """``(H, W, 3 or 4)`` uint8 pixels as a PNG (8-bit RGB or RGBA, no row filter, zlib 1)."""
-    pixels = np.ascontiguousarray(pixels, dtype=np.uint8)
-    height, width, channels = pixels.shape
+def png_bytes(pixels: np.ndarray, level: int = 1) -> bytes:
+    """``(H, W, 3 or 4)`` uint8 pixels as a PNG (8-bit RGB or RGBA, no row filter); ``level``:
+    zlib's (0: stored, no compression, the fastest; 1: the fastest that compresses)."""
+    height, width, channels = np.shape(pixels)
     if channels not in (3, 4):
         raise ValueError(f"png_bytes needs RGB or RGBA pixels, got {channels} channels")
-    rows = np.zeros((height, 1 + width * channels), dtype=np.uint8)  # filter byte 0 per row
-    rows[:, 1:] = pixels.reshape(height, -1)
+    rows = np.empty((height, 1 + width * channels), dtype=np.uint8)
+    rows[:, 0] = 0  # each row's filter: none
+    rows[:, 1:].reshape(height, width, channels)[...] = pixels  # one copy, strided or not
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return (
@@ -113,6 +114,6 @@ def png_bytes(pixels: np.ndarray) -> bytes:
     return (
         b"\x89PNG\r\n\x1a\n"
         + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
+        + chunk(b"IDAT", zlib.compress(rows, level))
         + chunk(b"IEND", b"")
     )

@@ -61,6 +61,15 @@ DEPS_CHOICES = {
 #: The D menu's entry for a ``deps`` argument that is none of :data:`DEPS_CHOICES`.
 GIVEN = "given"
 
+#: The sliders, in the order shown: name -> (widget class, minimum, maximum, step, start); None:
+#: the simulation parameters' value (``signal``, ``segment``). To add one: an entry here, its
+#: label and tooltip below, and its value read where the recomputation needs it.
+SLIDERS = {
+    "threshold": (widgets.FloatSlider, 0.05, 1.0, 0.05, 0.5),
+    "signal": (widgets.FloatSlider, 0.0, 4.0, 0.05, None),
+    "segment": (widgets.IntSlider, 1, 4, 1, None),
+}
+
 #: The label of each control.
 CONTROL_NAMES = {
     "dataset": "dataset",
@@ -145,6 +154,9 @@ class Explorer:
         The latest recomputation.
     """
 
+    #: zlib level of the PNGs sent to the browser (:func:`~baglm_nb.analyses.raster.png_bytes`).
+    png_level = 1
+
     def __init__(
         self,
         datasets: Sequence[str] = DEFAULT_DATASETS,
@@ -212,7 +224,7 @@ class Explorer:
             self.recompute()
 
     def _build_controls(self, first: str, deps: str) -> None:
-        """The menus, sliders and output widgets (CSS classes for the browser test)."""
+        """The menus and the sliders (:data:`SLIDERS`), then the outputs."""
         full = widgets.Layout(width="auto", flex="1 1 auto")
         self.dataset = widgets.Dropdown(
             options=[(DATASET_NAMES.get(n, n), n) for n in self.datasets], value=first, layout=full
@@ -247,14 +259,20 @@ class Explorer:
             style={"button_width": "90px"},
         )
         self.binarise = widgets.Checkbox(value=False, indent=False, layout=full)
-        slider = {"continuous_update": False, "layout": full}
-        self.threshold = widgets.FloatSlider(value=0.5, min=0.05, max=1.0, step=0.05, **slider)
-        self.signal = widgets.FloatSlider(
-            value=round(self.params.signal, 2), min=0.0, max=4.0, step=0.05, **slider
-        )
-        self.segment_duration = widgets.IntSlider(
-            value=int(self.params.segment_duration), min=1, max=4, step=1, **slider
-        )
+        starts = {"signal": round(self.params.signal, 2), "segment": self.params.segment_duration}
+        sliders = {
+            name: kind(
+                value=starts.get(name, start),
+                min=low,
+                max=high,
+                step=step,
+                continuous_update=False,
+                layout=full,
+            )
+            for name, (kind, low, high, step, start) in SLIDERS.items()
+        }
+        self.threshold, self.signal = sliders["threshold"], sliders["signal"]
+        self.segment_duration = sliders["segment"]
         self.controls = {
             "dataset": self.dataset,
             "video": self.video,
@@ -265,14 +283,19 @@ class Explorer:
             "stepping": self.stepping,
             "view": self.view,
             "binarise": self.binarise,
-            "threshold": self.threshold,
-            "signal": self.signal,
-            "segment": self.segment_duration,
+            **sliders,
         }
         label = {"width": "190px", "min_width": "190px"}
         self._labels = {
             name: widgets.HTML(layout=widgets.Layout(**label)) for name in self.controls
         }
+        self._build_outputs()
+        for name in self.controls:
+            self._set_enabled(name, True)
+
+    def _build_outputs(self) -> None:
+        """The views (two image bands: above the legend, the legend), the settings title, the
+        R@1 line and the status line (CSS classes for the browser tests)."""
         band = {"width": "100%", "margin": "0"}
         self.image = widgets.Image(format="png", layout=widgets.Layout(**band))
         self.legend_image = widgets.Image(format="png", layout=widgets.Layout(**band))
@@ -295,8 +318,6 @@ class Explorer:
             ("status", self.status),
         ):
             w.add_class(f"baglm-{name}")
-        for name in self.controls:
-            self._set_enabled(name, True)
 
     def _grid(self) -> widgets.GridBox:
         """Two aligned columns of labelled controls (label width fixed)."""
@@ -498,7 +519,7 @@ class Explorer:
 
     def recompute(self) -> VideoResult:
         """Recompute the current video and redraw; returns the new :class:`VideoResult`."""
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         name = self.dataset.value
         video = self._by_uid[self.video.value]
         deps, deps_text = self._deps_for(name)
@@ -521,9 +542,11 @@ class Explorer:
             self._set_enabled(control, control not in off, off.get(control, ""))
         self._draw(name, video, result, self.settings_text(deps))
         self.seconds = time.perf_counter() - start
+        self.cpu_seconds = time.process_time() - cpu
         self.status.value = html.escape(
             f"observations: {label}; {deps_text}; {result.beliefs.shape[0]} rows, "
-            f"K={video.num_steps}; recomputed in {self.seconds * 1000:.0f} ms"
+            f"K={video.num_steps}; recomputed in {self.seconds * 1000:.0f} ms "
+            f"(CPU {self.cpu_seconds * 1000:.0f} ms)"
         )
         self.result = result
         self.recomputes += 1
@@ -533,14 +556,12 @@ class Explorer:
         """Send the views' two bands (above the legend, the legend) as PNGs, each only when
         its pixels changed since it was last sent."""
         row = self._plot.legend_row or pixels.shape[0]
-        for widget, band in (
-            (self.image, pixels[:row, :, :3]),
-            (self.legend_image, pixels[row:, :, :3]),
-        ):
+        for widget, band in ((self.image, pixels[:row]), (self.legend_image, pixels[row:])):
             sent = self._sent.get(id(widget))
-            if sent is None or sent.shape != band.shape or not np.array_equal(sent, band):
-                self._sent[id(widget)] = band.copy()
-                widget.value = png_bytes(band) if band.size else b""
+            packed = band.reshape(-1).view(np.uint32)  # whole rows: one element per pixel
+            if sent is None or sent.shape != packed.shape or not np.array_equal(sent, packed):
+                self._sent[id(widget)] = packed.copy()
+                widget.value = png_bytes(band[..., :3], self.png_level) if band.size else b""
         self.legend_image.layout.display = "" if pixels.shape[0] > row else "none"
 
     def _draw(self, name: str, video: Video, result: VideoResult, settings: str) -> None:
