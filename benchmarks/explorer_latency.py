@@ -72,6 +72,11 @@ def sweep(page, act_of, n: int) -> tuple[list[float], list[tuple[float, float]]]
     return waited, kernel
 
 
+def arrow(i: int) -> str:
+    """The i-th key: five steps right, five left, so the slider stays inside its range."""
+    return "ArrowRight" if (i // 5) % 2 == 0 else "ArrowLeft"
+
+
 def p95(values: list[float]) -> float:
     return float(sorted(values)[max(0, round(0.95 * len(values)) - 1)])
 
@@ -119,10 +124,8 @@ def main() -> int:
                 start = time.perf_counter()
                 open_explorer(page, url)
                 print(f"explorer open and drawn in {time.perf_counter() - start:.1f} s")
-                # right then left, so the slider stays inside its range
-                key = lambda i, n: "ArrowRight" if (i // 5) % 2 == 0 else "ArrowLeft"  # noqa: E731
                 waited, kernel = sweep(
-                    page, lambda i: press_slider("signal", key(i, args.changes)), args.changes
+                    page, lambda i: press_slider("signal", arrow(i)), args.changes
                 )
                 met &= report("slider (HT-Step, K = 10)", waited, kernel)
                 names = [
@@ -133,9 +136,7 @@ def main() -> int:
                 met &= report("dataset switch", waited, kernel)
                 timed_change(page, choose("dataset", DATASET_NAMES["ego4d_goalstep"]))
                 waited, kernel = sweep(
-                    page,
-                    lambda i: press_slider("signal", key(i, args.ego_changes)),
-                    args.ego_changes,
+                    page, lambda i: press_slider("signal", arrow(i)), args.ego_changes
                 )
                 met &= report("slider (Ego4D, K = 38)", waited, kernel)
             finally:

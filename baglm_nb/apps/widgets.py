@@ -4,16 +4,20 @@ Pick a dataset and a video (the menu narrowed by a search box: words of the uid 
 choose the dependency matrix D (a simulated LLM's, the tables' default ``simulated-llm:llama``,
 the oracle chain or none), the transition variant, the prior, the stepping and the view (heatmap
 or lines); binarise D at a threshold; move the simulated observation quality (signal strength)
-and the segment duration. The plot's title names the source, D and every setting. Every control
-has a tooltip;
-one that cannot change anything under the current settings is disabled, its tooltip saying why.
+and the segment duration. The title above the views (an HTML widget, not text in the image)
+names the source, D and every setting. Every control has a tooltip; one that cannot change
+anything under the current settings is disabled, its tooltip saying why. The sliders are one
+table, :data:`SLIDERS`.
+
 Every change recomputes that one video (simulate it, or read its cached scores; run the numba
-filter; per-video R@1) and redraws the belief views
+filter; per-video R@1) and gives the belief views
 (:class:`~baglm_nb.analyses.belief_views.BeliefFigure`: heatmap with the annotation outlined,
-top-state strips, step legend) by replacing the data of the existing matplotlib artists and
-rendering a PNG into an ``ipywidgets.Image``, so it needs no interactive matplotlib backend and
-works headless (ipympl is not required). A recompute takes tens of milliseconds
-(``benchmarks/widget_latency.py``).
+top-state strips, step legend) new data in place: the same figure, axes and artists, only the
+data drawn again over the figure's cached background (a dataset or video switch may build
+another figure). The pixels go to the browser as two PNG bands in ``ipywidgets.Image`` widgets
+(above the legend; the legend), each sent only when it changed, so no interactive matplotlib
+backend is needed and it works headless. ``benchmarks/explorer_latency.py`` times a change in
+a browser; ``benchmarks/widget_latency.py`` the kernel's share.
 
 The computation is :func:`~baglm_nb.apps.explorer_compute.compute_video` (no widgets, in
 :mod:`baglm_nb.apps.explorer_compute`, re-exported here), which the tests drive directly.
@@ -425,7 +429,7 @@ class Explorer:
         return self._resolved[key]
 
     def settings_text(self, deps: sources.DependencySource) -> str:
-        """The settings line of the plot's title: D and every filter and simulation setting."""
+        """The settings line of the title: D and every filter and simulation setting."""
         label = deps.label if isinstance(deps, sources.Dependencies) else str(deps)
         if self.binarise.value:
             label += f" \u2265 {float(self.threshold.value):.2f}"
