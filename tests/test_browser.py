@@ -7,6 +7,10 @@
   ``null``), that the controls line up, that each disabled one says why, and that each enabled
   one changes the plot or the R@1 line. Screenshots: ``tests/artifacts/explorer.png`` (as it
   opens) and ``explorer_changed.png`` (after every control was changed).
+* ``make lab`` as a user runs it (``tests/explorer_driver.py``): the URL it prints opens the
+  explorer; a slider change replaces the belief image and the settings title; saving the
+  notebook leaves ``git status --porcelain`` unchanged (the session lands in the ignored
+  ``lab/``). Screenshot: ``tests/artifacts/explorer_make_lab.png``.
 * A ``follow`` report of a replayed dataset video (``-25-1nbOki0``, simulated on demand): the
   source in the title and a simulated banner, the ground-truth table with per-step hit/miss, the
   belief views. Screenshot: ``tests/artifacts/follow_report.png``.
