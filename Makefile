@@ -15,8 +15,8 @@
 #                   (make figures NOTEBOOKS="notebooks/02_x.ipynb" PAPERMILL_ARGS="-p limit 5",
 #                   02_dependencies: "-p group_limit 5"; PAPERMILL_ARGS runs them again whatever
 #                   their age)
-#   make lab        JupyterLab from .venv on 127.0.0.1:$(LAB_PORT), no browser, the explorer open
-#                   (--allow-root when run as root)
+#   make lab        JupyterLab from .venv on 127.0.0.1:$(LAB_PORT), no browser, opening the explorer
+#                   (/lab/tree/explore.ipynb, an ignored copy in $(LAB_DIR)/; --allow-root as root)
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -36,6 +36,8 @@ PAPERMILL_ARGS ?=
 export PAPERMILL_ARGS
 LAB_PORT ?= 8888
 LAB_ARGS ?=
+LAB_DIR ?= lab
+LAB_URL = http://127.0.0.1:$(LAB_PORT)/lab/tree/explore.ipynb
 
 # The dataset names, from baglm_nb.inputs.datasets.DATASETS through the CLI; recursive (=), so it
 # runs only in the recipes that use it (make help / make setup need no venv).
@@ -79,9 +81,10 @@ help:
 	@echo "                      both run only notebooks older than their inputs (make -j2 figures:"
 	@echo "                      two at a time; PAPERMILL_ARGS runs them again)"
 	@echo "                      ($(NOTEBOOK_STEMS))"
-	@echo "  make lab            JupyterLab from $(VENV) with notebooks/explore.ipynb open, on"
-	@echo "                      http://127.0.0.1:$(LAB_PORT) (open the printed URL; no browser is started;"
-	@echo "                      --allow-root when run as root) [LAB_PORT=8889] [LAB_ARGS=\"...\"]"
+	@echo "  make lab            JupyterLab from $(VENV) opening the explorer, $(LAB_URL)"
+	@echo "                      (printed with its token; no browser is started; --allow-root when run as"
+	@echo "                      root); it serves $(LAB_DIR)/, an ignored copy of notebooks/explore.ipynb, so"
+	@echo "                      using it leaves git status clean [LAB_PORT=8889] [LAB_ARGS=\"...\"]"
 	@echo "  make clean-figures  remove the generated figures/<stem>/ folders"
 	@echo "  make clean-data     remove the prepared simulated caches (make data rebuilds them)"
 	@echo "  make help           this list"
@@ -133,12 +136,23 @@ $(FIGURE_PAGES): figures/%.html: notebooks/$$(notdir $$*).ipynb $(FIGURE_INPUTS)
 
 $(FIGURE_TARGETS): figures/%: $$(call figure_page,$$*)
 
-# JupyterLab from the venv (no activation needed), its kernelspec first, on 127.0.0.1 only.
+# JupyterLab from the venv (no activation needed), its kernelspec first, on 127.0.0.1 only,
+# serving $(LAB_DIR)/ (ignored by git): a working copy of notebooks/explore.ipynb, so that using
+# the explorer (outputs, widget state, autosave) never modifies a tracked file. The copy is made
+# when missing and refreshed when the tracked notebook is newer (the old copy kept as .old).
+# Its URL is the explorer's, /lab/tree/explore.ipynb (JupyterLab's default_url, also where the
+# server root leads); JupyterLab prints it with its token.
 lab:
 	$(require_venv)
+	@mkdir -p $(LAB_DIR)
+	@if [ notebooks/explore.ipynb -nt $(LAB_DIR)/explore.ipynb ]; then \
+	  if [ -e $(LAB_DIR)/explore.ipynb ]; then mv $(LAB_DIR)/explore.ipynb $(LAB_DIR)/explore.ipynb.old; fi; \
+	  cp notebooks/explore.ipynb $(LAB_DIR)/explore.ipynb; fi
+	@echo "make lab: the explorer is $(LAB_URL) (open the URL with the token that JupyterLab prints below)"
 	PATH="$(abspath $(VENV))/bin:$$PATH" JUPYTER_PATH="$(abspath $(VENV))/share/jupyter" \
-	  $(VENV)/bin/jupyter lab notebooks/explore.ipynb --ip=127.0.0.1 --port=$(LAB_PORT) \
-	  --no-browser $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+	  $(VENV)/bin/jupyter lab --ServerApp.root_dir=$(LAB_DIR) \
+	  --LabApp.default_url=/lab/tree/explore.ipynb --ip=127.0.0.1 --port=$(LAB_PORT) \
+	  --ServerApp.port_retries=0 --no-browser $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 # Remove only the per-notebook output folders (figures/<stem>/ for notebooks/[0-9]*),
 # plus any figures/[0-9]*/ left behind by renamed notebooks.

@@ -1,5 +1,8 @@
-"""Time the widget explorer's recompute path (goals: one video's filter + plot < 0.3 s, a dataset
-switch <= 0.5 s).
+"""Time the widget explorer's kernel side only (goals: one video's filter + plot < 0.3 s, a dataset
+switch <= 0.5 s): the computation, the drawing and the PNG encoding in Python, in process.
+
+It does not time what a person waits for (the messages to the browser, decoding and painting
+there): ``benchmarks/explorer_latency.py`` times that, in JupyterLab in headless chromium.
 
 Builds :class:`baglm_nb.apps.widgets.Explorer` (simulated observations, its default D
 ``simulated-llm:llama``), then times, in process and without a browser:
@@ -9,7 +12,8 @@ Builds :class:`baglm_nb.apps.widgets.Explorer` (simulated observations, its defa
   twice round the datasets, as wall clock and as this process's CPU time;
 
 * ``slider``: moving the observation-quality slider (simulate the video, run the numba filter,
-  per-video R@1, replace the curves of the existing plot, render the PNG), over several values;
+  per-video R@1, new data into the existing plot's artists, its changed bands as PNG), over
+  several values;
 * ``video``: switching to another video (the same, plus building that video's figure).
 
 Reports the median and the worst time per dataset on the first ``--videos`` videos, then the

@@ -10,6 +10,7 @@ import io
 
 import numpy as np
 import pytest
+from matplotlib.colors import to_hex
 from PIL import Image
 
 from baglm_nb.analyses import plots
@@ -20,6 +21,7 @@ from baglm_nb.analyses.belief_data import (
     right_wrong,
     truth_index,
 )
+from baglm_nb.analyses.belief_legend import HIT, MISS
 from baglm_nb.analyses.belief_views import BeliefFigure, belief_figure, step_colours
 from baglm_nb.analyses.tables import title_for
 from baglm_nb.core.evaluation import video_hits
@@ -52,6 +54,12 @@ def figure(case):
 def _outlines(ax) -> set[tuple[int, float, float]]:
     """``(step, start, end)`` of the ground-truth outlines (or shaded spans) of a panel."""
     out = set()
+    for collection in ax.collections:  # heatmaps: the outlines, one collection
+        if collection.get_gid() == "truth":
+            for path in collection.get_paths():
+                (x0, y0), (x1, y1) = path.get_extents().get_points()
+                step = int(round(y0 + 0.5)) if round(y1 - y0, 6) == 1.0 else None
+                out.add((step, round(float(x0), 3), round(float(x1), 3)))
     for patch in ax.patches:
         if patch.get_gid() != "truth":
             continue
@@ -137,12 +145,13 @@ def test_peaks_and_legend_follow_r1(figure, case):
             assert cell == ("\u2713 hit" if got else "\u2717 miss")
         unannotated = set(range(10)) - set(steps.tolist())
         assert all(figure.legend.cell(name, s) == "\u2013" for s in unannotated)
-        # what is drawn: one green text line per hit, one red per miss, in row order
-        green = figure.legend.cells[name]["hit"].get_text().split("\n")
-        red = figure.legend.cells[name]["miss"].get_text().split("\n")
-        hit_steps = {int(s) for s, h in zip(steps, hits, strict=True) if h}
-        assert [i for i, t in enumerate(green) if t] == sorted(hit_steps)  # one line per row
-        assert len([t for t in red if t]) == int((~hits).sum())
+        # what is drawn: each cell's text, green for a hit, red for a miss
+        drawn = figure.legend.cells[name]
+        green = {s for s, t in drawn.items() if to_hex(t.get_color()) == HIT}
+        red = {s for s, t in drawn.items() if to_hex(t.get_color()) == MISS}
+        assert green == {int(s) for s, h in zip(steps, hits, strict=True) if h}
+        assert red == {int(s) for s, h in zip(steps, hits, strict=True) if not h}
+        assert all(drawn[s].get_text() == figure.legend.cell(name, s) for s in drawn)
 
 
 def test_title_names_the_source(figure, case):
@@ -365,3 +374,37 @@ def test_panel_titles_clear_the_panel_above(k):
     assert t1 < upper.get_tightbbox(renderer).y0  # below the panel above, with its labels
     f0, _ = _extent(plot._title, renderer)
     assert f0 > _extent(titles[upper], renderer)[1]  # the figure's two-line title clears it
+
+
+def test_in_place_updates_draw_what_a_fresh_figure_draws(case):
+    """A blitted figure (no title, as the explorer's) fed several results in turn: each render
+    equals a full draw of a figure built afresh for that result, the legend's outcome cells
+    (redrawn only where they changed) included."""
+    video, beliefs, raw = case
+    plot = BeliefFigure(video, len(beliefs), blit=True, dpi=60, title_lines=0)
+    inputs = [(raw, beliefs), (beliefs, raw), (np.roll(beliefs, 40, axis=0), raw)]
+    shown = []
+    for baglm, lmm in inputs:
+        plot.update(baglm, lmm)
+        ours = np.asarray(plot.render()[..., :3], dtype=int)
+        fresh = BeliefFigure(video, len(beliefs), dpi=60, title_lines=0)
+        fresh.update(baglm, lmm)
+        theirs = np.asarray(fresh.render()[..., :3], dtype=int)
+        assert ours.shape == theirs.shape
+        assert (np.abs(ours - theirs).max(axis=2) > 40).mean() < 0.002
+        np.testing.assert_array_equal(
+            plot.artists["baglm"][0].get_array(), fresh.artists["baglm"][0].get_array()
+        )
+        for name, strip in plot.strips.items():
+            np.testing.assert_array_equal(strip.get_array(), fresh.strips[name].get_array())
+        cells = {
+            (c, s): t.get_text() for c, texts in plot.legend.cells.items() for s, t in texts.items()
+        }
+        assert cells == {
+            (c, s): t.get_text()
+            for c, texts in fresh.legend.cells.items()
+            for s, t in texts.items()
+        }
+        shown.append(cells)
+    assert shown[0] != shown[1]  # the legend's cells did change in between
+    assert not plot.figure.texts[0].get_text().startswith("HT-Step")  # no title in the figure

@@ -7,6 +7,10 @@
   ``null``), that the controls line up, that each disabled one says why, and that each enabled
   one changes the plot or the R@1 line. Screenshots: ``tests/artifacts/explorer.png`` (as it
   opens) and ``explorer_changed.png`` (after every control was changed).
+* ``make lab`` as a user runs it (``tests/explorer_driver.py``): the URL it prints opens the
+  explorer; a slider change replaces the belief image and the settings title; saving the
+  notebook leaves ``git status --porcelain`` unchanged (the session lands in the ignored
+  ``lab/``). Screenshot: ``tests/artifacts/explorer_make_lab.png``.
 * A ``follow`` report of a replayed dataset video (``-25-1nbOki0``, simulated on demand): the
   source in the title and a simulated banner, the ground-truth table with per-step hit/miss, the
   belief views. Screenshot: ``tests/artifacts/follow_report.png``.
@@ -406,3 +410,57 @@ def test_shared_pages_fit_the_column(stem, tmp_path):
             widths = page.eval_on_selector_all("img", "els => els.map(e => e.naturalWidth)")
             assert len(widths) == 1 and widths[0] >= 800
     assert shot.stat().st_size > 10_000
+
+
+def _git_status() -> str:
+    return subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def test_make_lab_opens_the_explorer_updates_in_place_and_leaves_git_clean(tmp_path):
+    """``make lab`` as a user runs it (its own ``lab/`` folder): the URL it prints opens the
+    explorer; running it, moving the signal slider (the belief image is replaced, the settings
+    title follows, the legend band stays) and saving the notebook (Ctrl+S, as autosave would)
+    leave ``git status --porcelain`` as it was (clean on a clean checkout) and
+    notebooks/explore.ipynb byte for byte unchanged; the session lands in lab/explore.ipynb.
+    Screenshot: ``tests/artifacts/explorer_make_lab.png``."""
+    from explorer_driver import make_lab, open_explorer, press_slider, timed_change
+    from playwright import sync_api
+
+    tracked = (ROOT / "notebooks" / "explore.ipynb").read_bytes()
+    before = _git_status()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with make_lab(tmp_path) as (url, _log), sync_api.sync_playwright() as pw:
+        assert "/lab/tree/explore.ipynb?token=" in url
+        browser = _browser(pw)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1300})
+            open_explorer(page, url)
+            title = page.locator(".baglm-title").inner_text()
+            legend = page.locator("img.baglm-plot-legend").get_attribute("src")
+            assert "signal" in title and "simulated" in title
+            ms = timed_change(page, press_slider("signal", "ArrowRight"), CHANGE_TIMEOUT)
+            assert ms > 0
+            page.wait_for_function(
+                "t => document.querySelector('.baglm-title').innerText !== t",
+                arg=title,
+                timeout=CHANGE_TIMEOUT * 1000,
+            )
+            assert page.locator("img.baglm-plot-legend").get_attribute("src")
+            assert legend  # the legend band was drawn (and may or may not have changed)
+            page.locator(".baglm-explorer").screenshot(
+                path=str(ARTIFACTS / "explorer_make_lab.png")
+            )
+            page.locator(".jp-NotebookPanel").first.click()
+            page.keyboard.press("Control+s")
+            page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
+        finally:
+            browser.close()
+    saved = json.loads((ROOT / "lab" / "explore.ipynb").read_text())
+    assert any(c.get("outputs") for c in saved["cells"])  # the session was saved, in lab/
+    assert (ROOT / "notebooks" / "explore.ipynb").read_bytes() == tracked
+    assert _git_status() == before

@@ -241,16 +241,19 @@ def test_make_help_is_default():
 
 
 def test_make_lab_runs_the_venvs_jupyterlab_on_localhost(tmp_path):
-    """``make lab`` (dry run; tests/test_quickstart.py starts it): .venv's JupyterLab with the
-    explorer, on 127.0.0.1 without a browser, ``--allow-root`` exactly when run as root, and a
-    clear error without .venv."""
+    """``make lab`` (dry run; tests/test_quickstart.py starts it): .venv's JupyterLab opening the
+    explorer's URL in an ignored copy (lab/), on 127.0.0.1 without a browser, ``--allow-root``
+    exactly when run as root, and a clear error without .venv."""
     out = subprocess.run(
         ["make", "-n", "-C", str(ROOT), "lab", "LAB_PORT=8765"],
         check=True,
         capture_output=True,
         text=True,
     ).stdout
-    assert ".venv/bin/jupyter lab notebooks/explore.ipynb --ip=127.0.0.1 --port=8765" in out
+    assert ".venv/bin/jupyter lab --ServerApp.root_dir=lab " in out  # the ignored copy's folder
+    assert "--LabApp.default_url=/lab/tree/explore.ipynb --ip=127.0.0.1 --port=8765" in out
+    assert "the explorer is http://127.0.0.1:8765/lab/tree/explore.ipynb" in out  # printed
+    assert "cp notebooks/explore.ipynb lab/explore.ipynb" in out
     assert "--no-browser" in out and ("--allow-root" in out) == (os.geteuid() == 0)
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")  # no .venv there
     bare = subprocess.run(

@@ -211,4 +211,5 @@ def test_make_lab_serves_the_explorer_on_localhost(fresh_copy):
             os.killpg(proc.pid, signal.SIGKILL)
             log, _ = proc.communicate(timeout=30)
     assert f"--ip=127.0.0.1 --port={port}" in log and "--no-browser" in log  # make echoes it
+    assert f"the explorer is {base}/lab/tree/explore.ipynb" in log  # the URL it opens to
     assert ("--allow-root" in log) == (os.geteuid() == 0)

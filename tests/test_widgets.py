@@ -7,13 +7,16 @@ Only correctness is asserted here; the recompute latency is measured by
 from __future__ import annotations
 
 import html
+import io
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
+from baglm_nb.analyses.belief_views import BeliefFigure
 from baglm_nb.apps.widgets import Explorer, binarise, compute_video, video_recall
 from baglm_nb.core.observations import from_simulation
 from baglm_nb.core.oracles import oracle_dependency
@@ -218,7 +221,7 @@ def test_cached_source_disables_the_simulation_sliders():
     assert "cached scores (simulated)" in ex.signal.tooltip
     assert "D = matrices" in ex.status.value
     assert ex.deps.value == "given" and ex.deps.options[0][1] == "given"  # the deps argument
-    assert "D: matrices" in ex._plot.title_text
+    assert "D: matrices" in ex.title_text
     before = ex.result.beliefs
     ex.signal.value = 3.0  # no effect on cached scores
     np.testing.assert_array_equal(ex.result.beliefs, before)
@@ -263,7 +266,7 @@ def test_d_is_the_tables_by_default_and_every_setting_is_in_the_title(explorer):
         "oracle",
         "none",
     ]
-    title = explorer._plot.title_text
+    title = explorer.title_text
     assert "simulated observations, not a real model" in title
     settings = title.split("\n")[1]
     assert settings.startswith("D: simulated-llm:llama \u00b7 transition: both \u00b7 prior:")
@@ -271,10 +274,10 @@ def test_d_is_the_tables_by_default_and_every_setting_is_in_the_title(explorer):
     assert f"signal {explorer.signal.value:.2f}" in settings
     explorer.deps.value = "simulated-llm:gpt"
     explorer.transition.value = "static"
-    assert "D: simulated-llm:gpt \u00b7 transition: static" in explorer._plot.title_text
+    assert "D: simulated-llm:gpt \u00b7 transition: static" in explorer.title_text
     assert "D = simulated-llm:gpt" in explorer.status.value
     explorer.binarise.value = True
-    assert "D: simulated-llm:gpt \u2265 0.50" in explorer._plot.title_text
+    assert "D: simulated-llm:gpt \u2265 0.50" in explorer.title_text
     explorer.binarise.value = False
     explorer.transition.value = "both"
     explorer.deps.value = "simulated-llm:llama"
@@ -308,10 +311,10 @@ def test_a_dataset_switch_back_reuses_its_figure(explorer):
 def test_stay_slider_mixes_the_transitions_and_says_so(explorer):
     """Beyond the paper: the stay slider's beliefs are run_filter's with that stay, the title
     says so; back at 0 the beliefs are the paper filter's, bit for bit."""
-    base, title = explorer.result.beliefs, explorer._plot.title_text
+    base, title = explorer.result.beliefs, explorer.title_text
     assert "beyond the paper" not in title
     explorer.stay.value = 0.9
-    assert "stay 0.9 (beyond the paper)" in explorer._plot.title_text
+    assert "stay 0.9 (beyond the paper)" in explorer.title_text
     video = explorer._by_uid[explorer.video.value]
     _, params, *_ = explorer._inputs(explorer.dataset.value, video)
     deps = explorer._deps_for(explorer.dataset.value)[0]
@@ -323,3 +326,57 @@ def test_stay_slider_mixes_the_transitions_and_says_so(explorer):
     np.testing.assert_array_equal(
         compute_video(video, stay=0.0).beliefs, compute_video(video).beliefs
     )
+
+
+def test_a_settings_change_redraws_the_same_artists_in_place(explorer):
+    """A settings change gives the views new data: the figure, its axes, images, strips, legend
+    and cached background are the same objects; the settings title is an HTML widget, not text
+    in the image; and the data equal what a fresh computation and a fresh figure give."""
+    explorer.signal.value = 1.0
+    plot = explorer._plot
+    kept = {
+        "figure": plot.figure,
+        "axes": dict(plot.axes),
+        "images": {name: plot.artists[name][0] for name in plot.panels},
+        "strips": dict(plot.strips),
+        "legend": plot.legend,
+        "cells": {c: dict(t) for c, t in plot.legend.cells.items()},
+        "background": plot._background,
+    }
+    assert kept["background"] is not None
+    for widget, value in ((explorer.signal, 3.0), (explorer.transition, "static")):
+        widget.value = value
+        assert explorer._plot is plot and plot.figure is kept["figure"]
+        assert all(plot.axes[k] is ax for k, ax in kept["axes"].items())
+        assert all(plot.artists[n][0] is im for n, im in kept["images"].items())
+        assert all(plot.strips[n] is s for n, s in kept["strips"].items())
+        assert plot.legend is kept["legend"]
+        assert all(
+            plot.legend.cells[c][s] is t for c, ts in kept["cells"].items() for s, t in ts.items()
+        )
+        assert plot._background is kept["background"]  # nothing static was drawn again
+    assert "signal 3.00" in explorer.title.value and "transition: static" in explorer.title.value
+    assert not [t for t in plot.figure.texts if "signal" in t.get_text()]
+    # the new data: a fresh computation and a fresh figure of the same settings
+    name, video = explorer.dataset.value, explorer._by_uid[explorer.video.value]
+    rows, params, label, next_step, precision = explorer._inputs(name, video)
+    fresh = compute_video(video, params=params, transition="static")
+    np.testing.assert_array_equal(explorer.result.beliefs, fresh.beliefs)
+    figure = BeliefFigure(
+        video, len(fresh.beliefs), style="heatmap", dpi=explorer.dpi, title_lines=0
+    )
+    figure.update(fresh.beliefs, fresh.scores)
+    for name in plot.panels:
+        np.testing.assert_array_equal(
+            plot.artists[name][0].get_array(), figure.artists[name][0].get_array()
+        )
+        for a, b in zip(plot.markers[name], figure.markers[name], strict=True):
+            np.testing.assert_array_equal(a.get_xydata(), b.get_xydata())
+    for key, strip in plot.strips.items():
+        np.testing.assert_array_equal(strip.get_array(), figure.strips[key].get_array())
+    pixels = np.asarray(Image.open(io.BytesIO(explorer.image.value)).convert("RGB"), dtype=int)
+    theirs = np.asarray(figure.render()[: plot.legend_row, :, :3], dtype=int)
+    assert pixels.shape == theirs.shape
+    assert (np.abs(pixels - theirs).max(axis=2) > 40).mean() < 0.002
+    explorer.transition.value = "both"
+    explorer.signal.value = 1.25

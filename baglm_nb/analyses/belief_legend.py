@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.ticker import FuncFormatter, Locator
+from matplotlib.transforms import Bbox
 
 from baglm_nb.inputs.datasets import Video
 
@@ -211,9 +212,12 @@ class StepLegend:
         free = width - 1.05 - self.when_in - sum(self.col_in.values())
         self.chars, self.when_chars = max(30, int(free / CHAR_IN)), int(self.when_in / CHAR_IN)
         self.note = self._note(notes)
-        self.cells: dict[str, dict[str, object]] = {}
+        self.cells: dict[str, dict[int, object]] = {}  # column -> listed step -> its text
+        self.cell_boxes: dict[str, dict[int, tuple[float, float, float, float]]] = {}
         self.status: dict[str, dict[int, str]] = {}
         self.row_lines: list[int] = []
+        self._pixels = None  # the legend's rows as last drawn (a canvas region)
+        self._shown: dict[int, tuple[str, object]] = {}  # id(cell) -> (text, colour) drawn
 
     def _note(self, notes: Sequence[str]) -> str:
         k, shown = len(self.steps), len(self.listed)
@@ -239,8 +243,8 @@ class StepLegend:
     def draw(self, figure, top: float) -> list:
         """Draw the table with its top at figure fraction ``top``; returns the outcome texts.
 
-        Each outcome column is three multi-line texts (hits green, misses red, the rest grey),
-        one line per table line, so a redraw draws six texts, not one per cell.
+        Each outcome cell is its own text (:attr:`cells`), with its box in figure fractions
+        (:attr:`cell_boxes`), so that a redraw can draw only the cells whose outcome changed.
         """
         height = figure.get_figheight()
         x = {"swatch": 0.25, "num": 0.42, "text": 0.75}
@@ -258,9 +262,11 @@ class StepLegend:
             header["when"] = "annotated (mm:ss)"
         for col, text in {**header, **self.columns}.items():
             put(col, top, text, weight="bold")
-        y = first = top - LINE_IN / height
+        y = top - LINE_IN / height
         self.row_lines = []
+        tops = {}
         for step in self.listed:
+            tops[step] = y
             text, when = self._lines(step)
             put("swatch", y, "\u25a0", color=self.colours[step], fontsize=10)
             put("num", y, f"{step + 1}.")
@@ -269,22 +275,59 @@ class StepLegend:
                 put("when", y, "\n".join(when))
             self.row_lines.append(max(len(text), len(when)))
             y -= self.row_lines[-1] * LINE_IN / height
+        self.cell_boxes = {}
         for col in self.columns:
-            self.cells[col] = {g: put(col, first, "", color=c) for g, c in GROUP_COLOURS.items()}
+            self.cells[col] = {step: put(col, tops[step], "") for step in self.listed}
+            x0, x1 = x[col] / self.width, (x[col] + self.col_in[col]) / self.width
+            self.cell_boxes[col] = {
+                step: (x0, tops[step] - n * LINE_IN / height, x1, tops[step])
+                for step, n in zip(self.listed, self.row_lines, strict=True)
+            }
         put("num", y - 0.04 / height, self.note, color="0.3", fontsize=7.5, linespacing=1.2)
         return [t for texts in self.cells.values() for t in texts.values()]
 
     def set_status(self, column: str, status: dict[int, str]) -> None:
         """Fill a column from ``{step: "hit" | "miss" | "missed" | "false" | "-"}``."""
         self.status[column] = {step: status.get(step, "-") for step in self.listed}
-        lines: dict[str, list[str]] = {g: [] for g in GROUP_COLOURS}
-        for step, n in zip(self.listed, self.row_lines, strict=True):
-            state = self.status[column][step]
+        for step, state in self.status[column].items():
             group = "hit" if state == "hit" else "-" if state == "-" else "miss"
-            for g, out in lines.items():
-                out += [STATUS_TEXT[state] if g == group else ""] + [""] * (n - 1)
-        for g, out in lines.items():
-            self.cells[column][g].set_text("\n".join(out) if any(out) else "")
+            self.cells[column][step].set_text(STATUS_TEXT[state])
+            self.cells[column][step].set_color(GROUP_COLOURS[group])
+
+    def forget_pixels(self) -> None:
+        """The canvas was drawn afresh: the next :meth:`redraw_changed` draws every cell."""
+        self._pixels = None
+
+    def redraw_changed(self, figure, background, top_row: int) -> None:
+        """Blitting: put back the legend's rows (from pixel row ``top_row`` down) as last drawn,
+        then redraw only the outcome cells whose text or colour changed, each over its own
+        box of ``background`` (the canvas region without the cells)."""
+        canvas = figure.canvas
+        width, height = canvas.get_width_height(physical=True)
+        cells = [
+            (text, self.cell_boxes[column][step])
+            for column, texts in self.cells.items()
+            for step, text in texts.items()
+        ]
+        if self._pixels is None:
+            changed = cells
+        else:
+            canvas.restore_region(self._pixels)
+            changed = [
+                (text, box)
+                for text, box in cells
+                if self._shown.get(id(text)) != (text.get_text(), text.get_color())
+            ]
+            for _text, (x0, y0, x1, y1) in changed:  # the cell's box, pixel rows top-down
+                top, bottom = int((1 - y1) * height), int(np.ceil((1 - y0) * height))
+                left, right = int(x0 * width), int(np.ceil(x1 * width))
+                canvas.restore_region(background, (left, top, right, bottom), (left, top))
+        for text, _box in changed:
+            figure.draw_artist(text)
+            self._shown[id(text)] = (text.get_text(), text.get_color())
+        if changed or self._pixels is None:
+            box = Bbox.from_extents(0, 0, width, height - top_row)
+            self._pixels = canvas.copy_from_bbox(box)
 
     def cell(self, column: str, step: int) -> str:
         """The outcome text shown for ``step`` in ``column``."""

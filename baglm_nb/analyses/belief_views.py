@@ -13,13 +13,14 @@
 * a legend table: each step's number and full text, when it is annotated and whether each method
   hits it, so the axis labels can stay short.
 
-The title names the observation source (callers pass :func:`~baglm_nb.analyses.tables.title_for`,
-which says "simulated"). :meth:`BeliefFigure.update` replaces the data in place and
-:meth:`BeliefFigure.png` renders with the Agg canvas (only the changing artists with ``blit``),
-which is what the explorer (:mod:`baglm_nb.apps.widgets`) needs; a BeliefFigure displays itself as
-a PNG in notebooks (``_repr_png_``). Without a :class:`~baglm_nb.inputs.datasets.Video` (a task's
-step texts only) it draws no ground truth. Keyframes come from the video file
-(:func:`baglm_nb.inputs.video.frames_at`).
+The title names the source (callers pass :func:`~baglm_nb.analyses.tables.title_for`, which
+says "simulated"; ``title_lines=0``: none, the caller shows it). :meth:`BeliefFigure.update`
+replaces the data of the same artists and :meth:`BeliefFigure.render` draws into the Agg canvas;
+with ``blit`` (the explorer, :mod:`baglm_nb.apps.widgets`) only the data are drawn again over a
+cached background: images (:mod:`baglm_nb.analyses.raster`), lines, marks, strips, changed legend
+cells. Pages save the same figure (``savefig``; ``_repr_png_`` in notebooks). Without a
+:class:`~baglm_nb.inputs.datasets.Video` (a task's step texts only) it draws no ground truth.
+Keyframes come from the video file (:func:`baglm_nb.inputs.video.frames_at`).
 
 The numbers behind every mark come from :mod:`baglm_nb.analyses.belief_data`. Exports
 :class:`BeliefFigure`, :func:`belief_figure`, :func:`step_colours` and (re-exported)
@@ -36,6 +37,7 @@ from collections.abc import Sequence
 import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PatchCollection
 from matplotlib.colors import ListedColormap, PowerNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -61,6 +63,7 @@ from baglm_nb.analyses.belief_legend import (
     set_mmss_axis,
     short_label,
 )
+from baglm_nb.analyses.raster import nearest_imshow, png_bytes
 from baglm_nb.inputs.datasets import Video
 
 __all__ = ["BeliefFigure", "belief_figure", "keyframe_times", "step_colours"]
@@ -187,7 +190,7 @@ class BeliefFigure:
             raise ValueError(f"panels must be among {self.PANELS}, got {tuple(panels)}")
         self.panels, self.requested_style = tuple(panels), style
         self.width, self.dpi, self.blit, self.with_announced = width, dpi, blit, announced
-        self.with_legend, self.title_lines = legend, max(1, int(title_lines))
+        self.with_legend, self.title_lines = legend, max(0, int(title_lines))
         self.figure = Figure(figsize=(width, 4.0), dpi=dpi)
         FigureCanvasAgg(self.figure)
         self._keyframes = list(keyframes or [])
@@ -232,7 +235,8 @@ class BeliefFigure:
         self._strip_texts: list = []
         self.legend = self._make_legend() if self.with_legend else None
         stack = _Stack(self.width, left=2.35, right=0.8)
-        stack.add("title", 0.42 + 0.17 * (self.title_lines - 1))
+        # room for the title's lines; without a title, for the first panel's own heading
+        stack.add("title", 0.42 + 0.17 * (self.title_lines - 1) if self.title_lines else 0.05)
         if self._keyframes:
             stack.add("keyframes", 1.25, gap=0.1)
         panel_h = 1.6 if self.style == "lines" else float(np.clip(0.15 * (k + 1), 1.2, 6.0))
@@ -260,17 +264,25 @@ class BeliefFigure:
         self._strips(strip_rows)
         if self._keyframes:
             self._draw_keyframes(rects["keyframes"])
+        self._legend_texts: list = []
+        self.legend_row = None
         if self.legend:
-            self._dynamic += self.legend.draw(fig, rects["legend"][1] + rects["legend"][3])
-        self._title = fig.text(
-            0.5,
-            rects["title"][1] + rects["title"][3] - 0.1 / fig.get_figheight(),
-            "",
-            ha="center",
-            va="top",
-            fontsize=9.5,
-            weight="bold",
-        )
+            top = rects["legend"][1] + rects["legend"][3]
+            self._legend_texts = self.legend.draw(fig, top)
+            # the legend's band: from halfway up the gap above it to the bottom
+            band_top = top + 0.3 / stack.total()
+            self.legend_row = int(round((1 - band_top) * stack.total() * self.dpi))
+        self._title = None
+        if self.title_lines:
+            self._title = fig.text(
+                0.5,
+                rects["title"][1] + rects["title"][3] - 0.1 / fig.get_figheight(),
+                "",
+                ha="center",
+                va="top",
+                fontsize=9.5,
+                weight="bold",
+            )
         self._set_title(self.title_text)
         for ax in (self.axes[p] for p in self.panels):
             ax.tick_params(labelbottom=False, labelsize=FONT)
@@ -278,12 +290,12 @@ class BeliefFigure:
         for name in self.panels:  # the data, and on heatmaps everything drawn over them
             ax = self.axes[name]
             if self.style == "heatmap":
-                over = [*ax.patches, *ax.lines, *ax.spines.values()]
+                over = [*ax.collections, *ax.lines, *ax.spines.values()]
                 self._dynamic += [self.artists[name][0], *over]
             else:
                 self._dynamic += list(ax.lines)
         if self.blit:
-            for artist in self._dynamic:
+            for artist in [*self._dynamic, *self._legend_texts]:
                 artist.set_animated(True)
         self._background = None
 
@@ -336,22 +348,24 @@ class BeliefFigure:
     def _heatmap_panel(self, name: str, ax, rect) -> None:
         k, t = len(self.steps), max(self.num_rows, 1)
         ax.set_label(name)
-        img = ax.imshow(
+        img = nearest_imshow(
+            ax,
             np.zeros((k + 1, len(range(0, t, self.row_step)))),
-            aspect="auto",
             cmap="Blues",
             norm=PowerNorm(0.6, vmin=0.0, vmax=1.0),
-            interpolation="nearest",
             extent=(0, t, k + 0.5, -0.5),
         )
         ax.set_ylim(k + 0.5, -0.5)
         ax.axhline(k - 0.5, color="0.35", lw=0.8)
         self._step_labels(ax)
-        for i, start, end in annotated_intervals(self.video, t) if self.video else []:
-            ax.add_patch(
-                Rectangle(
-                    (start, i - 0.5), end - start, 1.0, fill=False, lw=1.5, ec=OUTLINE, gid="truth"
-                )
+        outlines = [
+            Rectangle((start, i - 0.5), end - start, 1.0)
+            for i, start, end in (annotated_intervals(self.video, t) if self.video else [])
+        ]
+        if outlines:  # one collection: redrawn over the heatmap in one call
+            ax.add_collection(
+                PatchCollection(outlines, facecolor="none", edgecolor=OUTLINE, lw=1.5, gid="truth"),
+                autolim=False,
             )
         hit = ax.plot([], [], "o", ms=4.5, mfc="white", mec="black", mew=0.8, ls="none")[0]
         miss = ax.plot([], [], "X", ms=6, mfc=MISS, mec="white", mew=0.5, ls="none")[0]
@@ -394,13 +408,12 @@ class BeliefFigure:
         y, centres, labels = 0.0, [], []
         for name, label, height in rows:
             cmap, top = (right, 1) if name.endswith(":right") else (states, k)
-            img = ax.imshow(
+            img = nearest_imshow(
+                ax,
                 np.zeros((1, len(range(0, t, self.row_step))), dtype=np.int64),
-                aspect="auto",
                 cmap=cmap,
                 vmin=-0.5,
                 vmax=top + 0.5,
-                interpolation="nearest",
                 extent=(0, t, y + height, y),
             )
             self.strips[name] = img
@@ -466,6 +479,8 @@ class BeliefFigure:
 
     def _set_title(self, title: str) -> None:
         self.title_text = title
+        if self._title is None:  # drawn by the caller (the explorer's title widget)
+            return
         lines = [textwrap.fill(line, int(self.width * 11.5)) for line in title.split("\n")]
         self._title.set_text("\n".join(lines) if title else "")
 
@@ -509,7 +524,8 @@ class BeliefFigure:
             self._run_numbers(self.axes["strips"], self.tops[name], self.strips[name])
         if title != self.title_text:
             self._set_title(title)
-            self._background = None
+            if self._title is not None:
+                self._background = None
 
     def _peaks(self, name: str, v: np.ndarray) -> None:
         """Mark each annotated step's highest row as a hit or a miss (R@1's rule)."""
@@ -537,30 +553,39 @@ class BeliefFigure:
 
     # -- output --------------------------------------------------------------------------------
 
-    def png(self) -> bytes:
-        """The figure as PNG bytes (Agg); with ``blit`` only the data are redrawn."""
-        buf = io.BytesIO()
-        if not self.blit:
-            self.figure.canvas.print_png(buf)
-            return buf.getvalue()
-        from PIL import Image
+    def render(self) -> np.ndarray:
+        """Draw the figure into its Agg canvas and return the ``(H, W, 4)`` RGBA pixels (a view).
 
+        With ``blit``, the static parts are drawn once per video (the background) and each
+        call redraws only the data: the panels' images, lines and marks, the strips and their
+        numbers, and the legend's outcome cells whose text or colour changed (the rows from
+        :attr:`legend_row` down are otherwise the previous call's pixels).
+        """
         canvas = self.figure.canvas
+        if not self.blit:
+            canvas.draw()
+            return np.asarray(canvas.buffer_rgba())
         if self._background is None:
             canvas.draw()  # everything but the animated data
             self._background = canvas.copy_from_bbox(self.figure.bbox)
+            if self.legend:
+                self.legend.forget_pixels()
         else:
             canvas.restore_region(self._background)
         for artist in [*self._dynamic, *self._strip_texts]:
             (artist.axes or self.figure).draw_artist(artist)
-        width, height = canvas.get_width_height(physical=True)
-        rgba = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-        rgba.convert("RGB").save(buf, format="png", compress_level=1)  # the fastest route
-        return buf.getvalue()
+        if self.legend:
+            self.legend.redraw_changed(self.figure, self._background, self.legend_row)
+        return np.asarray(canvas.buffer_rgba())
+
+    def png(self) -> bytes:
+        """The figure as PNG bytes (:meth:`render`; with ``blit`` only the data are redrawn)."""
+        return png_bytes(self.render()[..., :3])
 
     def savefig(self, fname, **kwargs) -> None:
         """``Figure.savefig`` with every artist drawn (also the animated ones of ``blit``)."""
-        animated = [a for a in [*self._dynamic, *self._strip_texts] if a.get_animated()]
+        everything = [*self._dynamic, *self._strip_texts, *self._legend_texts]
+        animated = [a for a in everything if a.get_animated()]
         for artist in animated:
             artist.set_animated(False)
         try:

@@ -5,16 +5,20 @@ choose the dependency matrix D (a simulated LLM's, the tables' default ``simulat
 the oracle chain or none), the transition variant, the prior, the stepping and the view (heatmap
 or lines); binarise D at a threshold; move the simulated observation quality (signal strength)
 and the segment duration; mix the filter's transitions with staying (``stay``, beyond the paper,
-0 by default). The plot's title names the source, D and every setting. Every control
-has a tooltip;
-one that cannot change anything under the current settings is disabled, its tooltip saying why.
+0 by default). The title above the views (an HTML widget, not text in the image) names the
+source, D and every setting. Every control has a tooltip; one that cannot change anything under
+the current settings is disabled, its tooltip saying why. The sliders are one table,
+:data:`SLIDERS`.
+
 Every change recomputes that one video (simulate it, or read its cached scores; run the numba
-filter; per-video R@1) and redraws the belief views
+filter; per-video R@1) and gives the belief views
 (:class:`~baglm_nb.analyses.belief_views.BeliefFigure`: heatmap with the annotation outlined,
-top-state strips, step legend) by replacing the data of the existing matplotlib artists and
-rendering a PNG into an ``ipywidgets.Image``, so it needs no interactive matplotlib backend and
-works headless (ipympl is not required). A recompute takes tens of milliseconds
-(``benchmarks/widget_latency.py``).
+top-state strips, step legend) new data in place: the same figure, axes and artists, only the
+data drawn again over the figure's cached background (a dataset or video switch may build
+another figure). The pixels go to the browser as two PNG bands in ``ipywidgets.Image`` widgets
+(above the legend; the legend), each sent only when it changed, so no interactive matplotlib
+backend is needed and it works headless. ``benchmarks/explorer_latency.py`` times a change in
+a browser; ``benchmarks/widget_latency.py`` the kernel's share.
 
 The computation is :func:`~baglm_nb.apps.explorer_compute.compute_video` (no widgets, in
 :mod:`baglm_nb.apps.explorer_compute`, re-exported here), which the tests drive directly.
@@ -33,6 +37,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from baglm_nb.analyses.belief_views import BeliefFigure
+from baglm_nb.analyses.raster import png_bytes
 from baglm_nb.analyses.tables import DATASET_NAMES, title_for
 from baglm_nb.apps.explorer_compute import (
     VideoResult,
@@ -67,6 +72,16 @@ DEPS_CHOICES = {
 }
 #: The D menu's entry for a ``deps`` argument that is none of :data:`DEPS_CHOICES`.
 GIVEN = "given"
+
+#: The sliders, in the order shown: name -> (widget class, minimum, maximum, step, start); None:
+#: the simulation parameters' value (``signal``, ``segment``). To add one: an entry here, its
+#: label and tooltip below, and its value read where the recomputation needs it.
+SLIDERS = {
+    "threshold": (widgets.FloatSlider, 0.05, 1.0, 0.05, 0.5),
+    "signal": (widgets.FloatSlider, 0.0, 4.0, 0.05, None),
+    "segment": (widgets.IntSlider, 1, 4, 1, None),
+    "stay": (widgets.FloatSlider, 0.0, 0.99, 0.01, 0.0),
+}
 
 #: The label of each control.
 CONTROL_NAMES = {
@@ -155,6 +170,9 @@ class Explorer:
         The latest recomputation.
     """
 
+    #: zlib level of the PNGs sent to the browser (:func:`~baglm_nb.analyses.raster.png_bytes`).
+    png_level = 1
+
     def __init__(
         self,
         datasets: Sequence[str] = DEFAULT_DATASETS,
@@ -183,13 +201,15 @@ class Explorer:
         self._plots: dict[tuple[str, str], BeliefFigure] = {}  # (dataset, view) -> figure
         self._plot: BeliefFigure | None = None
         self._hold = False
+        self._sent: dict[int, np.ndarray] = {}  # widget id -> the pixels it shows
+        self.title_text = ""
         self.result: VideoResult | None = None
         self.recomputes = 0
 
         first = dataset or self.datasets[0]
         self._build_controls(first, GIVEN if self._given is not None else deps)
         self.widget = widgets.VBox(
-            [self._grid(), self.recall, self.image, self.status],
+            [self._grid(), self.recall, self.title, self.image, self.legend_image, self.status],
             layout=widgets.Layout(width="100%"),
         )
         self.widget.add_class("baglm-explorer")
@@ -220,7 +240,7 @@ class Explorer:
             self.recompute()
 
     def _build_controls(self, first: str, deps: str) -> None:
-        """The menus, sliders and output widgets (CSS classes for the browser test)."""
+        """The menus and the sliders (:data:`SLIDERS`), then the outputs."""
         full = widgets.Layout(width="auto", flex="1 1 auto")
         self.dataset = widgets.Dropdown(
             options=[(DATASET_NAMES.get(n, n), n) for n in self.datasets], value=first, layout=full
@@ -255,15 +275,20 @@ class Explorer:
             style={"button_width": "90px"},
         )
         self.binarise = widgets.Checkbox(value=False, indent=False, layout=full)
-        slider = {"continuous_update": False, "layout": full}
-        self.threshold = widgets.FloatSlider(value=0.5, min=0.05, max=1.0, step=0.05, **slider)
-        self.signal = widgets.FloatSlider(
-            value=round(self.params.signal, 2), min=0.0, max=4.0, step=0.05, **slider
-        )
-        self.segment_duration = widgets.IntSlider(
-            value=int(self.params.segment_duration), min=1, max=4, step=1, **slider
-        )
-        self.stay = widgets.FloatSlider(value=0.0, min=0.0, max=0.99, step=0.01, **slider)
+        starts = {"signal": round(self.params.signal, 2), "segment": self.params.segment_duration}
+        sliders = {
+            name: kind(
+                value=starts.get(name, start),
+                min=low,
+                max=high,
+                step=step,
+                continuous_update=False,
+                layout=full,
+            )
+            for name, (kind, low, high, step, start) in SLIDERS.items()
+        }
+        self.threshold, self.signal = sliders["threshold"], sliders["signal"]
+        self.segment_duration, self.stay = sliders["segment"], sliders["stay"]
         self.controls = {
             "dataset": self.dataset,
             "video": self.video,
@@ -274,16 +299,26 @@ class Explorer:
             "stepping": self.stepping,
             "view": self.view,
             "binarise": self.binarise,
-            "threshold": self.threshold,
-            "signal": self.signal,
-            "segment": self.segment_duration,
-            "stay": self.stay,
+            **sliders,
         }
         label = {"width": "190px", "min_width": "190px"}
         self._labels = {
             name: widgets.HTML(layout=widgets.Layout(**label)) for name in self.controls
         }
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%"))
+        self._build_outputs()
+        for name in self.controls:
+            self._set_enabled(name, True)
+
+    def _build_outputs(self) -> None:
+        """The views (two image bands: above the legend, the legend), the settings title, the
+        R@1 line and the status line (CSS classes for the browser tests)."""
+        band = {"width": "100%", "margin": "0"}
+        self.image = widgets.Image(format="png", layout=widgets.Layout(**band))
+        self.legend_image = widgets.Image(format="png", layout=widgets.Layout(**band))
+        self.title = widgets.HTML(
+            layout=widgets.Layout(width="100%", justify_content="center"),
+            tooltip="The video, the observation source and every setting the views show.",
+        )
         self.recall = widgets.HTML(
             tooltip="Per-video R@1: the share of the video's annotated steps whose "
             "highest-probability second lies inside their annotation."
@@ -291,10 +326,14 @@ class Explorer:
         self.status = widgets.HTML(
             tooltip="Where the observations and D come from; the size of the recomputed video."
         )
-        for name, w in (("plot", self.image), ("recall", self.recall), ("status", self.status)):
+        for name, w in (
+            ("plot", self.image),
+            ("plot-legend", self.legend_image),
+            ("title", self.title),
+            ("recall", self.recall),
+            ("status", self.status),
+        ):
             w.add_class(f"baglm-{name}")
-        for name in self.controls:
-            self._set_enabled(name, True)
 
     def _grid(self) -> widgets.GridBox:
         """Two aligned columns of labelled controls (label width fixed)."""
@@ -402,7 +441,7 @@ class Explorer:
         return self._resolved[key]
 
     def settings_text(self, deps: sources.DependencySource) -> str:
-        """The settings line of the plot's title: D and every filter and simulation setting."""
+        """The settings line of the title: D and every filter and simulation setting."""
         label = deps.label if isinstance(deps, sources.Dependencies) else str(deps)
         if self.binarise.value:
             label += f" \u2265 {float(self.threshold.value):.2f}"
@@ -498,7 +537,7 @@ class Explorer:
 
     def recompute(self) -> VideoResult:
         """Recompute the current video and redraw; returns the new :class:`VideoResult`."""
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         name = self.dataset.value
         video = self._by_uid[self.video.value]
         deps, deps_text = self._deps_for(name)
@@ -522,13 +561,27 @@ class Explorer:
             self._set_enabled(control, control not in off, off.get(control, ""))
         self._draw(name, video, result, self.settings_text(deps))
         self.seconds = time.perf_counter() - start
+        self.cpu_seconds = time.process_time() - cpu
         self.status.value = html.escape(
             f"observations: {label}; {deps_text}; {result.beliefs.shape[0]} rows, "
-            f"K={video.num_steps}; recomputed in {self.seconds * 1000:.0f} ms"
+            f"K={video.num_steps}; recomputed in {self.seconds * 1000:.0f} ms "
+            f"(CPU {self.cpu_seconds * 1000:.0f} ms)"
         )
         self.result = result
         self.recomputes += 1
         return result
+
+    def _show(self, pixels: np.ndarray) -> None:
+        """Send the views' two bands (above the legend, the legend) as PNGs, each only when
+        its pixels changed since it was last sent."""
+        row = self._plot.legend_row or pixels.shape[0]
+        for widget, band in ((self.image, pixels[:row]), (self.legend_image, pixels[row:])):
+            sent = self._sent.get(id(widget))
+            packed = band.reshape(-1).view(np.uint32)  # whole rows: one element per pixel
+            if sent is None or sent.shape != packed.shape or not np.array_equal(sent, packed):
+                self._sent[id(widget)] = packed.copy()
+                widget.value = png_bytes(band[..., :3], self.png_level) if band.size else b""
+        self.legend_image.layout.display = "" if pixels.shape[0] > row else "none"
 
     def _draw(self, name: str, video: Video, result: VideoResult, settings: str) -> None:
         """Put the result into the belief views (one figure per dataset and view, kept: a
@@ -543,16 +596,20 @@ class Explorer:
                 width=self.width,
                 dpi=self.dpi,
                 blit=True,
-                title_lines=2,
+                title_lines=0,
             )
             self._plots[(name, self.view.value)] = plot
         elif (getattr(plot.video, "uid", None), plot.num_rows) != (video.uid, t_rows):
             plot.set_video(video, t_rows)
         self._plot = plot
         what = with_stay(f"{DATASET_NAMES.get(name, name)} {video.uid}: {video.goal}", result.stay)
-        title = title_for(what, result.label) + "\n" + settings
-        self._plot.update(result.beliefs, result.scores, title)
-        self.image.value = self._plot.png()
+        self.title_text = title_for(what, result.label) + "\n" + settings
+        lines = (html.escape(line) for line in self.title_text.split("\n"))
+        self.title.value = (
+            '<div style="text-align:center;font-weight:bold">' + "<br>".join(lines) + "</div>"
+        )
+        self._plot.update(result.beliefs, result.scores)
+        self._show(self._plot.render())
         self.recall.value = (
             "<b>R@1 on this video</b> \u2014 "
             + html.escape(format_recall("BaGLM", result.recall_baglm))
