@@ -29,6 +29,7 @@ from baglm_nb.inputs.variants import TRANSITIONS
 
 def register(verbs) -> None:
     """Add the ``follow`` verb."""
+    from baglm_nb.core.simulate_deps import SIMULATED_LLM
     from baglm_nb.inputs.datasets import DATASETS
 
     p = verbs.add_parser(
@@ -71,9 +72,10 @@ def register(verbs) -> None:
     )
     p.add_argument(
         "--deps",
-        default=None,
-        help="for a dataset video without --task: 'oracle' (default), 'none' or a "
-        "dependency cache folder",
+        default=SIMULATED_LLM,
+        help=f"for a dataset video without --task: D, as the notebooks take it: "
+        f"'{SIMULATED_LLM}' (default, the notebooks' D), 'simulated-llm:gpt', 'oracle', "
+        "'none' or a dependency cache folder",
     )
     p.add_argument(
         "--pace",
