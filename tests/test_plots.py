@@ -267,11 +267,23 @@ def test_dependency_quality_lines_draw_the_sweep_and_the_presets():
     line = _line(ax, "oracle chain + noise")
     assert list(line.get_xdata()) == [0.0, 1.0] and list(line.get_ydata()) == [9.0, 2.0]
     assert _levels(ax) == [0.0, 4.0, 5.4, 6.0]  # zero, the presets, the paper's gain
-    assert {t.get_text() for t in ax.get_legend().get_texts()} >= {
+    [legend] = fig.legends  # below the panel, at a size readable at page width
+    assert {t.get_text() for t in legend.get_texts()} >= {
         "simulated-llm:llama",
         "simulated-llm:gpt",
         "paper gain (LLaMA D)",
     }
+    _legend_clear_of_the_panels(fig, legend)
+
+
+def _legend_clear_of_the_panels(fig, legend) -> None:
+    """A figure legend inside the figure, under every panel, its text at least 8 pt."""
+    fig.canvas.draw()
+    box = legend.get_window_extent()
+    assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and box.y0 >= fig.bbox.y0
+    for ax in fig.axes:
+        assert box.y1 <= ax.get_tightbbox().y0 + 1, "the legend overlaps a panel"
+    assert min(t.get_fontsize() for t in legend.get_texts()) >= 8
 
 
 def test_violation_lines_draw_each_source_and_the_papers_rows():
@@ -293,6 +305,8 @@ def test_violation_lines_draw_each_source_and_the_papers_rows():
         gpt = _line(ax, "paper: GPT-4.1-mini")
         assert gpt.get_color() == palette.colour("simulated-llm:gpt") != paper.get_color()
         assert _line(ax, "oracle").get_color() == palette.colour("oracle")
+    [legend] = fig.legends  # not over a curve: below both panels
+    _legend_clear_of_the_panels(fig, legend)
     assert len(plots.violation_lines(long, "v").axes[0].get_lines()) == 2  # no paper rows
 
 
@@ -387,11 +401,12 @@ def test_one_hue_per_method_across_the_bar_charts():
         "off-the-shelf LMM": palette.COLOURS["off_the_shelf"],
     }
     # the full model is BaGLM's hue everywhere; no variant takes the off-the-shelf hue
-    assert tr_c["both"] == or_c["LLM D, LMM progress"] == llm_c["LLaMA-3.3-70B"] == main_c["BaGLM"]
+    llama, gpt = llm_c["LLaMA-3.3-70B (simulated)"], llm_c["GPT-4.1-mini (simulated)"]
+    assert tr_c["both"] == or_c["LLM D, LMM progress"] == llama == main_c["BaGLM"]
     assert main_c["off-the-shelf LMM"] not in set(tr_c.values()) | set(or_c.values())
     assert len(set(tr_c.values())) == 4 and len(set(or_c.values())) == 4
     assert or_c["oracle D, LMM progress"] == palette.colour("oracle")
-    assert llm_c["GPT-4.1-mini"] == palette.colour("paper: GPT-4.1-mini")
+    assert gpt == palette.colour("paper: GPT-4.1-mini")
 
 
 def test_calibrated_bars_are_hatched_and_named_in_the_legend():
