@@ -99,7 +99,7 @@ t0_run=${FIGURES_T0:-$(date +%s)}
 # the next notebook's number: this script's own count, or the whole make run's (FIGURES_COUNTER)
 next_index() {
     if [[ -z "${FIGURES_COUNTER:-}" ]]; then
-        echo $((i + 1))
+        echo "$i"
         return
     fi
     local take='i=$(( $(cat "$1" 2>/dev/null || echo 0) + 1 )); echo "$i" >"$1"; echo "$i"'
