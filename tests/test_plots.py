@@ -484,6 +484,7 @@ APART = 20.0
 
 
 def test_step_and_stage_hues_never_reuse_a_method_or_source_hue():
+    from baglm_nb.analyses.belief_legend import HIT, MISS
     from baglm_nb.analyses.belief_views import step_colours
     from baglm_nb.analyses.palette import COLOURS, NONE_STATE, SPARE, STAGE_COLOURS, STEP_COLOURS
 
@@ -495,6 +496,8 @@ def test_step_and_stage_hues_never_reuse_a_method_or_source_hue():
     for hue in (*steps, *stages):
         nearest = min(methods | {NONE_STATE}, key=lambda m: _delta_e(hue, m))
         assert _delta_e(hue, nearest) >= APART, (hue, nearest)
+    for hue in steps:  # the strips beside the steps: right (green) / wrong (red)
+        assert min(_delta_e(hue, HIT), _delta_e(hue, MISS)) >= APART, hue
     for i, a in enumerate(STEP_COLOURS):
         for b in STEP_COLOURS[:i]:
             assert _delta_e(a, b) >= APART, (a, b)
@@ -528,4 +531,4 @@ def test_ink_on_reads_on_light_and_dark_backgrounds():
     from baglm_nb.analyses.palette import ink_on
 
     assert ink_on("#ffffff") == "black" and ink_on("#000000") == "white"
-    assert ink_on("#ffd92f") == "black" and ink_on("#1b9e77") == "white"
+    assert ink_on("#ffd92f") == "black" and ink_on("#5511ff") == "white"

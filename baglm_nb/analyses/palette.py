@@ -67,10 +67,10 @@ COLOURS: dict[str, str] = {
 SPARE: tuple[str, ...] = ("#393b79", "#e7969c", "#6b6ecf", "#b5cf6b", "#843c39", "#5254a3")
 
 #: The hues of a task's steps, in step order, repeating after the last (step numbers tell
-#: repeated hues apart): none of them a method's or a source's (:data:`COLOURS`, :data:`SPARE`),
-#: each far from all of those in CIELAB (tests/test_plots.py checks both).
+#: repeated hues apart): none of them a method's or a source's (:data:`COLOURS`, :data:`SPARE`)
+#: or a right / wrong strip's, each far from all of those in CIELAB (tests/test_plots.py).
 STEP_COLOURS: tuple[str, ...] = (
-    "#1b9e77",  # teal
+    "#5511ff",  # violet
     "#f0027f",  # magenta
     "#9c9ede",  # lavender
     "#a65628",  # rust
