@@ -126,13 +126,32 @@ ifneq ($(UNKNOWN_STEMS),)
 $(error NOTEBOOKS names no notebooks/[0-9]*.ipynb: $(UNKNOWN_STEMS))
 endif
 endif
-figures: $(foreach stem,$(SELECTED_STEMS),$(call figure_page,$(stem)))
+# The pages that need making are found first (make -q, make's own rule), so that each notebook's
+# rule prints [i/N] across the whole run (scripts/run_notebooks.sh: FIGURES_*).
+SELECTED_PAGES := $(foreach stem,$(SELECTED_STEMS),$(call figure_page,$(stem)))
+FIGURES_COUNTER ?=
+FIGURES_TOTAL ?=
+FIGURES_T0 ?=
+export FIGURES_COUNTER FIGURES_TOTAL FIGURES_T0
+figures:
+	$(require_venv)
+	@stale=""; for page in $(SELECTED_PAGES); do \
+	  $(MAKE) -q --no-print-directory $$page >/dev/null 2>&1 || stale="$$stale $$page"; \
+	done; \
+	n=$$(echo $$stale | wc -w); \
+	if [ "$$n" = 0 ]; then echo "figures: all $(words $(SELECTED_PAGES)) pages are up to date"; exit 0; fi; \
+	mkdir -p figures/_work; counter="$(abspath figures/_work)/progress.$$$$"; t0=$$(date +%s); \
+	echo "figures: $$n of $(words $(SELECTED_PAGES)) notebooks to run"; \
+	$(MAKE) --no-print-directory $$stale FIGURES_TOTAL=$$n FIGURES_COUNTER="$$counter" \
+	  FIGURES_T0=$$t0; rc=$$?; rm -f "$$counter" "$$counter.lock"; \
+	[ $$rc = 0 ] && echo "figures: $$n notebook(s) executed in $$(( $$(date +%s) - t0 )) s; outputs in figures/"; \
+	exit $$rc
 
 # One rule per notebook: `make figures/05_analysis` renders that notebook alone.
 .SECONDEXPANSION:
 $(FIGURE_PAGES): figures/%.html: notebooks/$$(notdir $$*).ipynb $(FIGURE_INPUTS)
 	$(require_venv)
-	PARAMS_FILE=$(PREPARED) bash scripts/run_notebooks.sh $<
+	@PARAMS_FILE=$(PREPARED) bash scripts/run_notebooks.sh $<
 
 $(FIGURE_TARGETS): figures/%: $$(call figure_page,$$*)
 

@@ -7,6 +7,11 @@
 #   PARAMS_FILE=data/cache/prepared.json scripts/run_notebooks.sh   # prepared data (make data)
 #   FIGURES_DIR=/tmp/out scripts/run_notebooks.sh     # write <FIGURES_DIR>/<stem>/ instead
 #
+# Progress: a line `[i/N] <notebook> (elapsed m:ss)` as each notebook starts and one as it ends.
+# `make figures` runs this script once per notebook (one make rule each) and numbers them across
+# the whole run: FIGURES_TOTAL (N), FIGURES_COUNTER (a file holding the last i, taken under a
+# lock, so `make -j2 figures` numbers them too) and FIGURES_T0 (the run's start, epoch seconds).
+#
 # notebooks/<stem>.ipynb  ->  figures/<stem>/<stem>.ipynb  and  figures/<stem>/<stem>.html,
 # executed with kernel "python3" (the .venv's, see `make setup`) and cwd figures/<stem>,
 # so whatever a notebook saves with a relative path lands next to its executed copy.
@@ -90,6 +95,25 @@ fi
 n=${#notebooks[@]}
 i=0
 t_all=$SECONDS
+t0_run=${FIGURES_T0:-$(date +%s)}
+# the next notebook's number: this script's own count, or the whole make run's (FIGURES_COUNTER)
+next_index() {
+    if [[ -z "${FIGURES_COUNTER:-}" ]]; then
+        echo "$i"
+        return
+    fi
+    local take='i=$(( $(cat "$1" 2>/dev/null || echo 0) + 1 )); echo "$i" >"$1"; echo "$i"'
+    if command -v flock >/dev/null 2>&1; then
+        flock "$FIGURES_COUNTER.lock" bash -c "$take" _ "$FIGURES_COUNTER"
+    else
+        bash -c "$take" _ "$FIGURES_COUNTER"
+    fi
+}
+elapsed() { # m:ss since the run started
+    local s=$(($(date +%s) - t0_run))
+    printf '%d:%02d' $((s / 60)) $((s % 60))
+}
+total=${FIGURES_TOTAL:-$n}
 for nb in "${notebooks[@]}"; do
     i=$((i + 1))
     name="$(basename "$nb")"
@@ -110,11 +134,12 @@ for nb in "${notebooks[@]}"; do
         params=(-f "$PARAMS_FILE")
     fi
 
-    printf '[%d/%d] %s ... ' "$i" "$n" "$name"
+    index=$(next_index)
+    echo "[$index/$total] $name (elapsed $(elapsed))"
     t0=$SECONDS
     if ! papermill "$nb" "$out" -k python3 --cwd "$outdir" --no-progress-bar \
         --log-level WARNING "${params[@]}" "${extra[@]}" >"$log" 2>&1; then
-        echo "FAILED after $((SECONDS - t0))s"
+        echo "[$index/$total] $name FAILED after $((SECONDS - t0)) s (elapsed $(elapsed))"
         echo "---- papermill output ----" >&2
         if grep -q 'PapermillExecutionError' "$log"; then
             # Skip papermill's own Python traceback; show the failing cell and its error.
@@ -130,12 +155,14 @@ for nb in "${notebooks[@]}"; do
         exit 1
     fi
     if ! python -m baglm_nb render "$out" >>"$log" 2>&1; then
-        echo "FAILED (HTML export) after $((SECONDS - t0))s"
+        echo "[$index/$total] $name FAILED (HTML export) after $((SECONDS - t0)) s"
         tail -n 30 "$log" >&2
         echo "error: python -m baglm_nb render failed for $out (log: $log)" >&2
         exit 1
     fi
-    echo "ok ($((SECONDS - t0))s) -> $outdir/"
+    echo "[$index/$total] $name ok in $((SECONDS - t0)) s (elapsed $(elapsed)) -> $outdir/"
     rm -f "$log"
 done
-echo "All $n notebook(s) executed in $((SECONDS - t_all))s; outputs in ${FIGURES_DIR:-figures}/."
+if [[ -z "${FIGURES_COUNTER:-}" ]]; then # make figures says it once, at the end of its run
+    echo "All $n notebook(s) executed in $((SECONDS - t_all)) s; outputs in ${FIGURES_DIR:-figures}/."
+fi

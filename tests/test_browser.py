@@ -347,6 +347,13 @@ def test_follow_report_in_chromium(tmp_path):
             assert "simulated" in page.locator("h1").inner_text()
             banner = page.locator("#source.simulated")
             assert banner.is_visible() and "SIMULATED" in banner.inner_text()
+            # what the run used, under the banner: the notebooks' D and the settings
+            settings = page.locator("#settings").inner_text()
+            for field in ("observations", "D", "threshold", "patience", "smoothing lag"):
+                assert field in settings
+            assert "simulated-llm:llama" in settings and "0 segments (0 s)" in settings
+            quality = page.locator("#quality").inner_text()
+            assert "nan" not in quality.lower().split()
             rows = page.locator("#truth tr")
             assert rows.count() == 11  # header + K = 10 steps
             annotated = page.locator("#truth tr", has_not_text="not annotated")

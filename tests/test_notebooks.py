@@ -227,6 +227,8 @@ def render(notebook: Path, figures: Path, params: dict) -> Path:
         ["bash", str(script), str(notebook)], env=env, capture_output=True, text=True, timeout=900
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    # run alone, the runner numbers its one notebook [1/1], at its start and its end
+    assert done.stdout.count(f"[1/1] {notebook.name} ") == 2, done.stdout
     return figures / notebook.stem
 
 

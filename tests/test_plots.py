@@ -267,11 +267,23 @@ def test_dependency_quality_lines_draw_the_sweep_and_the_presets():
     line = _line(ax, "oracle chain + noise")
     assert list(line.get_xdata()) == [0.0, 1.0] and list(line.get_ydata()) == [9.0, 2.0]
     assert _levels(ax) == [0.0, 4.0, 5.4, 6.0]  # zero, the presets, the paper's gain
-    assert {t.get_text() for t in ax.get_legend().get_texts()} >= {
+    [legend] = fig.legends  # below the panel, at a size readable at page width
+    assert {t.get_text() for t in legend.get_texts()} >= {
         "simulated-llm:llama",
         "simulated-llm:gpt",
         "paper gain (LLaMA D)",
     }
+    _legend_clear_of_the_panels(fig, legend)
+
+
+def _legend_clear_of_the_panels(fig, legend) -> None:
+    """A figure legend inside the figure, under every panel, its text at least 8 pt."""
+    fig.canvas.draw()
+    box = legend.get_window_extent()
+    assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and box.y0 >= fig.bbox.y0
+    for ax in fig.axes:
+        assert box.y1 <= ax.get_tightbbox().y0 + 1, "the legend overlaps a panel"
+    assert min(t.get_fontsize() for t in legend.get_texts()) >= 8
 
 
 def test_violation_lines_draw_each_source_and_the_papers_rows():
@@ -293,6 +305,8 @@ def test_violation_lines_draw_each_source_and_the_papers_rows():
         gpt = _line(ax, "paper: GPT-4.1-mini")
         assert gpt.get_color() == palette.colour("simulated-llm:gpt") != paper.get_color()
         assert _line(ax, "oracle").get_color() == palette.colour("oracle")
+    [legend] = fig.legends  # not over a curve: below both panels
+    _legend_clear_of_the_panels(fig, legend)
     assert len(plots.violation_lines(long, "v").axes[0].get_lines()) == 2  # no paper rows
 
 
@@ -387,11 +401,12 @@ def test_one_hue_per_method_across_the_bar_charts():
         "off-the-shelf LMM": palette.COLOURS["off_the_shelf"],
     }
     # the full model is BaGLM's hue everywhere; no variant takes the off-the-shelf hue
-    assert tr_c["both"] == or_c["LLM D, LMM progress"] == llm_c["LLaMA-3.3-70B"] == main_c["BaGLM"]
+    llama, gpt = llm_c["LLaMA-3.3-70B (simulated)"], llm_c["GPT-4.1-mini (simulated)"]
+    assert tr_c["both"] == or_c["LLM D, LMM progress"] == llama == main_c["BaGLM"]
     assert main_c["off-the-shelf LMM"] not in set(tr_c.values()) | set(or_c.values())
     assert len(set(tr_c.values())) == 4 and len(set(or_c.values())) == 4
     assert or_c["oracle D, LMM progress"] == palette.colour("oracle")
-    assert llm_c["GPT-4.1-mini"] == palette.colour("paper: GPT-4.1-mini")
+    assert gpt == palette.colour("paper: GPT-4.1-mini")
 
 
 def test_calibrated_bars_are_hatched_and_named_in_the_legend():
@@ -446,3 +461,74 @@ def test_palette_maps_every_label_of_a_method_to_one_hue():
     hues = palette.colours(["BaGLM", "x", "y", "x"])
     assert list(hues.values()) == [palette.COLOURS["baglm"], *palette.SPARE[:2]]
     assert len(set(palette.COLOURS.values())) == len(palette.COLOURS)  # one hue, one meaning
+
+
+def _cielab(colour: str) -> np.ndarray:
+    """sRGB (D65) to CIELAB, written out from the standard's formulas (a slow reference)."""
+    from matplotlib.colors import to_rgb
+
+    rgb = np.array(to_rgb(colour))
+    linear = np.where(rgb > 0.04045, ((rgb + 0.055) / 1.055) ** 2.4, rgb / 12.92)
+    m = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]])
+    xyz = m @ linear / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def _delta_e(a: str, b: str) -> float:
+    return float(np.linalg.norm(_cielab(a) - _cielab(b)))
+
+
+#: Two hues this far apart in CIELAB (delta E 1976) are told apart at a glance.
+APART = 20.0
+
+
+def test_step_and_stage_hues_never_reuse_a_method_or_source_hue():
+    from baglm_nb.analyses.belief_legend import HIT, MISS
+    from baglm_nb.analyses.belief_views import step_colours
+    from baglm_nb.analyses.palette import COLOURS, NONE_STATE, SPARE, STAGE_COLOURS, STEP_COLOURS
+
+    methods = {c.lower() for c in (*COLOURS.values(), *SPARE)}
+    steps = {c.lower() for c in STEP_COLOURS}
+    stages = {c.lower() for c in STAGE_COLOURS.values()}
+    assert len(steps) == len(STEP_COLOURS) and len(stages) == len(STAGE_COLOURS)
+    assert not steps & methods and not stages & methods and not steps & stages
+    for hue in (*steps, *stages):
+        nearest = min(methods | {NONE_STATE}, key=lambda m: _delta_e(hue, m))
+        assert _delta_e(hue, nearest) >= APART, (hue, nearest)
+    for hue in steps:  # the strips beside the steps: right (green) / wrong (red)
+        assert min(_delta_e(hue, HIT), _delta_e(hue, MISS)) >= APART, hue
+    for i, a in enumerate(STEP_COLOURS):
+        for b in STEP_COLOURS[:i]:
+            assert _delta_e(a, b) >= APART, (a, b)
+    # what the figures draw: the first steps' colours are the palette's, in order, none grey
+    drawn = step_colours(12)
+    from matplotlib.colors import to_hex
+
+    assert [to_hex(c) for c in drawn[: len(STEP_COLOURS)]] == [c.lower() for c in STEP_COLOURS]
+    assert to_hex(drawn[-1]) == NONE_STATE.lower() and len(drawn) == 13
+
+
+def test_method_hues_are_apart_and_the_two_reds_are_two_hues():
+    from baglm_nb.analyses.palette import COLOURS
+
+    greys = {"none", "baseline"}  # no D and the paper's other methods: two greys
+    keys = [k for k in COLOURS if k not in greys]
+    for i, a in enumerate(keys):
+        for b in keys[:i]:
+            assert _delta_e(COLOURS[a], COLOURS[b]) >= APART, (a, b)
+
+    def hue_deg(colour: str) -> float:
+        _, a, b = _cielab(colour)
+        return float(np.degrees(np.arctan2(b, a)) % 360)
+
+    # 04's propagated prior and 03's "LLM D, oracle progress": not two shades of one red
+    turn = abs(hue_deg(COLOURS["propagated"]) - hue_deg(COLOURS["oracle_progress"]))
+    assert min(turn, 360 - turn) >= 30
+
+
+def test_ink_on_reads_on_light_and_dark_backgrounds():
+    from baglm_nb.analyses.palette import ink_on
+
+    assert ink_on("#ffffff") == "black" and ink_on("#000000") == "white"
+    assert ink_on("#ffd92f") == "black" and ink_on("#5511ff") == "white"

@@ -36,6 +36,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -146,7 +147,7 @@ def test_the_quick_start_runs_as_written_in_a_fresh_shell(fresh_copy):
     assert (fresh_copy / "data/cache/prepared.json").is_file()  # make data
     html = fresh_copy / "figures/00_dataset_statistics/00_dataset_statistics.html"
     assert html.stat().st_size > 10_000
-    report = fresh_copy / "follow.html"  # python -m baglm_nb follow ..., in the activated venv
+    report = fresh_copy / "reports/follow.html"  # python -m baglm_nb follow ..., activated venv
     assert "SIMULATED observations" in report.read_text()
     assert "status: 283 segments" in out.stdout
 
@@ -213,3 +214,56 @@ def test_make_lab_serves_the_explorer_on_localhost(fresh_copy):
     assert f"--ip=127.0.0.1 --port={port}" in log and "--no-browser" in log  # make echoes it
     assert f"the explorer is {base}/lab/tree/explore.ipynb" in log  # the URL it opens to
     assert ("--allow-root" in log) == (os.geteuid() == 0)
+
+
+def _notebook_parameters(stem: str) -> dict:
+    """The values of a notebook's ``parameters`` cell, as the notebook would run them."""
+    nb = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text())
+    cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+    values: dict = {}
+    exec("".join(cell["source"]), values)  # noqa: S102 - the repository's own notebook
+    return values
+
+
+@pytest.mark.slow
+def test_the_quick_start_follow_line_agrees_with_notebook_09s_timeline(tmp_path):
+    """The README's ``follow`` line, run as written, names its D and settings and prints the
+    same video metrics as notebook 09's timeline of that video (its filter panel, computed
+    here in the same run with the notebook's own parameters)."""
+    from baglm_nb.analyses.assistance import quality_text, timeline_data
+    from baglm_nb.core import sources
+
+    command = next(
+        c
+        for c in quick_start_commands((ROOT / "README.md").read_text())
+        if c.startswith("python -m baglm_nb follow")
+    )
+    words = shlex.split(command)
+    out = subprocess.run(
+        [sys.executable, *words[1:]],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    nb = _notebook_parameters("09_assistance")
+    uid, dataset = words[-1], words[words.index("--dataset") + 1]
+    assert (dataset, uid) == (nb["timeline_dataset"], nb["timeline_video"])
+    obs = sources.observations(dataset, "simulated")  # the notebook: every video
+    data = timeline_data(
+        obs, nb["deps"], uid, nb["timeline_lag"], threshold=nb["threshold"],
+        patience=nb["patience"],
+    )  # fmt: skip
+    lines = out.stdout.splitlines()
+    settings = next(x for x in lines if x.startswith("settings: "))
+    assert f"D: {nb['deps']}; threshold: {nb['threshold']:g}; patience: {nb['patience']} " in (
+        settings
+    )
+    assert lines.index(settings) < 3  # among the first lines
+    assert f"quality on this video: {quality_text(data['filter']['metrics'])} " in out.stdout
+    assert " nan" not in out.stdout.lower()
+    report = (tmp_path / words[words.index("--html") + 1]).read_text()
+    assert f"<td>{nb['deps']}</td>" in report and ">nan<" not in report.lower()
+    assert "<th>smoothing lag</th>" in report and "<td>0 segments (0 s)</td>" in report

@@ -165,6 +165,18 @@ def test_oracle_table_slots_the_llm_rows_without_an_llm(observations, deps):
     assert list(given["D"][:2]) == ["matrices"] * 2 and given["workbench"].notna().all()
 
 
+def test_dataset_view_names_each_statistic_in_words():
+    from baglm_nb.analyses.display import show_table
+    from baglm_nb.analyses.results import STATISTIC_NAMES, dataset_view
+
+    table = dataset_table(["coin"]).frame
+    view = dataset_view(table)
+    assert list(view["statistic"]) == [STATISTIC_NAMES[k] for k in table["statistic"]]
+    assert list(view["annotation files"]) == list(table["workbench"])  # values untouched
+    page = show_table(view, "t")._repr_html_()
+    assert "_s<" not in page and "mean_" not in page and "video duration (s, mean)" in page
+
+
 def test_dataset_table_beside_the_paper():
     result = dataset_table(["coin"])
     table = result.frame

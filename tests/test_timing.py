@@ -51,6 +51,23 @@ def test_timing_summary_and_table_from_a_score_cache(tmp_path):
         T.timing_summary(frame, videos[:1])
 
 
+def test_timing_view_leaves_out_empty_columns_and_says_why(tmp_path):
+    videos = load_dataset("htstep")
+    other = next(v for v in videos if v.num_steps != PAPER_TIMING["example_num_steps"])
+    cache = ScoreCache(tmp_path, ScoreKey("htstep", "m", "p"))
+    timed = {"decode_s": np.full(2, 1.0), "vsg_s": np.full(2, 0.1), "progress_s": np.full(2, 0.5)}
+    cache.write_video(other.uid, np.full((2, other.num_steps + 1), 0.5), timings=timed)
+    table = T.timing_table(cache.timings_frame(), videos, source="lmm:m")
+    assert table["workbench_k10"].isna().all() and table["workbench_example"].isna().all()
+    view, note = T.timing_view(table)
+    assert "workbench_k10" not in view.columns and "workbench_example" not in view.columns
+    assert list(view["workbench"]) == list(table["workbench"])
+    assert "K = 10" in note and PAPER_TIMING["example_uid"] in note
+    full = table.assign(workbench_k10=1.0, workbench_example=2.0)  # values: kept, no line
+    assert T.timing_view(full)[0] is full and T.timing_view(full)[1] is None
+    assert T.timing_view(T.no_timings_table("none"))[1] is None  # the no-timings table as it is
+
+
 def test_no_timings_table_never_invents_numbers():
     table = T.no_timings_table("no score cache given")
     assert (table["workbench"] == "no timings available").all()

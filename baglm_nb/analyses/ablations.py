@@ -43,6 +43,7 @@ __all__ = [
     "prompt_table",
     "segment_duration_table",
     "sensitivity_table",
+    "simulated_name",
     "stepping_table",
 ]
 
@@ -96,6 +97,13 @@ def _paper_key_for_llm(name: str) -> str | None:
     return None
 
 
+def simulated_name(name: str, d_label: str) -> str:
+    """An LLM's display name, with " (simulated)" when its D is a simulated preset's."""
+    if "simulated" in str(d_label).lower() and "simulated" not in name.lower():
+        return f"{name} (simulated)"
+    return name
+
+
 def llm_table(
     observations: Iterable[Observations], llms: Mapping[str, sources.DependencySource | None]
 ) -> ResultTable:
@@ -105,7 +113,8 @@ def llm_table(
     ``"simulated-llm:gpt"`` (the CPU default, labelled simulated in the ``D`` column),
     ``"imported"`` or ``{dataset: dependency-cache folder}``; an empty setting, or a mapping
     without the dataset, gives a slot row. The paper's column is filled for names that contain
-    ``llama`` (LLaMA-3.3-70B) or ``gpt-4.1-mini``.
+    ``llama`` (LLaMA-3.3-70B) or ``gpt-4.1-mini``. A row whose D is simulated is named so in
+    its ``method`` (:func:`simulated_name`): "LLaMA-3.3-70B (simulated)".
     """
     table = TableBuilder()
     for obs in observations:
@@ -119,7 +128,8 @@ def llm_table(
                 table.slot(obs.dataset, name, paper, why, D=None)
                 continue
             scored = score_baglm(obs, d)
-            table.add(obs.dataset, name, scored, paper, source=obs.label, D=d.label, note="")
+            method = simulated_name(name, d.label)
+            table.add(obs.dataset, method, scored, paper, source=obs.label, D=d.label, note="")
     return table.result()
 
 

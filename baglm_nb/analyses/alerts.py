@@ -38,6 +38,7 @@ from baglm_nb.core.alerts import DEFAULT_THRESHOLD, DONE_LEVEL, Alert, AlertMoni
 from baglm_nb.core.online import OnlineGrounder
 from baglm_nb.core.simulate import LABEL, SimulationParams, default_params, simulate_video
 from baglm_nb.inputs.datasets import DATASETS, Video, load_dataset
+from baglm_nb.inputs.progress import bar_options
 from baglm_nb.inputs.variants import SEGMENT_DURATION
 
 __all__ = ["ALERT_DEPS", "alert_table", "video_alerts"]
@@ -126,7 +127,13 @@ def _dataset_items(
     for kind in MISTAKE_KINDS:
         cases += [(kind, m.video, m) for m in mistakes_of(videos, kind, seed=seed, groups=every)]
     rows = []
-    bar = tqdm(cases, desc=f"alerts {dataset} ({LABEL})", unit="video", disable=not show_progress)
+    bar = tqdm(
+        cases,
+        desc=f"alerts {dataset} ({LABEL})",
+        unit="video",
+        disable=not show_progress,
+        **bar_options(),
+    )
     for kind, video, mistake in bar:
         vsg, progress = _scores(video, params)
         original = video if mistake is None else mistake.original

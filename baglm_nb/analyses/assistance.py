@@ -17,14 +17,15 @@ What notebook ``09_assistance`` shows, as tables and figures:
   noise.
 
 Exports :data:`LAGS`, :data:`CURVE_METRICS`, :func:`lag_label`, :func:`lag_table`,
-:func:`lag_lines`, :func:`timeline_data`, :func:`timeline` and
+:func:`lag_lines`, :func:`quality_text`, :func:`as_shown`, :func:`alert_levels`,
+:func:`timeline_data`, :func:`timeline` and
 :func:`correlated_observations`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -34,7 +35,8 @@ import pandas as pd
 from baglm_nb.analyses.alerts import video_alerts
 from baglm_nb.analyses.belief_data import runs
 from baglm_nb.analyses.belief_views import step_colours
-from baglm_nb.analyses.palette import WORKBENCH, colour
+from baglm_nb.analyses.display import MISSING
+from baglm_nb.analyses.palette import WORKBENCH, colour, ink_on
 from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.analyses.tables import (
     METHOD_NAMES,
@@ -50,15 +52,19 @@ from baglm_nb.core.observations import Observations
 from baglm_nb.core.online_metrics import METRIC_KEYS, announcements, measure, truth_states
 from baglm_nb.core.pipeline import run_baglm
 from baglm_nb.core.simulate import default_params
+from baglm_nb.inputs.grid import per_second
 
 __all__ = [
     "CURVE_METRICS",
     "LAGS",
+    "alert_levels",
+    "as_shown",
     "correlated_observations",
     "lag_view",
     "lag_label",
     "lag_lines",
     "lag_table",
+    "quality_text",
     "timeline",
     "timeline_data",
 ]
@@ -66,13 +72,38 @@ __all__ = [
 #: The smoothing lags of the curve, in segments (None: the offline smoother, L = inf).
 LAGS: tuple[int | None, ...] = (0, 1, 2, 4, 8, 16, None)
 
-#: The columns :func:`lag_lines` draws, with their axis labels.
+#: The columns :func:`lag_lines` draws, with their axis labels; all in percent (R@1, in
+#: ``workbench``, is stored in percent; the others are fractions, drawn times 100).
 CURVE_METRICS = {
-    "frame_accuracy": "per-second accuracy",
-    "frame_accuracy_on_steps": "step-row accuracy",
-    "announce_f1": "announcement F1",
+    "frame_accuracy": "per-second accuracy (%)",
+    "frame_accuracy_on_steps": "step-row accuracy (%)",
+    "announce_f1": "announcement F1 (%)",
     "workbench": "R@1 (%)",
 }
+
+#: The columns of :data:`CURVE_METRICS` stored as fractions (drawn in percent).
+_FRACTIONS = ("frame_accuracy", "announce_f1")
+
+
+def quality_text(metrics: Mapping[str, float]) -> str:
+    """A video's online metrics as one line: per-second and step-row accuracy, announcement F1,
+    median delay
+    and flicker, a missing value as "–" (:data:`~baglm_nb.analyses.display.MISSING`).
+
+    Notebook 09's timeline titles and ``follow``'s quality line both use it, so the two read
+    the same on the same video and settings.
+    """
+
+    def fixed(key: str, spec: str) -> str:
+        value = float(metrics[key])
+        return MISSING if value != value else format(value, spec)
+
+    return (
+        f"per-second accuracy {fixed('frame_accuracy', '.3f')} (step rows "
+        f"{fixed('frame_accuracy_on_steps', '.3f')}), announcement F1 "
+        f"{fixed('announce_f1', '.3f')}, median delay {fixed('delay_median_s', '.1f')} s, "
+        f"flicker {fixed('flicker_per_min', '.1f')}/min"
+    )
 
 
 def lag_label(lag: int | None) -> str:
@@ -160,27 +191,32 @@ def lag_view(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def lag_lines(table: pd.DataFrame, title: str):
-    """Per-second and step-row accuracy, announcement F1 and R@1 against the lag, per dataset.
+    """Per-second and step-row accuracy, announcement F1 and R@1 (all in %) against the lag, one
+    column per dataset.
 
     ``table`` comes from :func:`lag_table`: BaGLM with dots, the off-the-shelf model with squares
     (flat: no smoothing), both solid (workbench numbers) in their palette hues
-    (:mod:`baglm_nb.analyses.palette`); the x axis is the lag in segments, ``inf`` last.
+    (:mod:`baglm_nb.analyses.palette`); the x axis is the lag in segments, ``inf`` last. Each
+    metric's row shares one y axis across the datasets, so a small change looks small.
     """
     datasets = list(dict.fromkeys(table["dataset"]))
     lags = list(dict.fromkeys(table["lag"]))
     size = (0.8 + 3.3 * len(datasets), 2.3 * len(CURVE_METRICS))
-    fig, axes = plt.subplots(len(CURVE_METRICS), len(datasets), squeeze=False, figsize=size)
+    fig, axes = plt.subplots(
+        len(CURVE_METRICS), len(datasets), squeeze=False, figsize=size, sharey="row"
+    )
     x = np.arange(len(lags))
     for col, name in enumerate(datasets):
         sub = table[table["dataset"] == name]
         for row, (metric, label) in enumerate(CURVE_METRICS.items()):
             ax = axes[row, col]
+            scale = 100.0 if metric in _FRACTIONS else 1.0
             for key, marker in (("baglm", "o"), ("off_the_shelf", "s")):
                 method = METHOD_NAMES[key]
                 m = sub[sub["method"] == method].set_index("lag").reindex(lags)
                 ax.plot(
                     x,
-                    m[metric].to_numpy(float),
+                    m[metric].to_numpy(float) * scale,
                     marker=marker,
                     linestyle=WORKBENCH,
                     color=colour(method),
@@ -188,6 +224,7 @@ def lag_lines(table: pd.DataFrame, title: str):
                     markersize=4,
                 )
             ax.set_xticks(x, lags)
+            ax.grid(axis="y", color="0.9", linewidth=0.6)
             if row == 0:
                 ax.set_title(name, fontsize=9)
             if row == len(CURVE_METRICS) - 1:
@@ -199,6 +236,16 @@ def lag_lines(table: pd.DataFrame, title: str):
     fig.suptitle(title, fontsize=9)
     fig.tight_layout(rect=(0, 0.05, 1, 0.95))
     return fig
+
+
+def as_shown(beliefs: np.ndarray, segment_duration: int) -> np.ndarray:
+    """Per-second beliefs (T, K+1) as an online run shows them: each segment's belief at its
+    last second, held over the segment's seconds (the rows inside a segment exist only once the
+    whole segment is scored). ``segment_duration`` 1 returns the rows as they are."""
+    d = int(segment_duration)
+    t = len(beliefs)
+    ends = np.minimum(np.arange(-(-t // d)) * d + d - 1, t - 1)
+    return per_second(beliefs[ends], d)[:t]
 
 
 def timeline_data(
@@ -214,8 +261,10 @@ def timeline_data(
 
     Returns ``{"video", "lag", "filter", "smoothed", "alerts"}``: the first two a dict with
     ``beliefs`` (T, K+1), ``said`` (the announced state per row, K before the first) and
-    ``metrics`` (the video's online metrics); ``alerts`` the alerts ``follow`` raises on the
-    filter's announcements (:func:`~baglm_nb.analyses.alerts.video_alerts`, alert threshold 0.5).
+    ``metrics`` (the video's online metrics of what ``follow`` shows: each segment's belief at
+    its end, held for the segment, :func:`as_shown`; so ``follow``'s report of the same video and
+    settings gives the same numbers); ``alerts`` the alerts ``follow`` raises on the filter's
+    announcements (:func:`~baglm_nb.analyses.alerts.video_alerts`, alert threshold 0.5).
     """
     video = next((v for v in obs.videos if v.uid == uid), None)
     if video is None:
@@ -232,7 +281,7 @@ def timeline_data(
         metrics = measure(
             obs.dataset,
             [video],
-            {uid: b},
+            {uid: as_shown(b, d)},
             segment_duration=d,
             lag_s=lag_s,
             threshold=threshold,
@@ -250,37 +299,76 @@ def timeline_data(
     return out
 
 
-def _draw_alerts(ax, alerts: Sequence) -> None:
-    """The alerts on a strip: a black triangle (missing prerequisite) or square (skipped) at
-    each alert's time, numbered with the missing step."""
-    for a in alerts:
+def alert_levels(times: Sequence[float], gap: float) -> list[int]:
+    """A row per alert so that markers on one row are more than ``gap`` apart: each alert
+    (in the order given) takes the lowest row whose last alert is at least ``gap`` earlier."""
+    last: list[float] = []
+    levels = []
+    for t in times:
+        row = next((i for i, prev in enumerate(last) if t - prev >= gap), len(last))
+        if row == len(last):
+            last.append(t)
+        last[row] = t
+        levels.append(row)
+    return levels
+
+
+def _draw_alerts(ax, alerts: Sequence, t_len: float, colours: np.ndarray) -> None:
+    """The alerts on their own strip: a triangle (missing prerequisite) or a square (skipped)
+    at each alert's time in the missing step's colour, its number beside it; alerts closer than
+    the room a marker and its number take are stacked on rows (:func:`alert_levels`), and the
+    last ones, near the right edge, are numbered on their left so nothing is cut off."""
+    ordered = sorted(alerts, key=lambda a: a.t)
+    levels = alert_levels([a.t for a in ordered], gap=t_len / 45)
+    rows = max(levels, default=0) + 1
+    for a, level in zip(ordered, levels, strict=True):
+        y = level + 0.5
         marker = "v" if a.kind == "missing_prerequisite" else "s"
-        ax.plot(a.t, 0.5, marker=marker, markersize=7, color="black", markeredgecolor="white")
+        ax.plot(
+            a.t,
+            y,
+            marker=marker,
+            markersize=8,
+            color=colours[a.missing],
+            markeredgecolor="black",
+            markeredgewidth=0.7,
+            clip_on=False,
+        )
+        right = a.t < 0.95 * t_len
         ax.annotate(
             str(a.missing + 1),
-            (a.t, 0.5),
-            xytext=(5, 0),
+            (a.t, y),
+            xytext=(6 if right else -6, 0),
             textcoords="offset points",
-            fontsize=7,
+            ha="left" if right else "right",
             va="center",
-            color="black",
+            fontsize=8,
+            fontweight="bold",
+            annotation_clip=False,
         )
+    ax.set_ylim(rows, 0)
+    ax.set_yticks([rows / 2], ["alerts"], fontsize=8)
+    if not alerts:
+        ax.text(t_len / 2, rows / 2, "no alert", ha="center", va="center", fontsize=7, color="0.4")
 
 
 def timeline(data: dict[str, Any], title: str):
-    """Filter and smoothed beliefs (heatmaps, none last) above three strips: the ground truth
-    and each one's announced state (grey: none or nothing yet), on one time axis."""
+    """Filter and smoothed beliefs (heatmaps, none last) above four strips on one time axis:
+    the ground truth, the filter's announced state (grey: none or nothing yet), the alerts
+    ``follow`` raises on it, and the smoothed announced state."""
     video = data["video"]
     k = video.num_steps
     filt, smooth = data["filter"], data["smoothed"]
     t_len = len(filt["beliefs"])
-    palette = np.vstack([step_colours(k)[:, :3], [[0.85, 0.85, 0.85]]])
+    palette = step_colours(k)[:, :3]  # the steps, then none
+    alerts = data.get("alerts") or []
+    alert_rows = max(alert_levels(sorted(a.t for a in alerts), t_len / 45), default=0) + 1
     fig, axes = plt.subplots(
-        5,
+        6,
         1,
-        figsize=(11, 3.0 + 0.45 * k),
+        figsize=(11, 3.4 + 0.45 * k + 0.25 * alert_rows),
         sharex=True,
-        gridspec_kw={"height_ratios": [k + 1, k + 1, 1, 1, 1]},
+        gridspec_kw={"height_ratios": [k + 1, k + 1, 1, 1, 0.8 * alert_rows, 1]},
     )
     extent = (0, t_len, k + 0.5, -0.5)
     names = ["filter (lag 0)", f"smoothed (lag {data['lag']} segments)"]
@@ -294,21 +382,14 @@ def timeline(data: dict[str, Any], title: str):
             extent=extent,
             interpolation="nearest",
         )
-        m = part["metrics"]
         ax.set_yticks(range(k + 1), [*(str(i + 1) for i in range(k)), "none"], fontsize=6)
-        ax.set_title(
-            f"{name}: per-second accuracy {m['frame_accuracy']:.2f} (step rows "
-            f"{m['frame_accuracy_on_steps']:.2f}), announcement "
-            f"F1 {m['announce_f1']:.2f}, flicker {m['flicker_per_min']:.1f}/min",
-            fontsize=8,
-            loc="left",
-        )
+        ax.set_title(f"{name}: {quality_text(part['metrics'])}", fontsize=8, loc="left")
     strips = (
-        ("ground truth", truth_states(video, t_len)),
-        ("announced: filter", filt["said"]),
-        ("announced: smoothed", smooth["said"]),
+        (axes[2], "ground truth", truth_states(video, t_len)),
+        (axes[3], "announced: filter", filt["said"]),
+        (axes[5], "announced: smoothed", smooth["said"]),
     )
-    for ax, (name, states) in zip(axes[2:], strips, strict=True):
+    for ax, name, states in strips:
         ax.imshow(
             palette[np.asarray(states)][None],
             aspect="auto",
@@ -325,16 +406,16 @@ def timeline(data: dict[str, Any], title: str):
                     ha="center",
                     va="center",
                     fontsize=7,
-                    color="white",
+                    color=ink_on(palette[state]),
                 )
-    alerts = data.get("alerts") or []
-    _draw_alerts(axes[3], alerts)
-    if alerts:
-        axes[3].set_title(
-            "\u25bc missing prerequisite, \u25a0 skipped (number: the missing step)",
-            fontsize=7,
-            loc="right",
-        )
+    _draw_alerts(axes[4], alerts, t_len, palette)
+    axes[4].set_title(
+        "alerts on the filter's announcements: \u25bc missing prerequisite, \u25a0 skipped "
+        "(number and colour: the missing step)",
+        fontsize=7,
+        loc="right",
+    )
+    axes[-1].set_xlim(0, t_len)
     axes[-1].set_xlabel("time (s); step numbers as in the task's step list")
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()

@@ -63,6 +63,7 @@ from baglm_nb.analyses.belief_legend import (
     set_mmss_axis,
     short_label,
 )
+from baglm_nb.analyses.palette import NONE_STATE, STEP_COLOURS
 from baglm_nb.analyses.raster import nearest_imshow, png_bytes
 from baglm_nb.inputs.datasets import Video
 
@@ -75,7 +76,7 @@ MAX_LABELLED_STEPS = MAX_LISTED_STEPS
 
 #: Inches between stacked panels: room for a panel's title, 3 points above its top edge.
 PANEL_GAP = 0.36
-NONE_GREY = (0.86, 0.86, 0.86, 1.0)
+NONE_GREY = matplotlib.colors.to_rgba(NONE_STATE)
 OUTLINE = "#ff7f00"
 FONT = 8
 
@@ -87,10 +88,10 @@ def _row_name(y: float, k: int) -> str:
 
 
 def step_colours(k: int) -> np.ndarray:
-    """(K+1, 4) RGBA colours: one per step (tab10, tab20 above 10 steps), light grey for none."""
-    cmap = matplotlib.colormaps["tab20" if k > 10 else "tab10"]
-    n = 20 if k > 10 else 10
-    return np.array([cmap(i % n) for i in range(k)] + [NONE_GREY])
+    """(K+1, 4) RGBA colours: one per step (:data:`~baglm_nb.analyses.palette.STEP_COLOURS`,
+    repeating after the last), light grey for none."""
+    hues = [STEP_COLOURS[i % len(STEP_COLOURS)] for i in range(k)]
+    return np.array([matplotlib.colors.to_rgba(c) for c in hues] + [NONE_GREY])
 
 
 class _Stack:

@@ -185,7 +185,9 @@ def llm_layout(table: pd.DataFrame) -> pd.DataFrame:
     ``table``: :func:`~baglm_nb.analyses.ablations.llm_table` rows.
     """
     swapped = table.rename(columns={"dataset": "method", "method": "dataset"})
-    return paper_layout(swapped, keys=("method",)).rename(columns={"method": "dataset"})
+    frame = paper_layout(swapped, keys=("method",)).rename(columns={"method": "dataset"})
+    # the paper's column of a simulated LLM is the paper's real LLM's
+    return frame.rename(columns=lambda c: c.replace(" (simulated) paper", " paper"))
 
 
 def localization_layout(table: pd.DataFrame) -> pd.DataFrame:

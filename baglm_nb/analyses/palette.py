@@ -10,9 +10,15 @@ line style says whose number it is: the workbench's :data:`WORKBENCH` (solid), t
 value on the x axis :data:`MARK` (dash-dot); the paper's values of a bar chart are
 :data:`PAPER_TICK` ticks. Labels that no rule knows get the :data:`SPARE` hues, in order.
 
-Exports :data:`COLOURS`, :data:`SPARE`, :data:`PAPER_TICK`, :data:`CALIBRATED_HATCH`,
+Two other kinds of colour have their own hues, never a method's or a source's, so that a hue
+keeps one meaning: the steps of a task (:data:`STEP_COLOURS`: belief views, notebook 08's and
+09's strips, the explorer, ``follow``'s report; :data:`NONE_STATE` for "none") and the timed
+stages of a run (:data:`STAGE_COLOURS`: notebook 07, the report's latency bars).
+
+Exports :data:`COLOURS`, :data:`SPARE`, :data:`STEP_COLOURS`, :data:`NONE_STATE`,
+:data:`STAGE_COLOURS`, :data:`PAPER_TICK`, :data:`CALIBRATED_HATCH`,
 :data:`WORKBENCH`, :data:`PAPER`, :data:`REFERENCE`, :data:`MARK`, :func:`key_of`,
-:func:`colour` and :func:`colours`.
+:func:`colour`, :func:`colours` and :func:`ink_on`.
 """
 
 from __future__ import annotations
@@ -23,13 +29,17 @@ __all__ = [
     "CALIBRATED_HATCH",
     "COLOURS",
     "MARK",
+    "NONE_STATE",
     "PAPER",
     "PAPER_TICK",
     "REFERENCE",
     "SPARE",
+    "STAGE_COLOURS",
+    "STEP_COLOURS",
     "WORKBENCH",
     "colour",
     "colours",
+    "ink_on",
     "key_of",
 ]
 
@@ -46,7 +56,7 @@ COLOURS: dict[str, str] = {
     "readiness": "#e377c2",  # transition: readiness only
     "validity": "#bcbd22",  # transition: validity only
     "next_step": "#7b4173",  # prior: the LMM's next-step scores
-    "propagated": "#ad494a",  # prior: the propagated prior
+    "propagated": "#e7ba52",  # prior: the propagated prior (amber: not oracle_progress's red)
     "binary": "#8c6d31",  # the binary VSG prompt
     "per_segment": "#637939",  # one filter step per segment
     "none": "#7f7f7f",  # no D
@@ -55,6 +65,36 @@ COLOURS: dict[str, str] = {
 
 #: Hues for labels no rule knows, in order of first appearance in a figure.
 SPARE: tuple[str, ...] = ("#393b79", "#e7969c", "#6b6ecf", "#b5cf6b", "#843c39", "#5254a3")
+
+#: The hues of a task's steps, in step order, repeating after the last (step numbers tell
+#: repeated hues apart): none of them a method's or a source's (:data:`COLOURS`, :data:`SPARE`)
+#: or a right / wrong strip's, each far from all of those in CIELAB (tests/test_plots.py).
+STEP_COLOURS: tuple[str, ...] = (
+    "#5511ff",  # violet
+    "#f0027f",  # magenta
+    "#9c9ede",  # lavender
+    "#a65628",  # rust
+    "#e7cb94",  # tan
+    "#a1d99b",  # light green
+    "#fb8072",  # salmon
+    "#de9ed6",  # orchid
+    "#8dd3c7",  # aqua
+    "#ffd92f",  # yellow
+)
+
+#: The "none" state (no step) beside the steps: light grey.
+NONE_STATE = "#dbdbdb"
+
+#: The hues of the timed stages of a run (notebook 07's bars, ``follow``'s latency bars):
+#: none of them a method's, a source's or a step's.
+STAGE_COLOURS: dict[str, str] = {
+    "decode": "#ccebc5",  # decoding + preprocessing
+    "vsg": "#8da0cb",  # VSG scores
+    "progress": "#fc8d62",  # progress scores
+    "score": "#66c2a5",  # scoring (VSG + progress) of a followed segment
+    "wait": "#fdcdac",  # waiting for a live source
+    "filter": "#cab2d6",  # the filter's update
+}
 
 #: The colour of the paper's value ticks on a bar chart.
 PAPER_TICK = "black"
@@ -144,3 +184,12 @@ def colours(labels: Iterable[object]) -> dict[str, str]:
         else:
             out[name] = colour(name)
     return out
+
+
+def ink_on(background) -> str:
+    """The text colour that reads on ``background`` (any matplotlib colour): black on a light
+    one, white on a dark one (by its luma, ITU-R BT.601 weights)."""
+    from matplotlib.colors import to_rgb
+
+    r, g, b = to_rgb(background)
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.55 else "white"

@@ -237,15 +237,31 @@ def _by_dataset_axes(n: int, rows: int = 1, height: float = 3.2):
 _SOURCE_MARKERS = ("o", "s", "^", "v", "P", "X")
 
 
+#: Points of the text of a legend below the panels: readable when the page scales a wide
+#: figure down to its column (about 11 px at 100 dpi).
+LEGEND_FONTSIZE = 8
+
+
 def _figure_legend(fig, axes_with_entries) -> int:
     """One legend below the panels with every entry of ``axes_with_entries``; returns its rows."""
     entries: dict[str, object] = {}
     for ax in axes_with_entries:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             entries.setdefault(label, handle)
-    ncol = max(1, min(len(entries), 3, int(fig.get_figwidth() // 2.4)))  # no entry cut off
-    fig.legend(list(entries.values()), list(entries), fontsize=7, loc="lower center", ncol=ncol)
+    ncol = max(1, min(len(entries), 3, int(fig.get_figwidth() // 2.6)))  # no entry cut off
+    fig.legend(
+        list(entries.values()),
+        list(entries),
+        fontsize=LEGEND_FONTSIZE,
+        loc="lower center",
+        ncol=ncol,
+    )
     return -(-len(entries) // ncol)
+
+
+def _legend_bottom(fig, rows: int) -> float:
+    """The share of the figure's height a :func:`_figure_legend` of ``rows`` rows takes."""
+    return (0.15 + 0.2 * rows) / fig.get_figheight()
 
 
 def duration_lines(df: pd.DataFrame, title: str):
@@ -295,7 +311,7 @@ def duration_lines(df: pd.DataFrame, title: str):
     axes[0, 0].set_ylabel("R@1 (%)")
     rows = _figure_legend(fig, [axes[0, 0]])
     fig.suptitle(_wrapped(title, fig.get_figwidth()), fontsize=9)
-    fig.tight_layout(rect=(0, 0.05 + 0.05 * rows, 1, 1))
+    fig.tight_layout(rect=(0, _legend_bottom(fig, rows), 1, 1))
     return fig
 
 
@@ -360,7 +376,7 @@ def sensitivity_lines(df: pd.DataFrame, title: str, calibrated: float | None = N
     axes[1, 0].set_ylabel("gain (points)")
     rows = _figure_legend(fig, [*axes[0], *axes[1]])
     fig.suptitle(_wrapped(title, fig.get_figwidth()), fontsize=9)
-    fig.tight_layout(rect=(0, 0.02 + 0.035 * rows, 1, 1))
+    fig.tight_layout(rect=(0, _legend_bottom(fig, rows), 1, 1))
     return fig
 
 
@@ -396,9 +412,9 @@ def dependency_quality_lines(df: pd.DataFrame, title: str):
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("fraction of D's entries replaced by noise")
     axes[0, 0].set_ylabel("BaGLM gain (points)")
-    axes[0, -1].legend(fontsize=6)
+    rows = _figure_legend(fig, list(axes[0]))  # below the panels, readable at page width
     fig.suptitle(_wrapped(title, fig.get_figwidth()), fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, _legend_bottom(fig, rows), 1, 1))
     return fig
 
 
@@ -443,9 +459,9 @@ def violation_lines(long: pd.DataFrame, title: str, paper: Mapping[str, Mapping]
                 label=f"paper: {llm}",
             )
         ax.set(xlabel="threshold t (D >= t kept)", ylabel=ylabel)
-    axes[0, 1].legend(fontsize=6)
+    rows = _figure_legend(fig, [axes[0, 1]])  # below the panels: no curve under it
     fig.suptitle(_wrapped(title, fig.get_figwidth()), fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, _legend_bottom(fig, rows), 1, 1))
     return fig
 
 

@@ -39,7 +39,9 @@ from baglm_nb.inputs.variants import TRANSITIONS
 
 __all__ = [
     "comparison_table",
+    "STATISTIC_NAMES",
     "dataset_table",
+    "dataset_view",
     "main_results_table",
     "oracle_table",
     "transition_table",
@@ -81,6 +83,24 @@ def dataset_table(names: Iterable[str] = tuple(DATASETS)) -> ResultTable:
             )
     columns = ["dataset", "statistic", "workbench", "paper"]
     return ResultTable.of(pd.DataFrame(rows, columns=columns, dtype=object))
+
+
+#: :func:`dataset_table`'s statistics in words, with their units (what notebook 00 shows).
+STATISTIC_NAMES: dict[str, str] = {
+    "videos": "videos",
+    "tasks": "tasks",
+    "groups": "task groups",
+    "mean_steps": "annotated steps per video (mean)",
+    "mean_duration_s": "video duration (s, mean)",
+    "mean_segment_s": "annotated step length (s, mean)",
+}
+
+
+def dataset_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`dataset_table`'s rows with each statistic in words (:data:`STATISTIC_NAMES`) and
+    readable column names; the file keeps the keys."""
+    view = table.assign(statistic=[STATISTIC_NAMES.get(k, k) for k in table["statistic"]])
+    return view.rename(columns={"workbench": "annotation files", "paper": "paper"})
 
 
 def main_results_table(

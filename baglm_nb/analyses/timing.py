@@ -35,6 +35,7 @@ __all__ = [
     "timing_summary",
     "timing_table",
     "timing_tables",
+    "timing_view",
 ]
 
 #: Timing columns in the order the figure stacks them (others follow, alphabetically).
@@ -245,3 +246,21 @@ def run_table(summary: dict[str, Any]) -> pd.DataFrame:
             "label": summary.get("label", "") or "-",
         }
     )
+
+
+#: Why a column of :func:`timing_table` can be empty, for the line under the shown table.
+_EMPTY_WHY = {
+    "workbench_k10": "no timed video has the paper's example's K = {k} steps",
+    "workbench_example": "the paper's example video ({uid}) was not timed here",
+}
+
+
+def timing_view(table: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """:func:`timing_table`'s rows as shown: a column with no value (``workbench_k10``,
+    ``workbench_example``) is left out, and the line returned says why (None when none is)."""
+    empty = [c for c in _EMPTY_WHY if c in table.columns and table[c].isna().all()]
+    if not empty:
+        return table, None
+    k, uid = int(PAPER_TIMING["example_num_steps"]), PAPER_TIMING["example_uid"]
+    why = "; ".join(f"{c}: {_EMPTY_WHY[c].format(k=k, uid=uid)}" for c in empty)
+    return table.drop(columns=empty), f"Columns left out, having no value: {why}."

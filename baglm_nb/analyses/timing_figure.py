@@ -19,16 +19,18 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from baglm_nb.analyses.palette import STAGE_COLOURS
 from baglm_nb.inputs.paper import PAPER_TIMING
 from baglm_nb.inputs.variants import SEGMENT_DURATION
 
 __all__ = ["STAGE_STYLE", "timing_figure"]
 
 #: Each timed stage's label and colour, in stacking order (the same in both panels).
+#: The colours are the palette's stage hues (:data:`~baglm_nb.analyses.palette.STAGE_COLOURS`).
 STAGE_STYLE: dict[str, tuple[str, str]] = {
-    "decode_s": ("decoding + preprocessing", "#9e9e9e"),
-    "vsg_s": ("VSG scores", "#4c72b0"),
-    "progress_s": ("progress scores", "#dd8452"),
+    "decode_s": ("decoding + preprocessing", STAGE_COLOURS["decode"]),
+    "vsg_s": ("VSG scores", STAGE_COLOURS["vsg"]),
+    "progress_s": ("progress scores", STAGE_COLOURS["progress"]),
 }
 
 

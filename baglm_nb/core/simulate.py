@@ -111,6 +111,7 @@ from baglm_nb.inputs import grid
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import ground_truth
 from baglm_nb.inputs.paper import paper_value
+from baglm_nb.inputs.progress import bar_options
 from baglm_nb.inputs.variants import OFF_STEP_PROGRESS, SAMPLING_FPS, SEGMENT_DURATION
 
 __all__ = [
@@ -445,7 +446,13 @@ def simulate_dataset(
     """
     params = _params(dataset, params)
     videos = load_dataset(dataset) if videos is None else videos
-    bar = tqdm(videos, desc=f"{LABEL} {dataset}", unit="video", disable=not show_progress)
+    bar = tqdm(
+        videos,
+        desc=f"{LABEL} {dataset}",
+        unit="video",
+        disable=not show_progress,
+        **bar_options(),
+    )
     return {v.uid: _simulate(v, params) for v in bar}
 
 
@@ -614,7 +621,7 @@ def write_simulated_cache(
     videos = list(load_dataset(dataset) if videos is None else videos)[:limit]
     stale = set(cache.stale(videos))
     todo = [v for v in videos if not cache.has(v.uid) or v.uid in stale]
-    for video in tqdm(todo, desc=f"write {LABEL} {dataset}", unit="video"):
+    for video in tqdm(todo, desc=f"write {LABEL} {dataset}", unit="video", **bar_options()):
         scores = _simulate(video, params)
         cache.write_video(video.uid, scores.vsg, scores.progress, steps=video.steps)
     return cache.path

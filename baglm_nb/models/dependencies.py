@@ -46,6 +46,7 @@ import numpy as np
 import pyarrow as pa
 
 from baglm_nb.inputs.datasets import Video, annotation_path, load_dataset
+from baglm_nb.inputs.progress import bar_options
 from baglm_nb.models.dispatch import Engine, EngineSetting, make_engine
 from baglm_nb.models.prompts import get_prompt
 from baglm_nb.stores.dependencies import DependencyCache
@@ -294,6 +295,7 @@ def dependency_matrix(
         unit="pair",
         leave=False,
         disable=not show_progress,
+        **bar_options(),
     )
     try:
         for start in range(0, len(todo), backend.chunk_size):
@@ -557,6 +559,7 @@ def _build_on(
         desc=f"deps {dataset}",
         unit="group",
         disable=not show_progress,
+        **bar_options(),
     ) as bar:
         for out in eng.imap(group_task, todo):
             if out is None:

@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 
 from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import length_mismatch, num_segments
+from baglm_nb.inputs.progress import bar_options
 from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION
 from baglm_nb.inputs.video import VideoError, find_video_file
 from baglm_nb.models.dispatch import ENGINES, Engine, EngineSetting, make_engine
@@ -196,7 +197,14 @@ def score_video(
         raise VideoError(path, f"{why}: {info.num_frames} frames at {info.fps:g} fps")
     vsg, prog = [], []
     timings: dict[str, list[float]] = {"decode_s": []}
-    bar = tqdm(total=total, desc=video.uid, unit="seg", leave=False, disable=not show_progress)
+    bar = tqdm(
+        total=total,
+        desc=video.uid,
+        unit="seg",
+        leave=False,
+        disable=not show_progress,
+        **bar_options(),
+    )
     batches = iter_segments(
         path,
         segment_duration=segment_duration,
@@ -328,7 +336,7 @@ class _DriverBar:
     def __init__(self, total: int, desc: str, engine: Engine, show: bool) -> None:
         self.engine, self.start = engine, time.perf_counter()
         self.failed = self.segments = 0
-        self.bar = tqdm(total=total, desc=desc, unit="video", disable=not show)
+        self.bar = tqdm(total=total, desc=desc, unit="video", disable=not show, **bar_options())
 
     def update(self, result: VideoResult | None = None) -> None:
         """Count a finished video (``None``: refresh the figures only)."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from baglm_nb.inputs.progress import bar_options
 from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION
 from baglm_nb.stores import published_files as pf
 from baglm_nb.stores.dependencies import DependencyCache
@@ -143,7 +144,7 @@ def _import_all(run: _Run, videos: Sequence[Video], show_progress: bool) -> dict
     outcome = {"imported": 0, "skipped": 0, "refused": 0}
     groups: set[str] = set()
     desc = f"import {run.scores.key.dataset}"
-    for video in tqdm(videos, desc=desc, disable=not show_progress):
+    for video in tqdm(videos, desc=desc, disable=not show_progress, **bar_options()):
         result = _import_video(run, video)
         outcome[result] += 1
         if result == "imported":

@@ -8,9 +8,13 @@ written;
 ``follow --replay [SCORES] [--dataset NAME] -- UID`` replays scores through the online filter:
 ``simulated`` (the default; one video simulated on demand through :mod:`baglm_nb.core.sources`)
 or a score-cache folder (or a folder above one). Without a uid, ``--replay`` lists the videos
-it can replay. The run itself is :func:`baglm_nb.apps.online.session.run_follow`; bad input
-raises ``ValueError`` / ``FileNotFoundError`` naming the path or uid, which
-:func:`baglm_nb.apps.cli.main.main` turns into one ``error:`` line and exit code 2 (``--debug``
+it can replay. A dataset video's D is ``--deps``, by default the notebooks' (the simulated
+LLaMA's, ``simulated-llm:llama``); the first lines printed and the report's banner name the
+observations, D, threshold, patience and smoothing lag
+(:mod:`baglm_nb.apps.online.run_settings`). The run itself is
+:func:`baglm_nb.apps.online.session.run_follow`; bad input raises ``ValueError`` /
+``FileNotFoundError`` naming the path or uid, which :func:`baglm_nb.apps.cli.main.main` turns
+into one ``error:`` line and exit code 2 (``--debug``
 shows the traceback).
 """
 
@@ -30,6 +34,7 @@ from baglm_nb.inputs.variants import TRANSITIONS
 
 def register(verbs) -> None:
     """Add the ``follow`` verb."""
+    from baglm_nb.core.simulate_deps import SIMULATED_LLM
     from baglm_nb.inputs.datasets import DATASETS
 
     p = verbs.add_parser(
@@ -73,9 +78,10 @@ def register(verbs) -> None:
     )
     p.add_argument(
         "--deps",
-        default=None,
-        help="for a dataset video without --task: 'oracle' (default), 'none' or a "
-        "dependency cache folder",
+        default=SIMULATED_LLM,
+        help=f"for a dataset video without --task: D, as the notebooks take it: "
+        f"'{SIMULATED_LLM}' (default, the notebooks' D), 'simulated-llm:gpt', 'oracle', "
+        "'none' or a dependency cache folder",
     )
     p.add_argument(
         "--pace",

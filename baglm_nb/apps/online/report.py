@@ -37,6 +37,8 @@ from baglm_nb.analyses.belief_legend import (
     when_annotated,
 )
 from baglm_nb.analyses.belief_views import BeliefFigure, step_colours
+from baglm_nb.analyses.display import MISSING
+from baglm_nb.analyses.palette import STAGE_COLOURS
 from baglm_nb.apps.online.events import median_p99
 from baglm_nb.core.online import Estimate
 from baglm_nb.core.online_metrics import METRIC_KEYS, dataset_metrics, truth_states, video_counts
@@ -44,7 +46,7 @@ from baglm_nb.inputs.datasets import Video
 from baglm_nb.inputs.grid import ground_truth, per_second
 from baglm_nb.stores.atomic import atomic_write_text
 
-__all__ = ["latency_figure", "render_html", "write_html_report"]
+__all__ = ["latency_figure", "render_html", "video_quality", "write_html_report"]
 
 STYLE = (
     "body{font-family:sans-serif;max-width:1150px;margin:2em auto;color:#222}img{max-width:100%}"
@@ -147,6 +149,7 @@ def latency_figure(estimates: Sequence[Estimate]):
             bottom=bottom,
             align="edge",
             label=part,
+            color=STAGE_COLOURS[part],
             edgecolor="white",
             linewidth=0.5,
         )
@@ -308,19 +311,35 @@ METRIC_TEXT = {
 }
 
 
-def _quality(estimates, steps, beliefs, video: Video, hysteresis) -> str:
-    """The online metrics of this video (:mod:`baglm_nb.core.online_metrics`) with the
-    threshold, patience and smoothing lag the announcements were made with."""
+def video_quality(estimates: Sequence[Estimate], steps: Sequence[str], video: Video) -> dict:
+    """The online metrics of this video (:mod:`baglm_nb.core.online_metrics`,
+    :data:`~baglm_nb.core.online_metrics.METRIC_KEYS`) from the run's own beliefs and
+    announcements: what notebook 09's timeline measures on the same video and settings."""
+    beliefs, _ = _rows(estimates, steps)
     d = int(round(estimates[0].t_end - estimates[0].t_start)) or 1
     lag = float(estimates[0].lag_s)
     said = [(e.segment, e.step) for e in estimates if e.announced]
     counts = video_counts(video, beliefs, said, segment_duration=d, lag_s=lag)
-    values = dataset_metrics(video.dataset, {video.uid: counts}, [video])
+    return dataset_metrics(video.dataset, {video.uid: counts}, [video])
+
+
+def _number(value: float) -> str:
+    """A metric's value to 3 decimals, or the missing marker ("–") for NaN."""
+    return MISSING if value != value else f"{value:.3f}"
+
+
+def _quality(estimates, steps, video: Video, hysteresis, values: dict | None = None) -> str:
+    """The online metrics of this video (:func:`video_quality`, or ``values`` when already
+    computed) with the threshold, patience and smoothing lag the announcements were made
+    with."""
+    d = int(round(estimates[0].t_end - estimates[0].t_start)) or 1
+    lag = float(estimates[0].lag_s)
+    values = values if values is not None else video_quality(estimates, steps, video)
     rows = "".join(
-        f"<tr><td>{k}</td><td>{values[k]:.3f}</td><td>{html.escape(METRIC_TEXT[k])}</td></tr>"
+        f"<tr><td>{k}</td><td>{_number(values[k])}</td><td>{html.escape(METRIC_TEXT[k])}</td></tr>"
         for k in METRIC_KEYS
     )
-    threshold, patience = hysteresis if hysteresis else ("?", "?")
+    threshold, patience = hysteresis if hysteresis else (MISSING, MISSING)
     smoothing = (
         f"beliefs smoothed with a fixed lag of {lag:g} s ({lag / d:g} segments)"
         if lag
@@ -424,6 +443,34 @@ def _source_banner(source: str) -> str:
     return f'<p id="source" class="banner real">Source: {html.escape(source)}.</p>'
 
 
+def _truth_section(
+    estimates, steps, beliefs, said, video: Video | None, hysteresis, quality
+) -> str:
+    """The ground truth's summary, the online metrics and the per-step table; without a
+    ground truth, why not, and the task's steps."""
+    if video is None:
+        return (
+            '<p id="no-truth">No ground truth: this is not a dataset video (replay a dataset '
+            f'video, or pass --dataset with a file named by its uid).</p><p id="numbering">'
+            f"{NUMBERING}</p><h2>Steps</h2>" + _steps_table(steps)
+        )
+    table, summary = _truth_table(video, beliefs, said)
+    return (
+        f'<p id="summary">{html.escape(summary)}</p><p id="numbering">{NUMBERING}</p>'
+        + _quality(estimates, steps, video, hysteresis, quality)
+        + "<h2>Ground truth and outcome per step</h2>"
+        + table
+    )
+
+
+def _settings_table(settings: Sequence[tuple[str, str]]) -> str:
+    """What the run used (:func:`~baglm_nb.apps.online.run_settings.run_settings`): one
+    column per field, its name above its value."""
+    head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in settings)
+    cells = "".join(f"<td>{html.escape(str(value) or MISSING)}</td>" for _, value in settings)
+    return f'<table id="settings"><tr>{head}</tr><tr>{cells}</tr></table>'
+
+
 def render_html(
     estimates: Sequence[Estimate],
     steps: Sequence[str],
@@ -436,6 +483,8 @@ def render_html(
     hysteresis: tuple[float, int] | None = None,
     alerts: Sequence | None = None,
     alerts_note: str = "",
+    settings: Sequence[tuple[str, str]] = (),
+    quality: dict | None = None,
 ) -> str:
     """The report as one HTML string (figures inline).
 
@@ -459,28 +508,22 @@ def render_html(
         The run's alerts (:mod:`baglm_nb.core.alerts`); None when alerts were off.
     alerts_note : str
         Whether alerts were on, and why (an "Alerts" section shows it when given).
+    settings : sequence of (name, value)
+        What the run used (observations, D, threshold, patience, smoothing lag), shown under
+        the source banner.
+    quality : dict, optional
+        The video's online metrics when already computed (:func:`video_quality`).
     """
-    parts = [_source_banner(source or "unknown"), f'<p id="note">{html.escape(note)}</p>']
+    parts = [_source_banner(source or "unknown")]
+    if settings:
+        parts.append(_settings_table(settings))
+    parts.append(f'<p id="note">{html.escape(note)}</p>')
     if not estimates:
         parts.append("<p>No segment was processed.</p>")
     else:
         beliefs, said = _rows(estimates, steps)
         parts.append(f"<p>{len(estimates)} segments, {estimates[-1].t_end:.0f} s of video.</p>")
-        if video is not None:
-            table, summary = _truth_table(video, beliefs, said)
-            parts += [
-                f'<p id="summary">{html.escape(summary)}</p>',
-                f'<p id="numbering">{NUMBERING}</p>',
-                _quality(estimates, steps, beliefs, video, hysteresis),
-                "<h2>Ground truth and outcome per step</h2>",
-                table,
-            ]
-        else:
-            parts.append(
-                '<p id="no-truth">No ground truth: this is not a dataset video (replay a dataset '
-                f'video, or pass --dataset with a file named by its uid).</p><p id="numbering">'
-                f"{NUMBERING}</p><h2>Steps</h2>" + _steps_table(steps)
-            )
+        parts.append(_truth_section(estimates, steps, beliefs, said, video, hysteresis, quality))
         image, reading = _belief_view(beliefs, said, steps, video, title)
         if gaps:
             parts.append(_gaps_table(gaps))
@@ -515,6 +558,8 @@ def write_html_report(
     hysteresis: tuple[float, int] | None = None,
     alerts: Sequence | None = None,
     alerts_note: str = "",
+    settings: Sequence[tuple[str, str]] = (),
+    quality: dict | None = None,
 ) -> Path:
     """Write :func:`render_html` to ``path`` atomically; returns the path."""
     page = render_html(
@@ -528,5 +573,7 @@ def write_html_report(
         hysteresis=hysteresis,
         alerts=alerts,
         alerts_note=alerts_note,
+        settings=settings,
+        quality=quality,
     )
     return atomic_write_text(path, page)

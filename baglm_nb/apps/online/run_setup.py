@@ -58,13 +58,14 @@ def _task_of(
 ) -> tuple[str, list[str], np.ndarray, Video | None]:
     """``(goal, steps, D, ground-truth video or None)`` from ``--task`` or the annotation."""
     from baglm_nb.core import sources
+    from baglm_nb.core.simulate_deps import SIMULATED_LLM
     from baglm_nb.inputs.tasks import load_task
 
     if args.task:
         task = load_task(args.task)
         same = video is not None and tuple(task.steps) == tuple(video.steps)
         return task.goal, task.steps, task.dependency_matrix(), video if same else None
-    resolved = sources.dependencies(video.dataset, args.deps or "oracle")
+    resolved = sources.dependencies(video.dataset, args.deps or SIMULATED_LLM)
     d = resolved.matrix(video) if resolved else None
     if d is None:
         raise ValueError(f"--deps {args.deps!r} has no matrix for {video.dataset}")

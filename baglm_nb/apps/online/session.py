@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from baglm_nb.apps.online.alert_setup import alert_monitor, alert_setting
 from baglm_nb.apps.online.ending import ctrl_c_sets
 from baglm_nb.apps.online.follow import follow, replay, smoothed
+from baglm_nb.apps.online.run_settings import run_settings, settings_line
 from baglm_nb.apps.online.run_setup import model_setup, replay_setup, replay_target
 from baglm_nb.apps.online.terminal import consume, list_videos, one_line
 
@@ -65,10 +66,13 @@ def run_follow(args: argparse.Namespace, build_scorer: Callable[[], Any]) -> int
         f"following {one_line(args.source)} ({grounder.source}); goal: {one_line(grounder.goal)}",
         flush=True,
     )
+    settings = run_settings(args, grounder)
+    print(settings_line(settings), flush=True)
     monitor, alerts_line = alert_monitor(args, grounder, alerts_on, alerts_line)
     print(alerts_line, flush=True)
     with ctrl_c_sets(pressed):
         estimates, gaps, reason, interrupted = consume(stream, args, ended, pressed, monitor)
+    quality = _quality(estimates, grounder, truth)
     if args.html:
         _report(
             args,
@@ -79,6 +83,8 @@ def run_follow(args: argparse.Namespace, build_scorer: Callable[[], Any]) -> int
             reason,
             alerts=None if monitor is None else monitor.raised,
             alerts_note=alerts_line,
+            settings=settings,
+            quality=quality,
         )
     if interrupted:
         return 128 + getattr(pressed, "signum", signal.SIGINT)  # 130 Ctrl-C, 143 SIGTERM
@@ -87,6 +93,21 @@ def run_follow(args: argparse.Namespace, build_scorer: Callable[[], Any]) -> int
     if not estimates:
         raise RuntimeError(f"no segment was followed: {reason}")
     return 0
+
+
+def _quality(
+    estimates: list[Estimate], grounder: OnlineGrounder, truth: Video | None
+) -> dict | None:
+    """The video's online metrics (:func:`~baglm_nb.apps.online.report.video_quality`), printed
+    as one line, when the run has a ground truth and a segment; else None."""
+    if truth is None or not estimates:
+        return None
+    from baglm_nb.analyses.assistance import quality_text
+    from baglm_nb.apps.online.report import video_quality
+
+    values = video_quality(estimates, grounder.steps, truth)
+    print(f"quality on this video: {quality_text(values)} (docs/metrics.md)", flush=True)
+    return values
 
 
 def _report(
@@ -99,6 +120,8 @@ def _report(
     *,
     alerts: list | None = None,
     alerts_note: str = "",
+    settings: list[tuple[str, str]] = (),
+    quality: dict | None = None,
 ) -> None:
     """Write the HTML report of ``--html`` and say where."""
     from baglm_nb.analyses.tables import title_for
@@ -121,5 +144,7 @@ def _report(
         hysteresis=(h.threshold, h.patience),
         alerts=alerts,
         alerts_note=alerts_note,
+        settings=settings,
+        quality=quality,
     )
     print(f"report: {args.html}", flush=True)

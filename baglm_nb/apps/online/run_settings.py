@@ -1,0 +1,60 @@
+"""What a followed run used, named once: its observation source, D and announcement settings.
+
+:func:`run_settings` lists them as ``(name, value)`` fields, in the order both the terminal's
+first lines (:func:`settings_line`) and the HTML report's banner
+(:func:`baglm_nb.apps.online.report.render_html`, ``settings``) show them, so a field added to
+the list shows in both. A value that is missing prints as
+:data:`~baglm_nb.analyses.display.MISSING` ("–").
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from baglm_nb.core.online import OnlineGrounder
+
+__all__ = ["dependency_label", "run_settings", "settings_line"]
+
+
+def dependency_label(args: argparse.Namespace) -> str:
+    """The D a run used: ``--deps`` for a dataset video, or what the task file gives."""
+    from baglm_nb.core.simulate_deps import SIMULATED_LLM
+    from baglm_nb.inputs.tasks import load_task
+
+    if not args.task:
+        return str(args.deps or SIMULATED_LLM)
+    task = load_task(args.task)
+    if task.dependency is not None:
+        return f"the task file's 'dependency' ({args.task})"
+    if task.ordered:
+        return f"the task file's step order, a chain ({args.task})"
+    return f"none: the task file has no 'dependency' and is not ordered ({args.task})"
+
+
+def _segments(count: int, segment_duration: int) -> str:
+    """A count of segments with its length in seconds."""
+    unit = "segment" if count == 1 else "segments"
+    return f"{count} {unit} ({count * segment_duration:g} s)"
+
+
+def run_settings(args: argparse.Namespace, grounder: OnlineGrounder) -> list[tuple[str, str]]:
+    """The ``(name, value)`` fields of what the run used, in the order they are shown."""
+    d = grounder.segment_duration
+    h = grounder.hysteresis
+    return [
+        ("observations", grounder.source),
+        ("D", dependency_label(args)),
+        ("threshold", f"{h.threshold:g}"),
+        ("patience", _segments(h.patience, d)),
+        ("smoothing lag", _segments(int(args.smoothing_lag or 0), d)),
+    ]
+
+
+def settings_line(fields: Sequence[tuple[str, str]]) -> str:
+    """The fields as one terminal line: ``settings: name: value; name: value; ...``."""
+    from baglm_nb.analyses.display import MISSING
+
+    return "settings: " + "; ".join(f"{name}: {value or MISSING}" for name, value in fields)
