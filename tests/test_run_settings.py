@@ -10,7 +10,7 @@ from baglm_nb.apps.online.report import render_html
 from baglm_nb.apps.online.run_settings import dependency_label, run_settings, settings_line
 from baglm_nb.core.online import Hysteresis
 
-NAMES = ["observations", "D", "threshold", "patience", "smoothing lag"]
+NAMES = ["observations", "D", "threshold", "patience", "smoothing lag", "stay"]
 
 
 def _args(**kw) -> argparse.Namespace:
@@ -27,10 +27,13 @@ def test_the_fields_name_each_setting_with_its_unit():
         "threshold": "0.6",
         "patience": "3 segments (6 s)",
         "smoothing lag": "1 segment (2 s)",
+        "stay": "0 (the paper's filter)",
     }
+    beyond = dict(run_settings(_args(smoothing_lag=1, stay=0.9), grounder))
+    assert beyond["stay"] == "0.9 (beyond the paper)"
     line = settings_line(fields)
     assert line.startswith("settings: observations: lmm:x; D: simulated-llm:llama; ")
-    assert line.endswith("; smoothing lag: 1 segment (2 s)")
+    assert line.endswith("; smoothing lag: 1 segment (2 s); stay: 0 (the paper's filter)")
     assert settings_line([("D", "")]) == "settings: D: \u2013"  # a missing value: the dash
     # the report's banner shows the same fields, in the same order
     page = render_html([], ["a"], title="t", settings=fields)

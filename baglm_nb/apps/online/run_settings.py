@@ -1,4 +1,5 @@
-"""What a followed run used, named once: its observation source, D and announcement settings.
+"""What a followed run used, named once: its observation source, D, announcement settings and
+the filter's stay.
 
 :func:`run_settings` lists them as ``(name, value)`` fields, in the order both the terminal's
 first lines (:func:`settings_line`) and the HTML report's banner
@@ -40,6 +41,13 @@ def _segments(count: int, segment_duration: int) -> str:
     return f"{count} {unit} ({count * segment_duration:g} s)"
 
 
+def _stay(stay: float) -> str:
+    """The filter's stay S: the paper's filter at 0, else labelled beyond the paper."""
+    from baglm_nb.inputs.variants import stay_label
+
+    return stay_label(stay).removeprefix("stay ") if stay else "0 (the paper's filter)"
+
+
 def run_settings(args: argparse.Namespace, grounder: OnlineGrounder) -> list[tuple[str, str]]:
     """The ``(name, value)`` fields of what the run used, in the order they are shown."""
     d = grounder.segment_duration
@@ -50,6 +58,7 @@ def run_settings(args: argparse.Namespace, grounder: OnlineGrounder) -> list[tup
         ("threshold", f"{h.threshold:g}"),
         ("patience", _segments(h.patience, d)),
         ("smoothing lag", _segments(int(args.smoothing_lag or 0), d)),
+        ("stay", _stay(float(getattr(args, "stay", 0.0) or 0.0))),
     ]
 
 
