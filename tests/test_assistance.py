@@ -150,8 +150,11 @@ def test_quality_text_marks_a_missing_value():
                "flicker_per_min": 12.75}  # fmt: skip
     text = assistance.quality_text(metrics)
     assert text == (
-        "per-second accuracy 0.590, announcement F1 0.800, median delay \u2013 s, flicker 12.8/min"
+        "per-second accuracy 0.590 (step rows \u2013), announcement F1 0.800, "
+        "median delay \u2013 s, flicker 12.8/min"
     )
+    full = assistance.quality_text({**metrics, "frame_accuracy_on_steps": 0.3256})
+    assert full.startswith("per-second accuracy 0.590 (step rows 0.326), ")
     assert "nan" not in text
 
 

@@ -237,7 +237,11 @@ def test_two_processes_writing_one_cache_at_once(verb, tmp_path, stub):
     single = ScoreCache.open(next(alone.rglob("config.json")).parent)
     assert shared.uids() == single.uids()
     for uid in single.uids():
-        np.testing.assert_allclose(shared.read_video(uid).vsg, single.read_video(uid).vsg)
+        # the same scores up to the last bits (each process computes its own, with its own
+        # threads); a torn or mixed entry would differ far more, or fail to read
+        np.testing.assert_allclose(
+            shared.read_video(uid).vsg, single.read_video(uid).vsg, rtol=1e-5, atol=1e-9
+        )
 
 
 # -- notebooks: bad parameters --------------------------------------------------------------------

@@ -129,3 +129,21 @@ def test_announcement_grid_and_table_on_a_tiny_grid():
     row = frame[(frame["dataset"] == "HT-Step") & (frame["setting"] == "current")].iloc[0]
     assert row["announce_f1"] == current["announce_f1"].iloc[0]
     assert (row["threshold"], row["patience"], row["lag"]) == (0.5, 2, 0)
+
+
+def test_named_twins_are_told_apart():
+    """``simulated:iid`` and ``simulated:pinned`` share the label ``simulated``: the sweep names
+    each by its setting, so their rows, view and lines stay apart (each its own hue)."""
+    twins = ["simulated:iid", "simulated:pinned"]
+    table = stay.stay_table(twins, ["htstep"], DEPS, [0.0, 0.9], limit=2).frame
+    assert list(dict.fromkeys(table["twin"])) == twins
+    assert set(table["source"]) == {"simulated"}
+    view = stay.stay_view(table)
+    assert (
+        len(view) == len(table) and not view.duplicated(["dataset", "twin", "method", "stay"]).any()
+    )
+    fig = stay.stay_lines(table, "t")
+    lines = [line for ax in fig.axes for line in ax.get_lines()]
+    hues = {t: {x.get_color() for x in lines if x.get_label() == f"BaGLM, {t}"} for t in twins}
+    assert all(len(h) == 1 for h in hues.values()) and hues[twins[0]] != hues[twins[1]]
+    plt.close(fig)

@@ -82,7 +82,7 @@ CURVE_METRICS = {
 }
 
 #: The columns of :data:`CURVE_METRICS` stored as fractions (drawn in percent).
-_FRACTIONS = ("frame_accuracy", "announce_f1")
+_FRACTIONS = ("frame_accuracy", "frame_accuracy_on_steps", "announce_f1")
 
 
 def quality_text(metrics: Mapping[str, float]) -> str:
@@ -95,7 +95,7 @@ def quality_text(metrics: Mapping[str, float]) -> str:
     """
 
     def fixed(key: str, spec: str) -> str:
-        value = float(metrics[key])
+        value = float(metrics.get(key, math.nan))
         return MISSING if value != value else format(value, spec)
 
     return (

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -96,7 +97,7 @@ def stay_table(
     one such as ``"simulated"``, a score-cache folder or ``{dataset: ...}``); each is read for
     every dataset of ``datasets`` (the first ``limit`` videos). Columns: ``dataset``,
     ``method``, ``workbench`` (R@1 %), ``paper`` (NaN), ``videos``, ``source`` (the
-    observations' label), ``twin`` (the same label: what the sweep compares), ``stay``, the
+    observations' label), ``twin`` (what the sweep compares: :func:`twin_name`), ``stay``, the
     :data:`~baglm_nb.core.online_metrics.METRIC_KEYS`, ``threshold``, ``patience`` and ``D``.
     The off-the-shelf model gets one row per (twin, dataset) with ``stay`` NaN.
     """
@@ -108,7 +109,7 @@ def stay_table(
             labels.append(obs.label)
             d = obs.segment_duration
             resolved = require_dependencies(deps, obs.dataset)
-            common = {"source": obs.label, "twin": obs.label}
+            common = {"source": obs.label, "twin": twin_name(twin, obs.label)}
             raw = score_raw(obs)
             raw_metrics = measure(
                 obs.dataset, obs.videos, obs.vsg, scores=True, segment_duration=d, **opts
@@ -156,6 +157,14 @@ def stay_table(
                     )
                 )
     return ResultTable.of(pd.DataFrame(rows), items, observations=labels)
+
+
+def twin_name(setting: sources.ObservationSource, label: str) -> str:
+    """What the sweep calls an observation setting: a named one as written (``simulated:iid``
+    and ``simulated:pinned`` share the label ``simulated``), else the observations' label."""
+    if isinstance(setting, str) and not Path(setting).exists():
+        return setting
+    return label
 
 
 #: The columns of :func:`stay_view`: what notebook 09 shows of :func:`stay_table`.

@@ -48,38 +48,31 @@ by ``docs/alerts.md`` and notebook 09.
 
 The two twins (how long the LMM's mistakes last)
 ------------------------------------------------
-The off-the-shelf R@1 counts each (video, step) pair's top second only, so it cannot tell how
-long an error lasts; the paper's off-the-shelf HT-Step localization mAP (InternVL2.5-8B, LoG
-blobs on the raw scores) can: one-segment blips become many short false segments. Two
-parameter sets are kept by name (:mod:`baglm_nb.core.twins`, :func:`twin_params`): ``iid``
-(``noise_corr`` 0, ``signal`` fitted to the off-the-shelf R@1 alone; its mAP is far below the
-paper's) and ``pinned`` (``noise_corr`` :data:`~baglm_nb.core.twins.PINNED_NOISE_CORR`, shared
-by every dataset, fitted jointly with each dataset's ``signal`` to the off-the-shelf R@1 of all
-four datasets and the off-the-shelf HT-Step mAP at tIoU 0.3 / 0.5 / 0.7:
-:mod:`baglm_nb.analyses.twin_fit`, ``python -m baglm_nb calibrate --twin pinned``; ``calibrate
---stored`` prints both fits against the paper and the tolerances). BaGLM's rows check both
-out of sample (``sim-check``); ``"simulated"`` gives the one with the smaller error.
+The off-the-shelf R@1 cannot tell how long an error lasts; the paper's off-the-shelf HT-Step
+localization mAP can (one-segment blips become many short false segments). Two parameter sets
+are kept by name (:mod:`baglm_nb.core.twins`, :func:`twin_params`): ``iid`` (``noise_corr`` 0,
+``signal`` fitted to the off-the-shelf R@1 alone) and ``pinned`` (``noise_corr``
+:data:`~baglm_nb.core.twins.PINNED_NOISE_CORR`, fitted jointly with each dataset's ``signal``
+to the off-the-shelf R@1 of all four datasets and the HT-Step mAP at tIoU 0.3 / 0.5 / 0.7:
+:mod:`baglm_nb.analyses.twin_fit`, ``python -m baglm_nb calibrate --twin pinned``). BaGLM's
+rows check both out of sample (``sim-check``); ``"simulated"`` gives the one with the smaller
+error.
 
 With ``confusion = 0`` and a fixed seed, each (video, step) hit of the off-the-shelf R@1 is a
 non-decreasing function of ``signal`` (the true rows' probability rises, every other row's falls),
 so :func:`offline_recall` is monotone in ``signal`` and :func:`calibrate` can bisect, as long as
 the probabilities stay below 1 in float64 (``signal`` up to about 30 with ``noise = 1``; beyond,
-true rows tie at exactly 1.0, the earliest one wins and the recall falls). It plateaus near 92%
-on HT-Step (signal 8..30), not 100%: a segment can be true for a step that marks only its second
-row, and the evaluation's earliest-row argmax then lands on the unmarked first row (178 of the
-186 misses at signal 10; the other 8 pairs are never a segment's true state).
+true rows tie at exactly 1.0, the earliest one wins and the recall falls).
 
 Calibration (per dataset)
 -------------------------
-``signal`` is the one parameter calibrated per dataset (``noise_corr``, across datasets, for
-the pinned twin). :data:`CALIBRATED_SIGNAL` holds the i.i.d. twin's value per dataset that
-:func:`calibrate` finds (seed 0, every other parameter at its default, ``tol = 0.05``) so that
-the off-the-shelf R@1 matches the paper's InternVL2.5-8B value for that dataset
-(:func:`~baglm_nb.inputs.paper.paper_value` ``("off_the_shelf", dataset)``; CrossTask: Avg.
-R@1); :data:`PINNED_SIGNAL` the same at ``noise_corr`` :data:`PINNED_NOISE_CORR`.
-``python -m baglm_nb calibrate`` reproduces and prints them. :func:`default_params` gives a
-dataset's parameters of :data:`DEFAULT_TWIN`; every function here uses them when ``params``
-is None. Only off-the-shelf rows are targets: the BaGLM rows stay an out-of-sample check.
+``signal`` is calibrated per dataset (``noise_corr``, across datasets, for the pinned twin).
+:data:`CALIBRATED_SIGNAL` holds the i.i.d. twin's values that :func:`calibrate` finds (seed 0,
+other parameters at their defaults, ``tol = 0.05``) so that the off-the-shelf R@1 matches the
+paper's InternVL2.5-8B value (:func:`~baglm_nb.inputs.paper.paper_value` ``("off_the_shelf",
+dataset)``; CrossTask: Avg. R@1); :data:`PINNED_SIGNAL` the same at :data:`PINNED_NOISE_CORR`.
+``python -m baglm_nb calibrate`` prints them; :func:`default_params` gives :data:`DEFAULT_TWIN`'s,
+used when ``params`` is None. The BaGLM rows stay an out-of-sample check.
 
 The progress parameters (``progress_noise``, ``progress_width``) are **not** calibrated: the
 off-the-shelf R@1 does not depend on them, and the paper reports no number that measures the
