@@ -111,3 +111,49 @@ def published_filter_torch(vsg, progress, dependency, transition: str = "both") 
         belief = post / z if z != 0 else post
         out.append(belief)
     return torch.stack(out).numpy()
+
+
+def literal_smoother(
+    vsg, prog, dep, lag=None, transition="both", prior="uniform", nxt=None, stay=0.0
+):
+    """Forward-backward written out: A_t from the filter's weights, row by row, each row mixed
+    with staying, (1 - stay) T + stay I (stay 0: the paper's transition); lag 0 is the filter."""
+    from baglm_nb.core.filtering import column_weights, static_transition
+
+    t_len, n = vsg.shape
+    static = static_transition(dep)
+    w = column_weights(dep, prog, transition)
+    a = np.zeros((t_len, n, n))
+    for t in range(t_len):
+        for j in range(n):
+            row = np.array([static[j, i] * w[t, i] for i in range(n)])
+            a[t, j] = (1 - stay) * row / row.sum()
+            a[t, j, j] += stay
+    lik = np.zeros((t_len, n))
+    prior_vec = np.full(n, 1.0 / n)
+    for t in range(t_len):
+        if prior == "propagated":
+            prior_vec = np.array(
+                [sum(prior_vec[j] * a[t, j, i] for j in range(n)) for i in range(n)]
+            )
+            lik[t] = vsg[t] / prior_vec
+        elif prior == "next_step":
+            lik[t] = vsg[t] / nxt[t]
+        else:
+            lik[t] = vsg[t]
+    alpha = np.zeros((t_len, n))
+    prev = np.full(n, 1.0 / n)
+    for t in range(t_len):
+        pred = np.array([sum(prev[j] * a[t, j, i] for j in range(n)) for i in range(n)])
+        alpha[t] = pred * lik[t] / (pred * lik[t]).sum()
+        prev = alpha[t]
+    out = np.zeros((t_len, n))
+    for t in range(t_len):
+        last = t_len - 1 if lag is None else min(t + lag, t_len - 1)
+        beta = np.ones(n)
+        for r in range(last, t, -1):
+            beta = np.array(
+                [sum(a[r, j, i] * lik[r, i] * beta[i] for i in range(n)) for j in range(n)]
+            )
+        out[t] = alpha[t] * beta / (alpha[t] * beta).sum()
+    return out

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference import literal_smoother
 
-from baglm_nb.core.filtering import column_weights, run_filter, static_transition
+from baglm_nb.core.filtering import run_filter
 from baglm_nb.core.online import FixedLagSmoother, OnlineGrounder
 from baglm_nb.core.smoothing import smooth
 
@@ -18,46 +19,6 @@ def inputs(seed: int = 0, t_len: int = 40, k: int = 5):
     prog = np.repeat(rng.dirichlet(np.ones(10), size=(t_len // 2, k)), 2, axis=0)
     dep = np.tril((rng.random((k, k)) > 0.4).astype(float), -1)
     return vsg, prog, dep
-
-
-def literal_smoother(vsg, prog, dep, lag=None, transition="both", prior="uniform", nxt=None):
-    """Forward-backward written out: A_t from the filter's weights, row by row, unnormalised."""
-    t_len, n = vsg.shape
-    static = static_transition(dep)
-    w = column_weights(dep, prog, transition)
-    a = np.zeros((t_len, n, n))
-    for t in range(t_len):
-        for j in range(n):
-            row = [static[j, i] * w[t, i] for i in range(n)]
-            a[t, j] = np.array(row) / sum(row)
-    lik = np.zeros((t_len, n))
-    prior_vec = np.full(n, 1.0 / n)
-    for t in range(t_len):
-        if prior == "propagated":
-            prior_vec = np.array(
-                [sum(prior_vec[j] * a[t, j, i] for j in range(n)) for i in range(n)]
-            )
-            lik[t] = vsg[t] / prior_vec
-        elif prior == "next_step":
-            lik[t] = vsg[t] / nxt[t]
-        else:
-            lik[t] = vsg[t]
-    alpha = np.zeros((t_len, n))
-    prev = np.full(n, 1.0 / n)
-    for t in range(t_len):
-        pred = np.array([sum(prev[j] * a[t, j, i] for j in range(n)) for i in range(n)])
-        alpha[t] = pred * lik[t] / (pred * lik[t]).sum()
-        prev = alpha[t]
-    out = np.zeros((t_len, n))
-    for t in range(t_len):
-        last = t_len - 1 if lag is None else min(t + lag, t_len - 1)
-        beta = np.ones(n)
-        for r in range(last, t, -1):
-            beta = np.array(
-                [sum(a[r, j, i] * lik[r, i] * beta[i] for i in range(n)) for j in range(n)]
-            )
-        out[t] = alpha[t] * beta / (alpha[t] * beta).sum()
-    return out
 
 
 def test_lag_zero_is_the_filter_bit_for_bit():

@@ -12,13 +12,12 @@ import re
 
 import numpy as np
 import pytest
+from reference import literal_smoother
 
 from baglm_nb.core.filtering import (
     FilterState,
     check_stay,
-    column_weights,
     run_filter,
-    static_transition,
 )
 from baglm_nb.core.online import OnlineGrounder
 from baglm_nb.inputs.variants import stay_label
@@ -35,43 +34,7 @@ def inputs(seed: int = 0, t_len: int = 30, k: int = 5):
 
 def literal(vsg, prog, dep, stay, lag=0, transition="both", prior="uniform", nxt=None):
     """Filter (lag 0) or fixed-lag smoother written out on explicit mixed matrices."""
-    t_len, n = vsg.shape
-    static = static_transition(dep)
-    w = column_weights(dep, prog, transition)
-    a = np.zeros((t_len, n, n))
-    for t in range(t_len):
-        for j in range(n):
-            row = np.array([static[j, i] * w[t, i] for i in range(n)])
-            a[t, j] = (1 - stay) * row / row.sum()
-            a[t, j, j] += stay
-    lik = np.zeros((t_len, n))
-    prior_vec = np.full(n, 1.0 / n)
-    for t in range(t_len):
-        if prior == "propagated":
-            prior_vec = np.array(
-                [sum(prior_vec[j] * a[t, j, i] for j in range(n)) for i in range(n)]
-            )
-            lik[t] = vsg[t] / prior_vec
-        elif prior == "next_step":
-            lik[t] = vsg[t] / nxt[t]
-        else:
-            lik[t] = vsg[t]
-    alpha = np.zeros((t_len, n))
-    prev = np.full(n, 1.0 / n)
-    for t in range(t_len):
-        pred = np.array([sum(prev[j] * a[t, j, i] for j in range(n)) for i in range(n)])
-        alpha[t] = pred * lik[t] / (pred * lik[t]).sum()
-        prev = alpha[t]
-    out = np.zeros((t_len, n))
-    for t in range(t_len):
-        last = t_len - 1 if lag is None else min(t + lag, t_len - 1)
-        beta = np.ones(n)
-        for r in range(last, t, -1):
-            beta = np.array(
-                [sum(a[r, j, i] * lik[r, i] * beta[i] for i in range(n)) for j in range(n)]
-            )
-        out[t] = alpha[t] * beta / (alpha[t] * beta).sum()
-    return out
+    return literal_smoother(vsg, prog, dep, lag, transition, prior, nxt, stay=stay)
 
 
 def test_two_state_closed_form():
