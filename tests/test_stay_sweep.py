@@ -71,7 +71,9 @@ def test_stay_lines_draws_every_metric_against_the_stay(sweep):
         expected = sweep.frame[
             (sweep.frame["dataset"] == "HT-Step") & (sweep.frame["method"] == "BaGLM")
         ].sort_values("stay")[metric]
-        np.testing.assert_allclose(curve.get_ydata(), expected.to_numpy(float))
+        percent = 100.0 if metric in stay.PERCENT_OF_FRACTION else 1.0  # R@1 is stored in %
+        np.testing.assert_allclose(curve.get_ydata(), percent * expected.to_numpy(float))
+        assert metric in ("flicker_per_min", "delay_median_s") or ax.get_ylabel().endswith("(%)")
         assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "0.9"]
         levels = [line for line in ax.lines if line.get_linestyle() == ":"]
         assert len(levels) == (2 if metric == "flicker_per_min" else 1)

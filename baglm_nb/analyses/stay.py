@@ -66,12 +66,15 @@ STAYS: tuple[float, ...] = (0.0, 0.5, 0.8, 0.9, 0.93, 0.96)
 #: The columns :func:`stay_lines` draws, with their axis labels.
 SWEEP_METRICS = {
     "workbench": "R@1 (%)",
-    "frame_accuracy": "per-second accuracy",
-    "frame_accuracy_on_steps": "step-row accuracy",
-    "announce_f1": "announcement F1",
+    "frame_accuracy": "per-second accuracy (%)",
+    "frame_accuracy_on_steps": "step-row accuracy (%)",
+    "announce_f1": "announcement F1 (%)",
     "flicker_per_min": "flicker (changes/min)",
     "delay_median_s": "median delay (s)",
 }
+
+#: The :data:`SWEEP_METRICS` stored as fractions, drawn in percent (one unit with R@1).
+PERCENT_OF_FRACTION = ("frame_accuracy", "frame_accuracy_on_steps", "announce_f1")
 
 #: ``follow``'s announcement defaults: threshold, patience (segments), smoothing lag (segments).
 CURRENT_ANNOUNCEMENT: tuple[float, int, int] = (0.5, 2, 0)
@@ -178,7 +181,8 @@ def stay_view(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def stay_lines(table: pd.DataFrame, title: str):
-    """The :data:`SWEEP_METRICS` against the stay, one column per dataset.
+    """The :data:`SWEEP_METRICS` against the stay, one column per dataset (fractions drawn in
+    percent, :data:`PERCENT_OF_FRACTION`, so that one figure has one unit per quantity).
 
     ``table`` comes from :func:`stay_table`: BaGLM solid with dots, one hue per twin
     (:func:`~baglm_nb.analyses.palette.colours`); the off-the-shelf model a dotted reference
@@ -197,12 +201,13 @@ def stay_lines(table: pd.DataFrame, title: str):
         sub = table[table["dataset"] == name]
         for row, (metric, label) in enumerate(SWEEP_METRICS.items()):
             ax = axes[row, col]
+            scale = 100.0 if metric in PERCENT_OF_FRACTION else 1.0
             for twin in twins:
                 mine = sub[sub["twin"] == twin]
                 baglm = mine[mine["method"] != off].set_index("stay").reindex(stays)
                 ax.plot(
                     x,
-                    baglm[metric].to_numpy(float),
+                    scale * baglm[metric].to_numpy(float),
                     marker="o",
                     markersize=4,
                     linestyle=WORKBENCH,
@@ -212,7 +217,7 @@ def stay_lines(table: pd.DataFrame, title: str):
                 raw = mine[mine["method"] == off][metric].to_numpy(float)
                 if len(raw) and np.isfinite(raw[0]):
                     ax.axhline(
-                        raw[0],
+                        scale * raw[0],
                         linestyle=REFERENCE,
                         color=colour(off),
                         label=f"{off}, {twin}" if len(twins) > 1 else off,
