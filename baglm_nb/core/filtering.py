@@ -19,6 +19,8 @@ argmax takes the first of them, as the published code does; float64 separates th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numba
 import numpy as np
 
@@ -32,12 +34,12 @@ from baglm_nb.inputs.variants import (
     SEGMENT_DURATION,
     STEPPINGS,
     TRANSITIONS,
-    WITH_READINESS,
-    WITH_VALIDITY,
     Precision,
     Prior,
     Stepping,
     Transition,
+    TransitionSpec,
+    transition_spec,
 )
 
 __all__ = [
@@ -47,15 +49,19 @@ __all__ = [
     "STEPPINGS",
     "TRANSITIONS",
     "FilterState",
+    "TransitionModel",
+    "check_stay",
     "column_weights",
     "expected_progress",
     "normalize",
+    "predict",
     "readiness",
-    "check_stay",
     "run_filter",
     "static_transition",
+    "transition_model",
+    "transition_weights",
+    "update",
     "validity",
-    "weights_from_done",
 ]
 
 
@@ -125,96 +131,140 @@ def validity(dependency: np.ndarray, done: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.ones_like(num), where=den != 0)
 
 
-def weights_from_done(
-    dependency: np.ndarray, done: np.ndarray, transition: Transition = "both"
+def transition_weights(
+    dependency: np.ndarray, done: np.ndarray, transition: Transition | TransitionSpec = "both"
 ) -> np.ndarray:
-    """Destination-column weights (T, K+1) from the running-max progress ``done`` (T, K).
+    """The destination-column weights (T, K+1) of the transition into each row; the one place
+    they are computed (the batch filter, :class:`FilterState` and the smoothers use it).
 
-    Step columns get ``r * v`` (or one of them, or 1 for ``static``); the none column keeps
-    weight 1.
+    ``done`` (T, K) is the running-max progress. Step columns get :func:`readiness` times
+    :func:`validity`, each only where the variant's :class:`TransitionSpec` uses it (1 for
+    ``static``); the none column keeps weight 1. The published float32 path computes the same
+    formula in torch's float32 order (:mod:`baglm_nb.core.published_numerics`).
     """
-    if transition not in TRANSITIONS:
-        raise ValueError(f"transition must be one of {TRANSITIONS}, got {transition!r}")
+    spec = transition_spec(transition)
     t, k = done.shape
     w = np.ones((t, k + 1))
-    if transition in WITH_READINESS:
+    if spec.uses_readiness:
         w[:, :k] *= readiness(dependency, done)
-    if transition in WITH_VALIDITY:
+    if spec.uses_validity:
         w[:, :k] *= validity(dependency, done)
     return w
 
 
 def column_weights(
-    dependency: np.ndarray, progress: np.ndarray, transition: Transition = "both"
+    dependency: np.ndarray, progress: np.ndarray, transition: Transition | TransitionSpec = "both"
 ) -> np.ndarray:
-    """Per-row weights of the transition matrix's destination columns, shape (T, K+1).
-
-    Computed from the running maximum of the expected progress over rows ``tau <= t``; see
-    :func:`weights_from_done`.
-    """
+    """:func:`transition_weights` of every row (T, K+1), from the running maximum of the
+    expected progress over rows ``tau <= t``."""
     done = np.maximum.accumulate(expected_progress(progress), axis=0)
-    return weights_from_done(dependency, done, transition)
+    return transition_weights(dependency, done, transition)
+
+
+@dataclass(frozen=True)
+class TransitionModel:
+    """The transition into each row, as :func:`predict` takes it (filterpy's ``kernel``).
+
+    ``A_t[j, i] = static[j, i] w_t[i] / sum_m static[j, m] w_t[m]`` with ``w_t = weights[t]``
+    (:func:`static_transition`, :func:`transition_weights`), mixed with staying: ``(1 - stay)
+    A_t + stay I`` (beyond the paper; 0 skips the mixing). The kernels never build ``A_t``.
+    """
+
+    static: np.ndarray
+    weights: np.ndarray
+    stay: float = 0.0
+
+    def matrix(self, t: int) -> np.ndarray:
+        """The dense (K+1, K+1) transition into row ``t`` (for reading and tests)."""
+        a = normalize(self.static * self.weights[t], axis=1)
+        return (1.0 - self.stay) * a + self.stay * np.eye(len(a))
+
+
+def transition_model(
+    dependency: np.ndarray,
+    progress: np.ndarray,
+    transition: Transition | TransitionSpec = "both",
+    stay: float = 0.0,
+) -> TransitionModel:
+    """The :class:`TransitionModel` of every row of one video (progress (T, K, 10))."""
+    weights = column_weights(dependency, progress, transition)
+    return TransitionModel(static_transition(dependency), weights, check_stay(stay))
+
+
+def predict(belief: np.ndarray, model: TransitionModel, t: int = 0) -> np.ndarray:
+    """The prior of row ``t``: ``belief @ A_t`` (K+1,), the transition passed in."""
+    b = np.asarray(belief, dtype=np.float64)
+    return _predict(model.static, model.weights[t], b, model.stay)
+
+
+def update(prior: np.ndarray, scores: np.ndarray, divisor: np.ndarray | None = None) -> np.ndarray:
+    """The posterior ``prior * scores / divisor``, normalised (K+1,).
+
+    ``divisor`` is the state prior divided out (zero where it is zero), none for the uniform
+    prior; a posterior that sums to zero stays zero.
+    """
+    pred = np.asarray(prior, dtype=np.float64)
+    obs = np.asarray(scores, dtype=np.float64)
+    div = obs if divisor is None else np.asarray(divisor, dtype=np.float64)
+    out = np.empty_like(pred)
+    _update(pred, obs, div, divisor is not None, out)
+    return out
 
 
 class FilterState:
     """The filter's O(K) state for online use: one :meth:`step` per observation row.
 
     Stepping a sequence of rows one at a time gives :func:`run_filter`'s beliefs on the same
-    rows (same kernel, same arithmetic); ``stay`` as in :func:`run_filter`.
+    rows (same weights function, same kernel); ``stay`` as in :func:`run_filter`.
     """
 
     def __init__(
         self,
         dependency: np.ndarray,
         *,
-        transition: Transition = "both",
+        transition: Transition | TransitionSpec = "both",
         prior: Prior = "uniform",
         stay: float = 0.0,
     ) -> None:
         d = _check_array("dependency", dependency, 2)
         if d.shape[0] != d.shape[1]:
             raise ValueError(f"dependency must be square (K, K), got {d.shape}")
-        if transition not in TRANSITIONS:
-            raise ValueError(f"transition must be one of {TRANSITIONS}, got {transition!r}")
+        spec = transition_spec(transition)
         if prior not in PRIORS:
             raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
-        self.dependency, self.transition, self.prior = d, transition, prior
+        self.dependency, self.transition, self.prior = d, spec.name, prior
+        self.spec = spec
         self.stay = check_stay(stay)
         self.static = static_transition(d)
         self.num_steps = d.shape[0]
         k = d.shape[0]
-        self._depx = np.zeros((k + 1, k + 1))
-        self._depx[:k, :k] = d
-        self._depx[:k, k] = d.sum(axis=1)
-        self._depx[k, :k] = d.sum(axis=0)
-        self._flags = 4 * _MODES[transition] + (prior == "propagated")
         self._vshape, self._pshape = (k + 1,), (k, 10)
         self.reset()
 
     def reset(self) -> None:
         """Back to the initial state: uniform belief, no progress seen."""
         n = self.num_steps + 1
-        # belief, state prior, running-max progress (+1 pad), the last step's column weights
-        self._state = np.zeros((4, n))
-        self._state[:2] = 1.0 / n
-        self._state[3] = 1.0
+        self._belief = np.full(n, 1.0 / n)
+        self._state_prior = np.full(n, 1.0 / n)
+        self._done = np.zeros(n - 1)
+        self._weights = np.ones(n)
         self.top = 0
         self.rows = 0
 
     @property
     def belief(self) -> np.ndarray:
         """The current belief (K+1,), none last (a view: copy it to keep it)."""
-        return self._state[0]
+        return self._belief
 
     @property
     def done(self) -> np.ndarray:
         """Running maximum of each step's expected progress (K,) (a view)."""
-        return self._state[2, :-1]
+        return self._done
 
     @property
     def weights(self) -> np.ndarray:
         """The destination-column weights (K+1,) of the last :meth:`step` (a view)."""
-        return self._state[3]
+        return self._weights
 
     def step(
         self,
@@ -231,99 +281,45 @@ class FilterState:
         """
         v = np.asarray(vsg, dtype=np.float64)
         p = np.asarray(progress, dtype=np.float64)
-        if v.shape != self._vshape or p.shape != self._pshape:
-            raise ValueError(
-                f"vsg must be {self._vshape} and progress {self._pshape}; got {v.shape}, {p.shape}"
-            )
-        flags = self._flags
-        div = v
-        if next_step is not None:
-            div = np.asarray(next_step, dtype=np.float64)
-            if div.shape != v.shape:
-                raise ValueError(f"next_step must have the shape of vsg {v.shape}, got {div.shape}")
-            flags += 2
+        div = _online_divisor(v, p, next_step, self._vshape, self._pshape)
         if (self.prior == "next_step") != (next_step is not None):
             raise ValueError("next_step scores are required with prior='next_step', and only then")
-        top = _online_rows(
-            self.static, self._depx, flags, repeats, v, p, div, self._state, self.stay
-        )
-        if top < 0:
-            bad = "vsg" if not (np.isfinite(v).all() and (v >= 0).all()) else "progress"
-            if next_step is not None and not (np.isfinite(div).all() and (div > 0).all()):
-                bad = "next_step"
-            raise ValueError(f"{bad} contains NaN, infinite or negative values")
-        self.top = top
+        np.maximum(self._done, expected_progress(p), out=self._done)
+        self._weights[:] = transition_weights(self.dependency, self._done[None], self.spec)[0]
+        model = (self.static, self._weights, v, div, next_step is not None)
+        propagate = self.prior == "propagated"
+        for _ in range(repeats):
+            _step(*model, propagate, self._belief, self._state_prior, self.stay)
+        self.top = int(np.argmax(self._belief))
         self.rows += repeats
         return self.belief.copy()
 
 
-_MODES = {t: i for i, t in enumerate(TRANSITIONS)}
+def _online_divisor(v, p, next_step, vshape, pshape) -> np.ndarray:
+    """Check one online row's shapes and values; the divisor row (``vsg`` itself when none)."""
+    if v.shape != vshape or p.shape != pshape:
+        raise ValueError(f"vsg must be {vshape} and progress {pshape}; got {v.shape}, {p.shape}")
+    div = v if next_step is None else np.asarray(next_step, dtype=np.float64)
+    if div.shape != v.shape:
+        raise ValueError(f"next_step must have the shape of vsg {v.shape}, got {div.shape}")
+    if next_step is not None and not (np.isfinite(div).all() and (div > 0).all()):
+        raise ValueError("next_step contains NaN, infinite or negative values")
+    for name, x in (("vsg", v), ("progress", p)):
+        if not (np.isfinite(x).all() and (x >= 0).all()):
+            raise ValueError(f"{name} contains NaN, infinite or negative values")
+    return div
 
 
 @numba.njit(cache=True, nogil=True)
-def _online_rows(static, depx, flags, repeats, obs, prog, div, state, stay):  # pragma: no cover
-    """Running-max progress, readiness/validity weights and ``repeats`` filter steps.
+def _predict(static, weights, belief, stay):  # pragma: no cover - compiled
+    """``belief @ A`` with ``A`` the row-normalised ``static * weights`` mixed with ``stay``.
 
-    ``depx`` packs D (K, K) with its row sums in column K and column sums in row K; ``state``
-    rows are belief, state prior, running-max progress and the weights used (written here);
-    ``flags`` = 4 * mode + 2 * use_div + propagate; ``stay`` as in :func:`_step`. Returns the
-    most probable state, or -1 for invalid input.
+    At ``stay`` 0 the mixing is skipped, so the arithmetic is the paper filter's, operation
+    for operation.
     """
-    k = state.shape[1] - 1
-    mode, use_div, propagate = flags // 4, (flags // 2) % 2 == 1, flags % 2 == 1
-    belief, state_prior, done = state[0], state[1], state[2]
-    for i in range(k + 1):
-        if not (obs[i] >= 0.0 and obs[i] < np.inf):
-            return -1
-        if use_div and not (div[i] > 0.0 and div[i] < np.inf):
-            return -1
-    for i in range(k):
-        e = 0.0
-        for j in range(10):
-            x = prog[i, j]
-            if not (x >= 0.0 and x < np.inf):
-                return -1
-            e += x * (j / 9.0)
-        if e > done[i]:
-            done[i] = e
-    weights = state[3]
-    weights[:] = 1.0
-    if mode == 1 or mode == 3:
-        for i in range(k):
-            if depx[i, k] != 0.0:
-                acc = 0.0
-                for j in range(k):
-                    acc += depx[i, j] * done[j]
-                weights[i] *= acc / depx[i, k]
-    if mode == 2 or mode == 3:
-        for i in range(k):
-            if depx[k, i] != 0.0:
-                acc = 0.0
-                for j in range(k):
-                    acc += depx[j, i] * (1.0 - done[j])
-                weights[i] *= acc / depx[k, i]
-    for _ in range(repeats):
-        _step(static, weights, obs, div, use_div, propagate, belief, state_prior, stay)
-    top = 0
-    for i in range(k + 1):
-        if belief[i] > belief[top]:
-            top = i
-    return top
-
-
-@numba.njit(cache=True, nogil=True)
-def _step(
-    static, weights, obs, divisor, use_divisor, propagate, belief, state_prior, stay
-):  # pragma: no cover
-    """One predict + update in place on ``belief`` (and ``state_prior`` when propagating).
-
-    ``stay`` > 0 mixes each transition row with staying, ``(1 - stay) A + stay I``; at 0 the
-    mixing is skipped, so the arithmetic is the paper filter's, operation for operation.
-    """
-    n = obs.shape[0]
+    n = belief.shape[0]
     scale = np.empty(n)
     pred = np.zeros(n)
-    nxt = np.zeros(n)
     for j in range(n):  # row normaliser of the weighted transition matrix
         s = 0.0
         for i in range(n):
@@ -331,28 +327,44 @@ def _step(
         scale[j] = 0.0 if s == 0.0 else 1.0 / s
     for j in range(n):
         bj = belief[j] * scale[j]
-        pj = state_prior[j] * scale[j]
         for i in range(n):
-            tji = static[j, i] * weights[i]
-            pred[i] += bj * tji
-            nxt[i] += pj * tji
+            pred[i] += bj * (static[j, i] * weights[i])
     if stay != 0.0:
         move = 1.0 - stay
         for i in range(n):
             pred[i] = move * pred[i] + stay * belief[i]
-            nxt[i] = move * nxt[i] + stay * state_prior[i]
+    return pred
+
+
+@numba.njit(cache=True, nogil=True)
+def _update(pred, obs, divisor, use_divisor, belief):  # pragma: no cover - compiled
+    """``belief = pred * obs / divisor`` normalised (0 where the divisor is 0; a zero sum stays
+    zero); ``use_divisor`` False: no division."""
+    n = pred.shape[0]
+    post = np.empty(n)
     total = 0.0
     for i in range(n):
         v = pred[i] * obs[i]
-        if propagate:
-            state_prior[i] = nxt[i]
-            v = 0.0 if nxt[i] == 0.0 else v / nxt[i]
-        elif use_divisor:
-            v = v / divisor[i]
-        pred[i] = v
+        if use_divisor:
+            v = 0.0 if divisor[i] == 0.0 else v / divisor[i]
+        post[i] = v
         total += v
     for i in range(n):
-        belief[i] = pred[i] / total if total != 0.0 else pred[i]
+        belief[i] = post[i] / total if total != 0.0 else post[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def _step(
+    static, weights, obs, divisor, use_divisor, propagate, belief, state_prior, stay
+):  # pragma: no cover - compiled
+    """One predict + update in place on ``belief`` (and ``state_prior`` when propagating: the
+    prior pushed through the same transition is the divisor)."""
+    pred = _predict(static, weights, belief, stay)
+    if propagate:
+        state_prior[:] = _predict(static, weights, state_prior, stay)
+        _update(pred, obs, state_prior, True, belief)
+    else:
+        _update(pred, obs, divisor, use_divisor, belief)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -413,14 +425,16 @@ def _validate(vsg, progress, dependency, next_step):
     return v, p, d, n
 
 
-def _check_options(transition, prior, stepping, precision, next_step, smoothing_lag) -> None:
-    """Refuse unknown variants and combinations :func:`run_filter` does not run."""
+def _check_options(
+    transition, prior, stepping, precision, next_step, smoothing_lag
+) -> TransitionSpec:
+    """Refuse unknown variants and combinations :func:`run_filter` does not run; the spec of
+    ``transition``."""
     if prior not in PRIORS:
         raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
     if stepping not in STEPPINGS:
         raise ValueError(f"stepping must be one of {STEPPINGS}, got {stepping!r}")
-    if transition not in TRANSITIONS:
-        raise ValueError(f"transition must be one of {TRANSITIONS}, got {transition!r}")
+    spec = transition_spec(transition)
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if (prior == "next_step") != (next_step is not None):
@@ -437,27 +451,39 @@ def _check_options(transition, prior, stepping, precision, next_step, smoothing_
             f"smoothing (smoothing_lag={smoothing_lag!r}) runs in float64 only, not "
             f"in precision {PUBLISHED_PRECISION!r}"
         )
+    return spec
 
 
-def _segments_of(lag: int | None, segment_duration: int) -> int | None:
-    """A smoothing lag in seconds as whole segments (``stepping="segment"``)."""
+def _at_stepping(v, p, n, lag, stepping, segment_duration):
+    """The rows the filter steps on (``stepping="segment"``: each segment's first row) and the
+    smoothing lag in those rows."""
+    if stepping != "segment":
+        return v, p, n, lag
+    t_len = v.shape[0]
+    if segment_duration < 1 or t_len % segment_duration:
+        raise ValueError(
+            f"stepping='segment' needs T ({t_len}) to be a multiple of segment_duration "
+            f"({segment_duration})"
+        )
     if lag is not None and lag % segment_duration:
         raise ValueError(
             f"with stepping='segment', smoothing_lag ({lag}) must be a multiple of "
             f"segment_duration ({segment_duration})"
         )
-    return None if lag is None else lag // segment_duration
+    rows = slice(0, t_len, segment_duration)
+    n = None if n is None else n[rows]
+    return v[rows], p[rows], n, None if lag is None else lag // segment_duration
 
 
-def _filter64(v, p, d, n, transition, propagate, lag, stay) -> np.ndarray:
+def _filter64(v, p, d, n, spec, propagate, lag, stay) -> np.ndarray:
     """The float64 filter (and its fixed-lag smoother with ``lag`` rows) on checked inputs."""
-    weights = column_weights(d, p, transition)
-    static = static_transition(d)
+    model = transition_model(d, p, spec, stay)
+    static, weights = model.static, model.weights
     divisor = n if n is not None else np.empty((0, v.shape[1]))
-    out = _forward(static, weights, v, divisor, propagate, stay)
+    out = _forward(static, weights, v, divisor, propagate, model.stay)
     if lag != 0:
-        lik = likelihoods(static, weights, v, n, propagate=propagate, stay=stay)
-        out = smooth(out, static, weights, lik, lag, stay=stay)
+        lik = likelihoods(static, weights, v, n, propagate=propagate, stay=model.stay)
+        out = smooth(out, static, weights, lik, lag, stay=model.stay)
     return out
 
 
@@ -466,7 +492,7 @@ def run_filter(
     progress: np.ndarray,
     dependency: np.ndarray,
     *,
-    transition: Transition = "both",
+    transition: Transition | TransitionSpec = "both",
     prior: Prior = "uniform",
     next_step: np.ndarray | None = None,
     stepping: Stepping = "second",
@@ -486,8 +512,9 @@ def run_filter(
         Digit probabilities 0..9 per step; expected progress is ``sum_j j p_j / 9``.
     dependency : (K, K) array
         ``D[i, j] = P(step j is a prerequisite of step i)``.
-    transition : {"static", "readiness", "validity", "both"}
-        Which of readiness and validity modulate the static transition matrix.
+    transition : {"static", "readiness", "validity", "both"} or TransitionSpec
+        Which of readiness and validity weight the static transition matrix (the spec's flags,
+        :data:`~baglm_nb.inputs.variants.TRANSITION_SPECS`).
     prior : {"uniform", "propagated", "next_step"}
         The state prior divided out in the update: uniform (published), the uniform prior
         pushed through the transition model at every row, or the LMM's next-step scores
@@ -518,25 +545,13 @@ def run_filter(
     (T, K+1) array of posterior beliefs, float64 (float32 with ``"float32-published"``); each
     row sums to 1 (or is zero if every state had zero likelihood).
     """
-    _check_options(transition, prior, stepping, precision, next_step, smoothing_lag)
+    spec = _check_options(transition, prior, stepping, precision, next_step, smoothing_lag)
     stay = check_stay(stay, precision)
     v, p, d, n = _validate(vsg, progress, dependency, next_step)
-    t_len, lag = v.shape[0], smoothing_lag
-    if stepping == "segment":
-        if segment_duration < 1 or t_len % segment_duration:
-            raise ValueError(
-                f"stepping='segment' needs T ({t_len}) to be a multiple of segment_duration "
-                f"({segment_duration})"
-            )
-        lag = _segments_of(lag, segment_duration)
-        rows = slice(0, t_len, segment_duration)
-        v, p = v[rows], p[rows]
-        n = None if n is None else n[rows]
+    v, p, n, lag = _at_stepping(v, p, n, smoothing_lag, stepping, segment_duration)
     propagate = prior == "propagated"
     if precision == PUBLISHED_PRECISION:
-        out = forward32(v, p, d, transition=transition, next_step=n, propagate=propagate)
+        out = forward32(v, p, d, transition=spec, next_step=n, propagate=propagate)
     else:
-        out = _filter64(v, p, d, n, transition, propagate, lag, stay)
-    if stepping == "segment":
-        out = grid.per_second(out, segment_duration)
-    return out
+        out = _filter64(v, p, d, n, spec, propagate, lag, stay)
+    return grid.per_second(out, segment_duration) if stepping == "segment" else out

@@ -31,11 +31,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from baglm_nb.inputs.variants import TRANSITIONS
+from baglm_nb.inputs.variants import TransitionSpec, transition_spec
 
 __all__ = ["TORCH_SUM_LANES", "forward32", "static_transition32"]
-
-_MODES = {t: i for i, t in enumerate(TRANSITIONS)}
 
 
 TORCH_SUM_LANES = 8
@@ -219,18 +217,22 @@ def static_transition32(dependency: np.ndarray, *, lanes: int | None = None) -> 
 
 
 @numba.njit(cache=True, nogil=True)
-def _weights(dep, row_sum, col_sum, mono, mode, prod, w, lanes):  # pragma: no cover - compiled
-    """Destination-column weights ``r * v`` (or one of them) of the step columns into ``w``."""
+def _weights(
+    dep, row_sum, col_sum, mono, use_readiness, use_validity, prod, w, lanes
+):  # pragma: no cover - compiled
+    """Destination-column weights ``r * v`` (or one of them, as the flags say) of the step
+    columns into ``w``: :func:`baglm_nb.core.filtering.transition_weights` in torch's float32
+    order."""
     k = dep.shape[0]
     r = np.ones(k, np.float32)
     v = np.ones(k, np.float32)
-    if mode == 1 or mode == 3:
+    if use_readiness:
         for i in range(k):
             for j in range(k):
                 prod[i * k + j] = dep[i, j] * mono[j]
             if row_sum[i] != 0:
                 r[i] = _inner_sum(prod, i * k, k, lanes) / row_sum[i]
-    if mode == 2 or mode == 3:
+    if use_validity:
         for j in range(k):
             rest = np.float32(1.0) - mono[j]
             for i in range(k):
@@ -239,11 +241,11 @@ def _weights(dep, row_sum, col_sum, mono, mode, prod, w, lanes):  # pragma: no c
             if col_sum[i] != 0:
                 v[i] = _column_sum(prod, k, k, i, lanes) / col_sum[i]
     for i in range(k):
-        if mode == 3:
+        if use_readiness and use_validity:
             w[i] = r[i] * v[i]
-        elif mode == 1:
+        elif use_readiness:
             w[i] = r[i]
-        elif mode == 2:
+        elif use_validity:
             w[i] = v[i]
 
 
@@ -272,7 +274,11 @@ def _predict(belief, tt, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _forward32(static, dep, mode, obs, prog, divisor, propagate, lanes):  # pragma: no cover
+def _forward32(
+    static, dep, use_readiness, use_validity, obs, prog, divisor, propagate, lanes
+):  # pragma: no cover - compiled
+    """The float32 filter over rows; the transition's flags as :func:`_weights` takes them."""
+    weighted = use_readiness or use_validity
     t_len, n = obs.shape
     k = n - 1
     flat = dep.ravel()
@@ -301,9 +307,9 @@ def _forward32(static, dep, mode, obs, prog, divisor, propagate, lanes):  # prag
             e = _inner_sum(digits, 0, 10, lanes) / np.float32(9.0)
             if e > mono[s]:
                 mono[s] = e
-                changed = changed or mode != 0
+                changed = changed or weighted
         if changed:  # the weights depend on the running max only: else the same Tt again
-            _weights(dep, row_sum, col_sum, mono, mode, prod, w, lanes)
+            _weights(dep, row_sum, col_sum, mono, use_readiness, use_validity, prod, w, lanes)
             _transition(static, w, tt, buf, lanes)
         _predict(belief, tt, prior)
         for i in range(n):
@@ -328,7 +334,7 @@ def forward32(
     progress: np.ndarray,
     dependency: np.ndarray,
     *,
-    transition: str = "both",
+    transition: str | TransitionSpec = "both",
     next_step: np.ndarray | None = None,
     propagate: bool = False,
     lanes: int | None = None,
@@ -343,8 +349,8 @@ def forward32(
         Digit probabilities per step.
     dependency : (K, K) array
         The dependency matrix D.
-    transition : {"static", "readiness", "validity", "both"}
-        Which of readiness and validity scale the step columns.
+    transition : {"static", "readiness", "validity", "both"} or TransitionSpec
+        Which of readiness and validity scale the step columns (the spec's flags).
     next_step : (T, K+1) array, optional
         Scores of the state prior divided out in the update (``prior="next_step"``).
     propagate : bool
@@ -357,6 +363,7 @@ def forward32(
     numpy.ndarray
         float32 (T, K+1) beliefs; ties are exact, so ``argmax`` picks the published row.
     """
+    spec = transition_spec(transition)
     f32 = np.float32
     dep = np.ascontiguousarray(dependency, dtype=f32)
     obs = np.ascontiguousarray(vsg, dtype=f32)
@@ -367,4 +374,5 @@ def forward32(
     if lanes not in (8, 16):
         raise ValueError(f"lanes must be 8 or 16, got {lanes!r}")
     static = _static32(dep, lanes)
-    return _forward32(static, dep, _MODES[transition], obs, prog, div, propagate, lanes)
+    flags = (spec.uses_readiness, spec.uses_validity)
+    return _forward32(static, dep, *flags, obs, prog, div, propagate, lanes)

@@ -1,6 +1,7 @@
 """The project's vocabulary: every name a user chooses from, and the published grid, once.
 
-The filter's variants (transitions, priors, steppings, precisions, the label of its ``stay``
+The filter's variants (transitions, each a :class:`TransitionSpec` carrying the readiness and
+validity flags the kernels take; priors, steppings, precisions, the label of its ``stay``
 option beyond the paper), the online gap modes, the
 simulator's off-step progress models and the grid (:data:`SEGMENT_DURATION`,
 :data:`SAMPLING_FPS`) are written here and only here; CLI choices, widgets, tables and checks
@@ -14,6 +15,7 @@ each.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 __all__ = [
@@ -28,15 +30,16 @@ __all__ = [
     "SEGMENT_DURATION",
     "STEPPINGS",
     "TRANSITIONS",
-    "WITH_READINESS",
-    "WITH_VALIDITY",
+    "TRANSITION_SPECS",
     "GapMode",
     "Localization",
     "Precision",
     "Prior",
     "Stepping",
     "Transition",
+    "TransitionSpec",
     "stay_label",
+    "transition_spec",
     "with_stay",
 ]
 
@@ -53,9 +56,51 @@ Localization = Literal["article_map", "windowed_recall"]
 
 #: Transition variants, in the order of the paper's table (static, +readiness, +validity, both).
 TRANSITIONS: tuple[str, ...] = get_args(Transition)
-#: The transition variants that weight by readiness / by validity.
-WITH_READINESS: tuple[str, ...] = ("readiness", "both")
-WITH_VALIDITY: tuple[str, ...] = ("validity", "both")
+
+
+@dataclass(frozen=True)
+class TransitionSpec:
+    """One transition variant: which factors weight the static matrix's destination columns.
+
+    ``uses_readiness``: the share of a step's prerequisites already done; ``uses_validity``:
+    the share of the steps that need it not yet done (paper eq. 4-5). The filter's kernels take
+    these two flags, never the variant's position in :data:`TRANSITIONS`; the paper's table
+    prints them as its Readiness and Validity check marks.
+    """
+
+    name: str
+    uses_readiness: bool
+    uses_validity: bool
+
+    @property
+    def is_full(self) -> bool:
+        """Both factors: BaGLM's own transition."""
+        return self.uses_readiness and self.uses_validity
+
+
+#: Each transition variant's spec, keyed by name, in the order of :data:`TRANSITIONS`.
+TRANSITION_SPECS: dict[str, TransitionSpec] = {
+    spec.name: spec
+    for spec in (
+        TransitionSpec("static", uses_readiness=False, uses_validity=False),
+        TransitionSpec("readiness", uses_readiness=True, uses_validity=False),
+        TransitionSpec("validity", uses_readiness=False, uses_validity=True),
+        TransitionSpec("both", uses_readiness=True, uses_validity=True),
+    )
+}
+
+
+def transition_spec(transition: str | TransitionSpec) -> TransitionSpec:
+    """The spec of a transition variant (a spec is returned as is); ``ValueError`` naming the
+    choices for an unknown name."""
+    if isinstance(transition, TransitionSpec):
+        return transition
+    spec = TRANSITION_SPECS.get(transition) if isinstance(transition, str) else None
+    if spec is None:
+        raise ValueError(f"transition must be one of {TRANSITIONS}, got {transition!r}")
+    return spec
+
+
 #: State priors divided out in the update; ``next_step`` needs the LMM's next-step scores.
 PRIORS: tuple[str, ...] = get_args(Prior)
 #: The priors that need no extra scores (what a cache without next-step scores offers).
