@@ -26,6 +26,7 @@ import pandas as pd
 
 from baglm_nb.analyses.agreement import column_note
 from baglm_nb.inputs.paper import PAPER_COMPARISON_ORDER, RERUN_MARK
+from baglm_nb.inputs.variants import TRANSITION_SPECS, TRANSITIONS
 
 __all__ = [
     "CHECK",
@@ -57,12 +58,10 @@ PAPER_ONLY = "paper only"
 #: The workbench cell of a slot row (its inputs are missing).
 SLOT_CELL = "slot"
 
-#: Tab. transition model's rows and their (Readiness, Validity) check marks.
+#: Tab. transition model's rows and their (Readiness, Validity) check marks: each
+#: :class:`~baglm_nb.inputs.variants.TransitionSpec`'s flags.
 TRANSITION_MARKS: dict[str, tuple[bool, bool]] = {
-    "static": (False, False),
-    "readiness": (True, False),
-    "validity": (False, True),
-    "both": (True, True),
+    name: (spec.uses_readiness, spec.uses_validity) for name, spec in TRANSITION_SPECS.items()
 }
 
 #: Tab. oracle's rows (:data:`~baglm_nb.analyses.results.ORACLE_ROWS`) and their (Progress
@@ -276,19 +275,7 @@ def pattern_layouts(patterns: pd.DataFrame) -> list[tuple[str, pd.DataFrame, str
     ``("R@1", view, note)``: the four variants, the workbench's then the paper's; ``("order
     and pattern", view, None)``: the orders and whether the paper's pattern holds, both sides.
     """
-    values = [
-        "dataset",
-        "D",
-        "off_the_shelf",
-        "static",
-        "readiness",
-        "validity",
-        "both",
-        "paper_static",
-        "paper_readiness",
-        "paper_validity",
-        "paper_both",
-    ]
+    values = ["dataset", "D", "off_the_shelf", *TRANSITIONS, *(f"paper_{t}" for t in TRANSITIONS)]
     order = ["dataset", "D", "order", "paper_order", "pattern", "paper_pattern", "videos"]
     return _views(patterns, [("R@1", values), ("order and pattern", order)])
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from baglm_nb.inputs.variants import TRANSITION_SPECS, TransitionSpec
+
 __all__ = [
     "CALIBRATED_HATCH",
     "COLOURS",
@@ -52,7 +54,7 @@ COLOURS: dict[str, str] = {
     "oracle": "#2ca02c",  # the oracle chain D (and the noisy-oracle sweep)
     "oracle_progress": "#d62728",  # the LLM's D with the oracle progress
     "oracle_both": "#0b5d1e",  # the oracle D with the oracle progress
-    "static": "#8c564b",  # transition: static
+    "static": "#8c564b",  # transition: static (its key: _transition_key)
     "readiness": "#e377c2",  # transition: readiness only
     "validity": "#bcbd22",  # transition: validity only
     "next_step": "#7b4173",  # prior: the LMM's next-step scores
@@ -105,11 +107,19 @@ CALIBRATED_HATCH = "///"
 #: Line styles: the workbench's curve, the paper's curve, a reference level, a marked x value.
 WORKBENCH, PAPER, REFERENCE, MARK = "-", "--", ":", "-."
 
-#: Exact labels (lower case) the workbench's tables use, and their key.
+
+def _transition_key(spec: TransitionSpec) -> str:
+    """A transition variant's :data:`COLOURS` key: BaGLM's own for the full transition, the
+    variant's name for the others."""
+    return "baglm" if spec.is_full else spec.name
+
+
+#: Exact labels (lower case) the workbench's tables use, and their key (each transition
+#: variant's name from its spec).
 _EXACT: dict[str, str] = {
+    **{name: _transition_key(spec) for name, spec in TRANSITION_SPECS.items()},
     "baglm": "baglm",
     "+ baglm": "baglm",
-    "both": "baglm",
     "3) uniform 1/(k+1)": "baglm",
     "per second (published code)": "baglm",
     "llm d, lmm progress": "baglm",
@@ -117,9 +127,6 @@ _EXACT: dict[str, str] = {
     "off-the-shelf": "off_the_shelf",
     "multiple choice (pi_vsg)": "off_the_shelf",
     "internvl2.5-8b": "off_the_shelf",
-    "static": "static",
-    "readiness": "readiness",
-    "validity": "validity",
     "llm d, oracle progress": "oracle_progress",
     "oracle d, lmm progress": "oracle",
     "oracle d, oracle progress": "oracle_both",
