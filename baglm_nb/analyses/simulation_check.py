@@ -59,7 +59,7 @@ from baglm_nb.inputs.paper import (
     paper_model,
     paper_value,
 )
-from baglm_nb.inputs.variants import TRANSITIONS
+from baglm_nb.inputs.variants import TRANSITION_SPECS, TRANSITIONS
 
 __all__ = [
     "CHECK_GROUPS",
@@ -257,8 +257,8 @@ CHECK_GROUPS: tuple[str, ...] = ("R@1 gain", "mAP gain", "transition", "oracle")
 
 #: The oracle rows checked (the first, LLM D with the LMM's progress, is BaGLM's own row).
 _ORACLE_CHECKED = tuple((method, key) for method, key, _, _ in ORACLE_ROWS[1:])
-#: The transition rows checked ("both" is BaGLM's own row, in the R@1-gain group).
-_TRANSITIONS_CHECKED = tuple(v for v in VARIANTS if v != "both")
+#: The transition rows checked (the full transition is BaGLM's own row, in the R@1-gain group).
+_TRANSITIONS_CHECKED = tuple(v for v in VARIANTS if not TRANSITION_SPECS[v].is_full)
 _MAP_TIOUS = ("@0.3", "@0.5", "@0.7")
 
 

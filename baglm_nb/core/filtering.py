@@ -1,4 +1,4 @@
-"""The BaGLM Bayesian filter and its ablation variants (pure numpy + a numba kernel).
+"""The BaGLM Bayesian filter and its ablation variants (numpy steps + numba kernels).
 
 Axis conventions, used everywhere in this module:
 
@@ -6,6 +6,13 @@ Axis conventions, used everywhere in this module:
 - ``progress``: (T, K, 10) probabilities of the digits 0..9 per step;
 - ``dependency``: (K, K), ``D[i, j] = P(step j is a prerequisite of step i)`` (row = target);
 - beliefs: (T, K+1) float64 (float32 with ``precision="float32-published"``), none last.
+
+Pure steps, as filterpy's ``discrete_bayes``: :func:`transition_weights` (the one place
+readiness and validity are computed, from a :class:`~baglm_nb.inputs.variants.TransitionSpec`'s
+flags) and :func:`static_transition` make the :class:`TransitionModel` (with ``stay``);
+:func:`predict` pushes a belief through it and :func:`update` weighs the prior by the scores,
+dividing a state prior out. :func:`run_filter` (batch) and :class:`FilterState` (online) compose
+them; their compiled kernels take arrays and flags, never a variant's name or position.
 
 The published implementation (reference-protocol §5.2-5.3) steps once per *second row*,
 applying each 2-s segment's observation twice; the paper's equations step once per segment.
