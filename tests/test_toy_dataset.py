@@ -2,8 +2,10 @@
 
 The toy dataset below is added the documented way (docs/architecture.md, "dataset"): a spec in
 ``DATASETS``, an annotation file in ``$BAGLM_DATA_DIR/annotations``, a paper value for the
-calibration. No other code changes, and it runs through loading, statistics, simulation, the
-filter, evaluation (both recall protocols), the online metrics and calibration.
+calibration. No other code changes, and it runs through loading, statistics, the CLI's and the
+notebooks' choices, simulation, the filter, evaluation (both recall protocols), the online
+metrics, calibration, every table the notebooks build (with no paper numbers: those cells stay
+empty) and the explorer.
 """
 
 from __future__ import annotations
@@ -108,6 +110,18 @@ def test_toy_dataset_loads_with_its_grid_and_statistics(toy):
     assert (stats["videos"], stats["tasks"], stats["groups"]) == (5, 2, 2)
     assert stats["mean_steps"] == 3.0 and stats["evaluable_pairs"] == 15
     assert stats["mean_segment_s"] == pytest.approx(np.mean([12.5, 15.2, 18.0]), abs=0.005)
+
+
+def test_toy_dataset_is_a_choice_of_the_cli_and_the_notebooks(toy, capsys):
+    """The CLI's choices, the Makefile's list and the notebooks' parameter check read DATASETS."""
+    from baglm_nb.apps.cli.main import main
+    from baglm_nb.apps.parameters import check_parameters
+
+    assert main(["stats", "--names"]) == 0
+    assert "toy" in capsys.readouterr().out.split()
+    assert main(["stats", "--dataset", "toy"]) == 0
+    assert json.loads(capsys.readouterr().out)["videos"] == 5
+    assert check_parameters({"dataset": "toy", "datasets": ["htstep", "toy"]})["dataset"] == "toy"
 
 
 def test_toy_dataset_is_reread_when_its_file_changes(toy):
