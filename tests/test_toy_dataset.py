@@ -193,7 +193,9 @@ def test_toy_dataset_passes_through_every_notebooks_tables(toy):
 
     Notebooks 01 and 07 score and time video files (the sample clips), not a dataset's tables.
     """
-    from baglm_nb.analyses import ablations, assistance, breakdowns, layouts, stay
+    import matplotlib.pyplot as plt
+
+    from baglm_nb.analyses import ablations, assistance, breakdowns, layouts, plots, stay
     from baglm_nb.analyses.alerts import alert_table
     from baglm_nb.analyses.display import MISSING, format_cells
     from baglm_nb.analyses.localization import localization_table, windowed_recall_table
@@ -285,6 +287,24 @@ def test_toy_dataset_passes_through_every_notebooks_tables(toy):
     grid = stay.announcement_grid(obs, deps, thresholds=(0.3, 0.5), patiences=(1,), lags=(0,))
     settings = {"current": stay.CURRENT_ANNOUNCEMENT, "chosen": stay.choose_announcement(grid)}
     assert len(stay.announcement_table(observations, deps, settings).frame) == 2
+    # the notebooks' figures of these tables draw the toy too
+    duration = tables["duration"]
+    figures = [
+        plots.results_bars(main.frame, "main"),
+        plots.results_bars(position.frame, "position", group="bin"),
+        plots.violation_lines(long.frame, "violations"),
+        plots.duration_lines(duration, "duration"),
+        plots.sensitivity_lines(sensitivity, "sensitivity"),
+        plots.dependency_quality_lines(quality, "quality"),
+        plots.steps_lines(steps.frame, "steps"),
+        plots.localization_bars(found, "localization"),
+        assistance.lag_lines(lags, "lags"),
+        assistance.timeline(timeline, "timeline"),
+        stay.stay_lines(sweep, "stay"),
+    ]
+    for fig in figures:
+        assert fig.axes and any(ax.has_data() for ax in fig.axes)
+        plt.close(fig)
 
 
 def test_toy_dataset_in_the_explorer(toy):
