@@ -516,6 +516,47 @@ def test_caches_are_opened_only_by_the_resolvers():
     assert {"baglm_nb/core/sources.py", "baglm_nb/core/observations.py"} <= inside
 
 
+#: The one module that constructs caches, and the writers that must get theirs from it.
+CACHE_FACTORY = "baglm_nb/stores/caches.py"
+CACHE_WRITERS = (
+    "baglm_nb/core/simulate.py",
+    "baglm_nb/models/dependencies.py",
+    "baglm_nb/models/scoring.py",
+    "baglm_nb/stores/importer.py",
+)
+_CACHE_CLASSES = ("ScoreCache", "DependencyCache", "ParquetFolder")
+
+
+def _calls(path: Path, names: tuple[str, ...]) -> list[int]:
+    """Lines of ``path`` that call a name of ``names`` (``f(...)`` or ``x.f(...)``)."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) in names
+    ]
+
+
+def test_caches_are_created_only_by_the_factory():
+    """A cache folder and its config.json are made by constructing a cache, which only
+    stores/caches.py::create_cache does; every writer calls it, and the config is written by
+    the constructor alone (stores/parquet.py)."""
+    constructed, creators = [], set()
+    for path in MODULES:
+        rel = _rel(path)
+        if rel != CACHE_FACTORY:
+            constructed += [f"{rel}:{n}" for n in _calls(path, _CACHE_CLASSES)]
+        if _calls(path, ("create_cache",)):
+            creators.add(rel)
+        if rel != "baglm_nb/stores/parquet.py":
+            assert not _calls(path, ("_create_or_check_config",)), rel
+    assert not constructed, f"caches constructed outside {CACHE_FACTORY}: {constructed}"
+    assert set(CACHE_WRITERS) <= creators, sorted(set(CACHE_WRITERS) - creators)
+    # the scan does see a construction where there is one
+    assert _calls(PACKAGE / "stores" / "caches.py", _CACHE_CLASSES)
+    assert _calls(PACKAGE / "stores" / "parquet.py", ("_create_or_check_config",))
+
+
 def _cli_modules() -> list[Path]:
     return sorted((PACKAGE / "apps" / "cli").glob("*.py"))
 

@@ -2,8 +2,10 @@
 
 The toy dataset below is added the documented way (docs/architecture.md, "dataset"): a spec in
 ``DATASETS``, an annotation file in ``$BAGLM_DATA_DIR/annotations``, a paper value for the
-calibration. No other code changes, and it runs through loading, statistics, simulation, the
-filter, evaluation (both recall protocols), the online metrics and calibration.
+calibration. No other code changes, and it runs through loading, statistics, the CLI's and the
+notebooks' choices, simulation, the filter, evaluation (both recall protocols), the online
+metrics, calibration, every table the notebooks build (with no paper numbers: those cells stay
+empty) and the explorer.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ INTERVALS = ((2.0, 14.5), (18.0, 33.2), (38.0, 56.0))
 
 def _record(uid: str, task: str, steps: list[str]) -> dict:
     queries = [
-        {"clip_start_sec": a, "clip_end_sec": b, "query": text}
-        for (a, b), text in zip(INTERVALS, steps, strict=True)
+        {"clip_start_sec": a, "clip_end_sec": b, "query": text, "step": f"{task}-{k}"}
+        for k, ((a, b), text) in enumerate(zip(INTERVALS, steps, strict=True))
     ]
     return {
         "video_uid": uid,
@@ -110,6 +112,18 @@ def test_toy_dataset_loads_with_its_grid_and_statistics(toy):
     assert stats["mean_segment_s"] == pytest.approx(np.mean([12.5, 15.2, 18.0]), abs=0.005)
 
 
+def test_toy_dataset_is_a_choice_of_the_cli_and_the_notebooks(toy, capsys):
+    """The CLI's choices, the Makefile's list and the notebooks' parameter check read DATASETS."""
+    from baglm_nb.apps.cli.main import main
+    from baglm_nb.apps.parameters import check_parameters
+
+    assert main(["stats", "--names"]) == 0
+    assert "toy" in capsys.readouterr().out.split()
+    assert main(["stats", "--dataset", "toy"]) == 0
+    assert json.loads(capsys.readouterr().out)["videos"] == 5
+    assert check_parameters({"dataset": "toy", "datasets": ["htstep", "toy"]})["dataset"] == "toy"
+
+
 def test_toy_dataset_is_reread_when_its_file_changes(toy):
     assert len(load_dataset("toy")) == 5
     toy.write_text(json.dumps(_records()[:2]))  # another size: the cache key changes
@@ -161,3 +175,153 @@ def test_toy_dataset_calibrates_against_its_paper_value(toy, monkeypatch):
     assert abs(result.achieved - 60.0) <= 2.0 and not math.isnan(result.signal)
     # the value found is the off-the-shelf R@1 of the simulation at that signal
     assert offline_recall("toy", result.params) == pytest.approx(result.achieved, abs=1e-9)
+
+
+# ------------------------------------------------------------------------------------------
+# every notebook's tables and the explorer's computation
+
+
+def _paper_is_empty(frame, columns=("paper",)) -> bool:
+    """No paper value in ``columns`` (those present): the toy has none."""
+    present = [c for c in frame.columns if c in columns]
+    return bool(frame[present].isna().all().all())
+
+
+def test_toy_dataset_passes_through_every_notebooks_tables(toy):
+    """Each table builder the notebooks call (00, 02-06, 08, 09), with the layouts that show
+    them, on the toy dataset: rows named by its spec, the paper's columns empty.
+
+    Notebooks 01 and 07 score and time video files (the sample clips), not a dataset's tables.
+    """
+    import matplotlib.pyplot as plt
+
+    from baglm_nb.analyses import ablations, assistance, breakdowns, layouts, plots, stay
+    from baglm_nb.analyses.alerts import alert_table
+    from baglm_nb.analyses.display import MISSING, format_cells
+    from baglm_nb.analyses.localization import localization_table, windowed_recall_table
+    from baglm_nb.analyses.qualitative import qualitative_case
+    from baglm_nb.analyses.results import (
+        comparison_table,
+        dataset_table,
+        dataset_view,
+        main_results_table,
+        oracle_table,
+        transition_table,
+    )
+    from baglm_nb.analyses.simulation_check import simulation_check, twin_check, twin_errors
+    from baglm_nb.analyses.violations import answer_table, violation_report
+
+    deps, name = "simulated-llm:llama", "Toy"
+    stats = dataset_stats("toy")
+    # 00: the statistics, with no paper figure to show beside them
+    table = dataset_table(["toy"]).frame
+    assert set(table["dataset"]) == {name} and table["paper"].isna().all()
+    assert all(stats[k] == v for k, v in zip(table["statistic"], table["workbench"], strict=True))
+    assert set(format_cells(dataset_view(table))["paper"]) == {MISSING}
+    # 02: dependencies
+    violations, long = violation_report("toy", [deps, "oracle"], thresholds=(0.0, 0.5))
+    assert set(long.frame["tasks"]) == {stats["groups"]} and len(violations.frame) == 4
+    answers = answer_table("toy", [deps, "oracle"]).frame
+    assert set(answers["matrices"]) == {stats["groups"]}
+    # 03: main results and the paper-form layouts
+    observations = sources.observations_for(["toy"], {})
+    main = main_results_table(observations, deps)
+    comparison = comparison_table(main).frame
+    assert list(comparison["method"]) == ["off-the-shelf LMM", "BaGLM"]  # no paper-only rows
+    [(part, layout)] = layouts.comparison_layouts(comparison)
+    assert part == name and layout[name].notna().all()
+    transition = transition_table(observations, deps).frame
+    assert len(layouts.transition_layout(transition)) == 4
+    oracles = oracle_table(observations, deps).frame
+    assert len(layouts.oracle_layout(oracles)) == 4
+    # 04: ablations
+    llm = ablations.llm_table(observations, {"LLaMA-3.3-70B": deps}).frame
+    assert list(layouts.llm_layout(llm)["dataset"]) == [name]
+    tables = {
+        "main": main.frame,
+        "transition": transition,
+        "oracles": oracles,
+        "prior": ablations.prior_table(observations, deps).frame,
+        "prompt": ablations.prompt_table(observations, {}).frame,
+        "stepping": ablations.stepping_table(observations, deps).frame,
+        "duration": ablations.segment_duration_table(["toy"], [1, 2], deps=deps).frame,
+    }
+    for key, frame in tables.items():
+        assert set(frame["dataset"]) == {name} and _paper_is_empty(frame), key
+        assert len(layouts.paper_layout(frame)) > 0, key
+    # 05: the out-of-sample check has nothing to check against; sweeps and breakdowns
+    gains, patterns = simulation_check(["toy"], deps=deps, transition_datasets=["toy"])
+    assert _paper_is_empty(gains.frame, ("paper_baglm", "paper_gain"))
+    assert _paper_is_empty(patterns.frame, ("paper_both", "paper_static"))
+    assert [view for _, view, _ in layouts.gain_layouts(gains.frame)]
+    assert [view for _, view, _ in layouts.pattern_layouts(patterns.frame)]
+    twins = twin_check(["toy"], deps=deps).frame
+    assert set(twins["dataset"]) == {name} and twins["paper"].isna().all()
+    assert len(twin_errors(twins)) == 2
+    sensitivity = ablations.sensitivity_table("toy", [0.0, 1.0], deps=deps).frame
+    assert len(layouts.sensitivity_layout(sensitivity)[0]) > 0
+    quality = ablations.dependency_quality_table("toy", [0.0, 1.0]).frame
+    assert set(quality["dataset"]) == {name} and quality["paper_gain"].isna().all()
+    position, steps = breakdowns.breakdown_tables(observations[0], deps)
+    assert position.frame["paper"].isna().all() and set(steps.frame["num_steps"]) == {3}
+    # 06: localization (the toy's annotations carry step ids) and the windowed recall
+    obs = observations[0]
+    found = localization_table(obs, deps).frame
+    assert len(found) == 2 and found["paper @0.5"].isna().all()
+    assert len(layouts.localization_layout(found)) == 2
+    assert len(windowed_recall_table(obs, deps).frame) == 2
+    # 08: one video's beliefs
+    _, row = qualitative_case("toy", "t1", deps=deps)
+    assert list(row.frame["dataset"]) == [name]
+    # 09: assistance
+    lags = assistance.lag_table(observations, deps, [0, None]).frame
+    assert set(lags["dataset"]) == {name} and len(assistance.lag_view(lags)) == 4
+    timeline = assistance.timeline_data(obs, deps, "b1", 2)
+    assert timeline["video"].uid == "b1"
+    correlated = assistance.correlated_observations(["toy"], 0.8)
+    assert len(assistance.lag_table(correlated, deps, [0]).frame) == 2
+    alerts = alert_table(["toy"]).frame
+    assert set(alerts["dataset"]) == {name} and set(alerts["mistake"]) == {"skip", "swap"}
+    sweep = stay.stay_table(["simulated:iid"], ["toy"], deps, [0.0, 0.5]).frame
+    assert set(sweep["dataset"]) == {name} and len(stay.stay_view(sweep)) == len(sweep)
+    grid = stay.announcement_grid(obs, deps, thresholds=(0.3, 0.5), patiences=(1,), lags=(0,))
+    settings = {"current": stay.CURRENT_ANNOUNCEMENT, "chosen": stay.choose_announcement(grid)}
+    assert len(stay.announcement_table(observations, deps, settings).frame) == 2
+    # the notebooks' figures of these tables draw the toy too
+    duration = tables["duration"]
+    figures = [
+        plots.results_bars(main.frame, "main"),
+        plots.results_bars(position.frame, "position", group="bin"),
+        plots.violation_lines(long.frame, "violations"),
+        plots.duration_lines(duration, "duration"),
+        plots.sensitivity_lines(sensitivity, "sensitivity"),
+        plots.dependency_quality_lines(quality, "quality"),
+        plots.steps_lines(steps.frame, "steps"),
+        plots.localization_bars(found, "localization"),
+        assistance.lag_lines(lags, "lags"),
+        assistance.timeline(timeline, "timeline"),
+        stay.stay_lines(sweep, "stay"),
+    ]
+    for fig in figures:
+        assert fig.axes and any(ax.has_data() for ax in fig.axes)
+        plt.close(fig)
+
+
+def test_toy_dataset_in_the_explorer(toy):
+    """The explorer's computation on each toy video is the pipeline's, and the widget names it."""
+    from baglm_nb.apps.explorer_compute import compute_video, video_recall
+    from baglm_nb.apps.widgets import Explorer
+    from baglm_nb.core.observations import from_simulation
+
+    videos = load_dataset("toy")
+    params = default_params("toy")
+    obs = from_simulation("toy", params, videos=videos)
+    beliefs = run_baglm(obs, "simulated-llm:llama")
+    for video in videos:
+        result = compute_video(video, params=params)
+        np.testing.assert_array_equal(result.scores, obs.vsg[video.uid])
+        np.testing.assert_allclose(result.beliefs, beliefs[video.uid], atol=1e-12)
+        assert result.recall_baglm == video_recall(video, beliefs[video.uid])
+    explorer = Explorer(["toy"])
+    assert explorer.dataset.options == (("Toy", "toy"),)
+    assert explorer.video.value == "t1" and "R@1 on this video" in explorer.recall.value

@@ -152,11 +152,14 @@ def comparison_layouts(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
 
     ``table``: :func:`~baglm_nb.analyses.results.comparison_table` rows. Returns ``(datasets
     joined by " and ", layout)`` for each part of :data:`COMPARISON_PARTS` the table has; the
-    layout's first columns are ``setting`` (offline, online) and ``method``.
+    layout's first columns are ``setting`` (offline, online) and ``method``. A dataset of no
+    part (one the paper does not report) is a part of its own, after them.
     """
     out = []
     present = set(table["dataset"])
-    for part in COMPARISON_PARTS:
+    grouped = {n for part in COMPARISON_PARTS for n in part}
+    own = [(n,) for n in dict.fromkeys(table["dataset"]) if n not in grouped]
+    for part in (*COMPARISON_PARTS, *own):
         names = [n for n in part if n in present]
         if names:
             sub = table[table["dataset"].isin(names)]

@@ -27,6 +27,7 @@ from baglm_nb.analyses.tables import (
     NOT_USED,
     ResultTable,
     TableBuilder,
+    dataset_key,
     require_dependencies,
     score_baglm,
     score_raw,
@@ -39,6 +40,7 @@ from baglm_nb.inputs.variants import TRANSITIONS
 
 __all__ = [
     "comparison_table",
+    "DATASET_STATISTICS",
     "STATISTIC_NAMES",
     "dataset_table",
     "dataset_view",
@@ -59,6 +61,10 @@ _VARIANT_COLUMNS = (
     "D",
 )
 
+#: The statistics of :func:`dataset_table`, in its row order (keys of
+#: :func:`~baglm_nb.inputs.datasets.dataset_stats` and of the paper's figures).
+DATASET_STATISTICS = ("videos", "tasks", "mean_steps", "mean_duration_s", "mean_segment_s")
+
 #: The kinds of dependency source that may fill the paper's "LLM D" rows.
 _ESTIMATED = ("llm", "matrices")
 
@@ -67,12 +73,14 @@ def dataset_table(names: Iterable[str] = tuple(DATASETS)) -> ResultTable:
     """Statistics of the annotation files beside the figures the paper states.
 
     ``workbench`` keeps each statistic's own type (counts are integers, means floats: an object
-    column); ``paper`` is the paper's text, None where it states nothing. No items.
+    column); ``paper`` is the paper's text, None where it states nothing (every statistic of a
+    dataset the paper does not report). No items.
     """
     rows = []
     for name in names:
-        stats = dataset_stats(name)
-        for key, paper in PAPER_STATS[name].items():
+        stats, stated = dataset_stats(name), PAPER_STATS.get(name, {})
+        for key in DATASET_STATISTICS:
+            paper = stated.get(key)
             rows.append(
                 {
                     "dataset": DATASET_NAMES[name],
@@ -141,10 +149,9 @@ def comparison_table(main: ResultTable) -> ResultTable:
     and the ``note`` :data:`PAPER_ONLY_NOTE`; a ``setting`` column (``offline`` / ``online``)
     follows ``method``. The items and sources are ``main``'s.
     """
-    keys = {v: k for k, v in DATASET_NAMES.items()}
     rows: list[dict] = []
     for name, part in main.frame.groupby("dataset", sort=False):
-        baselines = PAPER_BASELINES.get(keys.get(str(name), str(name)), ())
+        baselines = PAPER_BASELINES.get(dataset_key(str(name)), ())
         for setting, method, value, rerun in baselines:
             note = PAPER_ONLY_NOTE + (RERUN_NOTE if rerun else "")
             rows.append(

@@ -48,7 +48,7 @@ from baglm_nb.analyses.results import (
     oracle_table,
     transition_table,
 )
-from baglm_nb.analyses.tables import DATASET_NAMES, METHOD_NAMES
+from baglm_nb.analyses.tables import DATASET_NAMES, METHOD_NAMES, dataset_key
 from baglm_nb.core import simulate_deps, sources
 from baglm_nb.core.observations import Observations
 from baglm_nb.inputs.datasets import DATASETS
@@ -76,8 +76,6 @@ __all__ = [
 
 #: The transition variants, in the order of the paper's table.
 VARIANTS = TRANSITIONS
-
-_KEYS = {v: k for k, v in DATASET_NAMES.items()}
 
 
 def gain_table(
@@ -107,7 +105,7 @@ def gain_table(
     for name, part in main.frame.groupby("dataset", sort=False):
         by = part.set_index("method")
         bag, off = by.loc[METHOD_NAMES["baglm"]], by.loc[METHOD_NAMES["off_the_shelf"]]
-        key = _KEYS.get(str(name), str(name))
+        key = dataset_key(name)
         p_bag, p_off = paper_value("baglm", key), paper_value("off_the_shelf", key)
         gain, p_gain = round(bag["workbench"] - off["workbench"], 1), round(p_bag - p_off, 1)
         row = {
@@ -300,7 +298,7 @@ def _variant_rows(
         for row in table.frame.itertuples():
             if row.method not in methods or pd.isna(row.workbench):
                 continue
-            key = _KEYS.get(str(row.dataset), str(row.dataset))
+            key = dataset_key(row.dataset)
             p_off = paper_value("off_the_shelf", key)
             gain = row.workbench - row.off_the_shelf
             paper_gain = paper_value(keys.get(row.method, row.method), key) - p_off

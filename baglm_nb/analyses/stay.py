@@ -24,7 +24,7 @@ Exports :data:`STAYS`, :data:`SWEEP_METRICS`, :data:`CURRENT_ANNOUNCEMENT`,
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.analyses.tables import (
     METHOD_NAMES,
     NOT_USED,
+    Scored,
     pair_items,
     require_dependencies,
     result_row,
@@ -110,56 +111,61 @@ def stay_table(
         for name in datasets:
             obs = sources.observations(name, twin, limit=limit)
             labels.append(obs.label)
-            d = obs.segment_duration
             resolved = require_dependencies(deps, obs.dataset)
             common = {"source": obs.label, "twin": twin_name(twin, obs.label)}
-            raw = score_raw(obs)
-            raw_metrics = measure(
-                obs.dataset, obs.videos, obs.vsg, scores=True, segment_duration=d, **opts
-            )
-            method = METHOD_NAMES["off_the_shelf"]
-            rows.append(
-                result_row(
-                    obs.dataset,
-                    method,
-                    raw,
-                    math.nan,
-                    **common,
-                    stay=math.nan,
-                    **_rounded(raw_metrics),
-                    **opts,
-                    D=NOT_USED,
-                )
-            )
-            items.append(pair_items(raw.hits, dataset=obs.dataset, method=method, **common))
-            method = METHOD_NAMES["baglm"]
-            for stay in stays:
-                beliefs = run_baglm(obs, resolved, stay=float(stay))
-                scored = score(obs.dataset, beliefs, obs.videos)
-                metrics = measure(obs.dataset, obs.videos, beliefs, segment_duration=d, **opts)
-                rows.append(
-                    result_row(
-                        obs.dataset,
-                        method,
-                        scored,
-                        math.nan,
-                        **common,
-                        stay=float(stay),
-                        **_rounded(metrics),
-                        **opts,
-                        D=resolved.label,
-                    )
-                )
-                items.append(
-                    pair_items(
-                        scored.hits,
-                        dataset=obs.dataset,
-                        method=method,
-                        **common,
-                        stay=float(stay),
-                    )
-                )
+            for row, item in _sweep(obs, resolved, stays, common, opts):
+                rows.append(row)
+                items.append(item)
     return ResultTable.of(pd.DataFrame(rows), items, observations=labels)
+
+
+def _sweep(
+    obs: Observations,
+    resolved: sources.Dependencies,
+    stays: Sequence[float],
+    common: Mapping[str, Any],
+    opts: Mapping[str, Any],
+) -> Iterator[tuple[dict, pd.DataFrame]]:
+    """One twin on one dataset: ``(row, items)`` of the off-the-shelf model (``stay`` NaN),
+    then of BaGLM at each stay; ``common`` (source, twin) and ``opts`` (threshold, patience)
+    go into every row."""
+    d = obs.segment_duration
+    off = score_raw(obs)
+    metrics = measure(obs.dataset, obs.videos, obs.vsg, scores=True, segment_duration=d, **opts)
+    yield _sweep_row(obs, "off_the_shelf", off, metrics, common, opts, math.nan, NOT_USED)
+    for stay in stays:
+        beliefs = run_baglm(obs, resolved, stay=float(stay))
+        scored = score(obs.dataset, beliefs, obs.videos)
+        metrics = measure(obs.dataset, obs.videos, beliefs, segment_duration=d, **opts)
+        yield _sweep_row(obs, "baglm", scored, metrics, common, opts, float(stay), resolved.label)
+
+
+def _sweep_row(
+    obs: Observations,
+    key: str,
+    scored: Scored,
+    metrics: Mapping[str, float],
+    common: Mapping[str, Any],
+    opts: Mapping[str, Any],
+    stay: float,
+    d_label: str,
+) -> tuple[dict, pd.DataFrame]:
+    """One :func:`stay_table` row of method ``key`` (``baglm`` / ``off_the_shelf``) and its
+    (video, step) items (with ``stay`` where it is a number)."""
+    method = METHOD_NAMES[key]
+    row = result_row(
+        obs.dataset,
+        method,
+        scored,
+        math.nan,
+        **common,
+        stay=stay,
+        **_rounded(metrics),
+        **opts,
+        D=d_label,
+    )
+    at = {} if math.isnan(stay) else {"stay": stay}
+    return row, pair_items(scored.hits, dataset=obs.dataset, method=method, **common, **at)
 
 
 def twin_name(setting: sources.ObservationSource, label: str) -> str:

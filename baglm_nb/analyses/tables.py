@@ -18,8 +18,8 @@ Titles, Markdown and the table's files are :mod:`baglm_nb.analyses.result_table`
 (:func:`title_for`, :func:`to_markdown`, :func:`table_summary` and :func:`write_table` are
 importable from here too).
 
-Exports :data:`DATASET_NAMES`, :data:`METHOD_NAMES`, :data:`SLOT`, :data:`NOT_USED`,
-:class:`Scored` with
+Exports :data:`DATASET_NAMES` with :func:`dataset_key`, :data:`METHOD_NAMES`, :data:`SLOT`,
+:data:`NOT_USED`, :class:`Scored` with
 :func:`score`, :func:`score_baglm` and :func:`score_raw`, :func:`require_dependencies`,
 :func:`result_row` (the one row builder), :func:`slot_row`, :class:`TableBuilder` and
 :func:`pair_items`.
@@ -27,7 +27,7 @@ Exports :data:`DATASET_NAMES`, :data:`METHOD_NAMES`, :data:`SLOT`, :data:`NOT_US
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,7 @@ from baglm_nb.inputs.datasets import DATASETS, Video
 
 __all__ = [
     "DATASET_NAMES",
+    "dataset_key",
     "METHOD_NAMES",
     "NOT_USED",
     "SLOT",
@@ -71,8 +72,30 @@ __all__ = [
     "write_table",
 ]
 
-#: Display names of the datasets (:attr:`~baglm_nb.inputs.datasets.DatasetSpec.display_name`).
-DATASET_NAMES: dict[str, str] = {name: spec.display_name for name, spec in DATASETS.items()}
+
+class _DisplayNames(Mapping[str, str]):
+    """Dataset name -> its spec's ``display_name``, read from ``DATASETS`` at each lookup."""
+
+    def __getitem__(self, name: str) -> str:
+        return DATASETS[name].display_name
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(DATASETS)
+
+    def __len__(self) -> int:
+        return len(DATASETS)
+
+
+#: Display names of the datasets (:attr:`~baglm_nb.inputs.datasets.DatasetSpec.display_name`),
+#: a live view of ``DATASETS``: a dataset added there is named here too.
+DATASET_NAMES: Mapping[str, str] = _DisplayNames()
+
+
+def dataset_key(display_name: str) -> str:
+    """The dataset whose :data:`DATASET_NAMES` entry is ``display_name`` (itself when none)."""
+    keys = {shown: name for name, shown in DATASET_NAMES.items()}
+    return keys.get(str(display_name), str(display_name))
+
 
 #: Display names of the two methods every table compares.
 METHOD_NAMES: dict[str, str] = {"baglm": "BaGLM", "off_the_shelf": "off-the-shelf LMM"}

@@ -604,13 +604,12 @@ def write_simulated_cache(
     for other steps than its annotation's is simulated again (:mod:`baglm_nb.stores.provenance`).
     """
     from baglm_nb.inputs.datasets import annotation_path
+    from baglm_nb.stores.caches import create_cache
     from baglm_nb.stores.provenance import file_sha256
-    from baglm_nb.stores.scores import ScoreCache
 
     params = _params(dataset, params)
-    cache = ScoreCache(root, cache_key(dataset, params))
-    if videos is None:
-        cache.annotation_sha256 = file_sha256(annotation_path(dataset))
+    annotation = file_sha256(annotation_path(dataset)) if videos is None else None
+    cache = create_cache(root, cache_key(dataset, params), annotation_sha256=annotation)
     videos = list(load_dataset(dataset) if videos is None else videos)[:limit]
     stale = set(cache.stale(videos))
     todo = [v for v in videos if not cache.has(v.uid) or v.uid in stale]

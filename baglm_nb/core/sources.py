@@ -39,8 +39,9 @@ setting (a folder, an opened cache, built observations or matrices) is resolved 
 Both public resolvers take ``(dataset, setting, ...)``; the types of what a setting can be are
 :data:`ObservationSource` and :data:`DependencySource`. Resolving never runs a model nor writes
 a cache: an LLM's matrices are built by ``python -m baglm_nb deps`` (or notebook
-``02_dependencies``) and then named by their cache folder. Score and dependency caches are
-opened here (and in :mod:`baglm_nb.core.observations`) only: :func:`open_score_cache`,
+``02_dependencies``) and then named by their cache folder. Existing score and dependency
+caches are opened for reading here (and in :mod:`baglm_nb.core.observations`) only; writers
+create theirs through :func:`baglm_nb.stores.caches.create_cache`. :func:`open_score_cache`,
 :func:`score_cache_contents` and :func:`vsg_rows` serve the callers that need a cache's key, its
 videos or its VSG rows alone.
 

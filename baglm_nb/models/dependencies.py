@@ -49,6 +49,7 @@ from baglm_nb.inputs.datasets import Video, annotation_path, load_dataset
 from baglm_nb.inputs.progress import bar_options
 from baglm_nb.models.dispatch import Engine, EngineSetting, make_engine
 from baglm_nb.models.prompts import get_prompt
+from baglm_nb.stores.caches import create_cache
 from baglm_nb.stores.dependencies import DependencyCache
 from baglm_nb.stores.keys import DependencyKey
 from baglm_nb.stores.parquet import MissingEntryError, entry_file, read_parquet, write_parquet
@@ -543,7 +544,7 @@ def _build_on(
     matrix is stored as it comes back (its partial file, if any, removed)."""
     from tqdm.auto import tqdm
 
-    cache = DependencyCache(root, DependencyKey(dataset, *eng.identity()))
+    cache = create_cache(root, DependencyKey(dataset, *eng.identity()))
     summary = _summary(cache, keys, table, annotation)
     todo = []
     for g in keys:

@@ -46,6 +46,7 @@ from baglm_nb.models.dispatch import ENGINES, Engine, EngineSetting, make_engine
 from baglm_nb.models.questions import ScoringError
 from baglm_nb.models.ray_pool import Outcome
 from baglm_nb.stores.atomic import atomic_write_json
+from baglm_nb.stores.caches import create_cache
 from baglm_nb.stores.keys import ScoreKey
 from baglm_nb.stores.scores import ScoreCache, read_weights_record, warn_unfingerprinted
 
@@ -516,7 +517,7 @@ def _open_cache(
     model_id, _, weights, record = identity
     key = _score_key(dataset, model_id, weights, segment_duration, sampling_fps)
     _check_weights(Path(root) / key.relpath(), record)  # before anything is written
-    cache = ScoreCache(root, key)
+    cache = create_cache(root, key)
     warn_unfingerprinted(cache)
     if record is None:
         return cache

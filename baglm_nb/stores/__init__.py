@@ -7,5 +7,7 @@
   BaGLM metadata);
 - :mod:`.scores`: the score cache (VSG and progress per video);
 - :mod:`.dependencies`: the dependency cache (one matrix per task group);
+- :mod:`.caches`: :func:`~.caches.create_cache`, the one factory of cache folders (every
+  writer's);
 - :mod:`.importer`: the authors' published ``.pt`` files into both caches.
 """

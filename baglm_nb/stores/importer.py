@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from baglm_nb.inputs.progress import bar_options
 from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION
 from baglm_nb.stores import published_files as pf
+from baglm_nb.stores.caches import create_cache
 from baglm_nb.stores.dependencies import DependencyCache
 from baglm_nb.stores.keys import PUBLISHED_LLM, DependencyKey, ScoreKey
 from baglm_nb.stores.provenance import file_sha256
@@ -304,7 +305,6 @@ def import_reference_results(
     )
     notes = pf.Notes() if log is None else pf.Notes(log=log)
     with _no_empty_folders([Path(root) / key.relpath() for key in keys]):
-        run = _Run(src, model, ScoreCache(root, keys[0]), DependencyCache(root, keys[1]),
-                   sampling_fps, notes)  # fmt: skip
-        run.scores.annotation_sha256 = run.deps.annotation_sha256 = annotation
+        scores, deps = (create_cache(root, key, annotation_sha256=annotation) for key in keys)
+        run = _Run(src, model, scores, deps, sampling_fps, notes)
         return _import_all(run, videos, show_progress)

@@ -54,27 +54,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", required=True, choices=sorted(DATASETS))
     p.add_argument("--backend", required=True, choices=BACKENDS)
     p.add_argument("--cache-root", default="data/cache", help="cache root (default data/cache)")
-    p.add_argument("--model", help="transformers: folder or HF id; openai: model name")
-    p.add_argument("--name", help="model name in the cache key (default from --model)")
-    p.add_argument("--gguf-file", help="transformers: GGUF file inside --model")
-    p.add_argument("--device", default="cpu", help="transformers: torch device (default cpu)")
-    p.add_argument("--batch-size", type=int, default=None, help="transformers: prompts per pass")
-    p.add_argument(
-        "--chunk-size", type=int, default=None, help="pairs per checkpoint of an unfinished group"
-    )
-    p.add_argument(
-        "--published-sampling",
-        action="store_true",
-        help="transformers: P(Yes) under T=0.6, top-k 50, top-p 0.9 (reference §4.3)",
-    )
-    p.add_argument(
-        "--system-prompt",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="send the §4.1 system message (default: yes for transformers, no for openai, "
-        "as published)",
-    )
-    DEPS_SERVER.add_arguments(p.add_argument_group("served LLM (--backend openai)"))
+    _add_llm_arguments(p)
     p.add_argument(
         "--llm",
         default=PUBLISHED_LLM,
@@ -112,6 +92,31 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
     add_engine_arguments(p, "task groups")
     p.set_defaults(func=_deps)
+
+
+def _add_llm_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of an LLM the verb runs (``--backend transformers`` or ``openai``)."""
+    p.add_argument("--model", help="transformers: folder or HF id; openai: model name")
+    p.add_argument("--name", help="model name in the cache key (default from --model)")
+    p.add_argument("--gguf-file", help="transformers: GGUF file inside --model")
+    p.add_argument("--device", default="cpu", help="transformers: torch device (default cpu)")
+    p.add_argument("--batch-size", type=int, default=None, help="transformers: prompts per pass")
+    p.add_argument(
+        "--chunk-size", type=int, default=None, help="pairs per checkpoint of an unfinished group"
+    )
+    p.add_argument(
+        "--published-sampling",
+        action="store_true",
+        help="transformers: P(Yes) under T=0.6, top-k 50, top-p 0.9 (reference §4.3)",
+    )
+    p.add_argument(
+        "--system-prompt",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="send the §4.1 system message (default: yes for transformers, no for openai, "
+        "as published)",
+    )
+    DEPS_SERVER.add_arguments(p.add_argument_group("served LLM (--backend openai)"))
 
 
 def _backend(args: argparse.Namespace):

@@ -23,11 +23,19 @@ import argparse
 
 
 def register(verbs) -> None:
-    """Add the ``simulate`` and ``calibrate`` verbs."""
+    """Add the ``simulate``, ``calibrate`` and ``sim-check`` verbs."""
     from baglm_nb.inputs.datasets import DATASETS
 
+    names = list(DATASETS)  # their order is the default's; the choices are sorted
+    _add_simulate(verbs, names)
+    _add_calibrate(verbs, names)
+    _add_sim_check(verbs, names)
+
+
+def _add_simulate(verbs, names: list[str]) -> None:
+    """The ``simulate`` verb: write simulated score caches (and a manifest)."""
     p = verbs.add_parser("simulate", help="write simulated score caches (CPU default)")
-    p.add_argument("--dataset", required=True, nargs="+", choices=sorted(DATASETS))
+    p.add_argument("--dataset", required=True, nargs="+", choices=sorted(names))
     p.add_argument("--cache-root", default="data/cache")
     p.add_argument("--limit", type=int, default=None, help="the first N videos of each dataset")
     p.add_argument(
@@ -41,10 +49,13 @@ def register(verbs) -> None:
     )
     p.set_defaults(func=run_simulate)
 
+
+def _add_calibrate(verbs, names: list[str]) -> None:
+    """The ``calibrate`` verb: the twins' signals, their persistence, the D presets."""
     p = verbs.add_parser(
         "calibrate", help="calibrate the simulation (signal per dataset, D presets)"
     )
-    p.add_argument("--dataset", nargs="+", default=list(DATASETS), choices=sorted(DATASETS))
+    p.add_argument("--dataset", nargs="+", default=list(names), choices=sorted(names))
     p.add_argument(
         "--target",
         type=float,
@@ -84,8 +95,11 @@ def register(verbs) -> None:
     )
     p.set_defaults(func=run_calibrate)
 
+
+def _add_sim_check(verbs, names: list[str]) -> None:
+    """The ``sim-check`` verb: the out-of-sample check of the simulation."""
     p = verbs.add_parser("sim-check", help="the simulation's BaGLM gains beside the paper's")
-    p.add_argument("--dataset", nargs="+", default=list(DATASETS), choices=sorted(DATASETS))
+    p.add_argument("--dataset", nargs="+", default=list(names), choices=sorted(names))
     p.add_argument("--deps", default=None, help="deps setting (default: simulated-llm:llama)")
     p.add_argument("--limit", type=int, default=None, help="the first N videos of each dataset")
     p.add_argument(
