@@ -415,7 +415,8 @@ def stdout_to_stderr(active: bool = True) -> Iterator[None]:
 
 
 def smoothing_lag(text: str | None, flag: str, *, allow_inf: bool) -> int | None:
-    """A ``--smoothing-lag`` value: a whole number >= 0, or ``inf`` (None) where allowed.
+    """A smoothing lag's value (``evaluate --smoothing-lag-s`` seconds, ``follow
+    --lag-segments`` segments): a whole number >= 0, or ``inf`` (None) where allowed.
 
     Raises ``ValueError`` naming ``flag`` and ``text`` (one ``error:`` line, exit 2).
     """
