@@ -26,6 +26,7 @@ import pandas as pd
 
 from baglm_nb.analyses.agreement import column_note
 from baglm_nb.inputs.paper import PAPER_COMPARISON_ORDER, RERUN_MARK
+from baglm_nb.inputs.variants import TRANSITIONS, WITH_READINESS, WITH_VALIDITY
 
 __all__ = [
     "CHECK",
@@ -57,12 +58,10 @@ PAPER_ONLY = "paper only"
 #: The workbench cell of a slot row (its inputs are missing).
 SLOT_CELL = "slot"
 
-#: Tab. transition model's rows and their (Readiness, Validity) check marks.
+#: Tab. transition model's rows and their (Readiness, Validity) check marks, from the
+#: vocabulary's flags (:data:`~baglm_nb.inputs.variants.WITH_READINESS`, ``WITH_VALIDITY``).
 TRANSITION_MARKS: dict[str, tuple[bool, bool]] = {
-    "static": (False, False),
-    "readiness": (True, False),
-    "validity": (False, True),
-    "both": (True, True),
+    t: (t in WITH_READINESS, t in WITH_VALIDITY) for t in TRANSITIONS
 }
 
 #: Tab. oracle's rows (:data:`~baglm_nb.analyses.results.ORACLE_ROWS`) and their (Progress
