@@ -66,7 +66,9 @@ class MetricSpec:
     ``key`` names it in outputs; ``label`` in words and ``unit`` (``"fraction"``, ``"s"``,
     ``"%"``, ``"per min"``) make its :attr:`header`; ``description`` is its one line (the
     ``follow`` report's "what", the docs' table); ``aggregation`` is one of
-    :data:`AGGREGATIONS`, with its ``counts``; ``higher_is_better`` is None for a reference
+    :data:`AGGREGATIONS`, with its ``counts`` (what it aggregates: for the ``online`` group,
+    columns of :func:`~baglm_nb.core.online_metrics.video_counts` or other online metrics; for
+    a diagnosis, its function's own counts); ``higher_is_better`` is None for a reference
     value (the ground truth's own flicker); ``group`` is one of :data:`GROUPS`.
     """
 
@@ -103,9 +105,9 @@ class MetricSpec:
         fraction's label alone; ``"top-state changes per min"``."""
         if self.unit == FRACTION:
             return self.label
-        return f"{self.label} {self.unit}" if self.unit.startswith("per ") else (
-            f"{self.label} ({self.unit})"
-        )  # fmt: skip
+        if self.unit.startswith("per "):
+            return f"{self.label} {self.unit}"
+        return f"{self.label} ({self.unit})"
 
     def describe(self) -> dict:
         """The spec as JSON fields (``counts`` left out: how it is computed, not what it is)."""
@@ -119,7 +121,7 @@ _SPECS = (
                "(video, step) pairs whose highest-belief second lies inside the step's annotation",
                "pair_mean", True, "grounding"),
     MetricSpec("avg_r_at_1", "Avg. R@1", "%",
-               "R@1 per task, averaged over tasks, over 20 random subsets of videos",
+               "R@1 per task, averaged over tasks, over random subsets of the videos",
                "task_subset_mean", True, "grounding"),
     MetricSpec("frame_accuracy", "per-second accuracy", "fraction",
                "per-second accuracy: top state (a step or none) right, every second",
