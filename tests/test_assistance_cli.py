@@ -55,6 +55,11 @@ def test_evaluate_json_reports_the_online_metrics(capsys):
     assert result["metrics"]["delay_median_s"] == metric_spec("delay_median_s").describe()
     assert result["metrics"]["delay_median_s"]["higher_is_better"] is False
     assert "online quality" in out and "smoothing lag inf" in out
+    # one row per metric, by its spec's header, with its direction
+    assert "delay median (s)" in out and "annotated-state changes per min" in out
+    assert [line for line in out.splitlines() if line.startswith("per-second accuracy")][
+        0
+    ].endswith("higher")
 
 
 @pytest.mark.parametrize(

@@ -120,9 +120,8 @@ def format_online(online: dict) -> str:
              f"{'inf' if lag is None else f'{lag} s'}):",
              f"{'metric':<{width}}  {'BaGLM':>8}  {'off-the-shelf':>13}  better"]  # fmt: skip
     for spec, a, b in rows:
-        lines.append(
-            f"{spec.header:<{width}}  {a:>8.3f}  {b:>13.3f}  {better[spec.higher_is_better]}"
-        )
+        row = f"{spec.header:<{width}}  {a:>8.3f}  {b:>13.3f}  {better[spec.higher_is_better]}"
+        lines.append(row.rstrip())
     return "\n".join(lines)
 
 
