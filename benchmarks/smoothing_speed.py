@@ -1,9 +1,9 @@
 """Fixed-lag smoothing speed (issue 24): two ratios against their goals, in one run.
 
-1. The offline smoother (``run_filter(..., smoothing_lag=None)``: the filter's forward pass and
-   the backward pass) over all of HT-Step against the filter alone (``smoothing_lag=0``), on the
+1. The offline smoother (``run_filter(..., smoothing_lag_s=None)``: the filter's forward pass and
+   the backward pass) over all of HT-Step against the filter alone (``smoothing_lag_s=0``), on the
    simulated default scores and the simulated LLaMA's D; goal: at most 3x.
-2. The online fixed-lag smoother at 16 segments (``OnlineGrounder(smoothing_lag=16)``): the
+2. The online fixed-lag smoother at 16 segments (``OnlineGrounder(lag_segments=16)``): the
    per-segment time of ``push_scores`` (filter step + smoother), 99th percentile over every
    segment of the first ``--online-videos`` HT-Step videos; goal: at most 1 ms.
 
@@ -32,7 +32,7 @@ ONLINE_LAG = 16
 def _time_all(inputs, lag) -> float:
     start = time.perf_counter()
     for vsg, prog, dep in inputs:
-        run_filter(vsg, prog, dep, smoothing_lag=lag)
+        run_filter(vsg, prog, dep, smoothing_lag_s=lag)
     return time.perf_counter() - start
 
 
@@ -52,7 +52,7 @@ def online_times(videos, obs, deps, repeats: int) -> np.ndarray:
         runs = []
         for _ in range(repeats):
             g = OnlineGrounder(
-                None, video.goal, video.steps, deps.matrix(video), smoothing_lag=ONLINE_LAG
+                None, video.goal, video.steps, deps.matrix(video), lag_segments=ONLINE_LAG
             )
             times = []
             for v, p in zip(vsg, prog, strict=True):

@@ -213,24 +213,25 @@ def test_circle_finder_finds_a_function_level_circle():
 
 
 def test_cli_verbs_live_in_one_package():
+    """``apps/cli/main.py::VERBS`` lists every verb module (the modules with ``register``);
+    the parser's verbs are what those modules register, each verb by one module."""
+    import argparse
+
     from baglm_nb.apps.cli import main
 
+    registering = [
+        p.stem for p in _cli_modules() if re.search(r"^def register\(", p.read_text(), re.M)
+    ]
+    assert sorted(main.VERBS) == sorted(registering)
     parser = main.build_parser()
     verbs = parser._subparsers._group_actions[0].choices  # noqa: SLF001
-    assert set(verbs) == {
-        "stats",
-        "evaluate",
-        "import",
-        "simulate",
-        "calibrate",
-        "sim-check",
-        "score",
-        "deps",
-        "localize",
-        "follow",
-        "alerts",
-        "render",
-    }
+    registered: list[str] = []
+    for name in main.VERBS:
+        alone = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(f"baglm_nb.apps.cli.{name}").register(alone)
+        registered += list(alone.choices)
+    assert sorted(registered) == sorted(verbs) and len(set(registered)) == len(registered)
+    assert {"evaluate", "follow", "import"} <= set(verbs)  # the scan does read the modules
     main_text = (PACKAGE / "__main__.py").read_text()
     assert "add_parser" not in main_text and "apps.cli.main" in main_text
 
@@ -634,6 +635,7 @@ def _vocabularies() -> dict[str, tuple[set[str], str]]:
     """Each vocabulary's names and the one module allowed to write them as a collection."""
     from baglm_nb.inputs import variants
     from baglm_nb.inputs.datasets import DATASETS
+    from baglm_nb.inputs.metric_specs import METRICS
 
     home = "baglm_nb/inputs/variants.py"
     return {
@@ -645,34 +647,88 @@ def _vocabularies() -> dict[str, tuple[set[str], str]]:
         "localization": (set(variants.LOCALIZATIONS), home),
         "off-step progress": (set(variants.OFF_STEP_PROGRESS), home),
         "dataset": (set(DATASETS), "baglm_nb/inputs/datasets.py"),
+        "metric": (set(METRICS), "baglm_nb/inputs/metric_specs.py"),
     }
 
 
-def _string_collections(tree: ast.AST):
-    """``(lineno, names)`` of every tuple, list, set or ``Literal[...]`` of >= 2 str constants."""
+#: The paper's record: its tables are keyed by the names the paper reports them under (a
+#: dataset's paper values live there, ``docs/architecture.md``), so its dict keys may name them.
+PAPER_RECORD = "baglm_nb/inputs/paper.py"
+
+
+def _string_collections(tree: ast.AST, *, dict_keys: bool = True):
+    """``(lineno, names)`` of every tuple, list, set or ``Literal[...]`` of >= 2 str constants,
+    and (``dict_keys``) of every dict literal's keys when they are >= 2 str constants."""
     for node in ast.walk(tree):
         elts = None
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             elts = node.elts
         elif isinstance(node, ast.Subscript) and getattr(node.value, "id", "") == "Literal":
             elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        elif dict_keys and isinstance(node, ast.Dict) and None not in node.keys:
+            elts = node.keys
         if elts and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in elts):
             names = {e.value for e in elts}
             if len(names) >= 2:
                 yield node.lineno, names
 
 
-def test_the_vocabulary_is_written_in_one_place():
-    """No literal collection of transition, prior, stepping, precision, gap-mode, localization
-    or dataset names outside its home (inputs/variants.py; DATASETS for the dataset names)."""
-    vocabularies = _vocabularies()
+def _help_texts(tree: ast.AST):
+    """``(lineno, text)`` of every ``help=`` / ``description=`` argument: its constant parts
+    (an f-string's literal text; what it interpolates is derived, not written)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg in ("help", "description"):
+            parts = [
+                c.value
+                for c in ast.walk(node.value)
+                if isinstance(c, ast.Constant) and isinstance(c.value, str)
+            ]
+            yield node.value.lineno, " ".join(parts)
+
+
+def _named_in(text: str, vocabulary: set[str]) -> set[str]:
+    return {n for n in vocabulary if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text)}
+
+
+def _vocabulary_copies(path: Path, vocabularies) -> list[str]:
+    """Where ``path`` writes >= 2 names of one vocabulary outside its home: a literal
+    collection, a dict literal's keys (but in the paper's record), or a help string."""
+    rel = _rel(path) if path.is_relative_to(PACKAGE.parent) else path.name
+    tree = ast.parse(path.read_text())
     copies = []
-    for path in MODULES:
-        for lineno, names in _string_collections(ast.parse(path.read_text())):
-            for what, (vocabulary, home) in vocabularies.items():
-                if names <= vocabulary and _rel(path) != home:
-                    copies.append(f"{_rel(path)}:{lineno} {what} names {sorted(names)}")
+    for lineno, names in _string_collections(tree, dict_keys=rel != PAPER_RECORD):
+        for what, (vocabulary, home) in vocabularies.items():
+            if names <= vocabulary and rel != home:
+                copies.append(f"{rel}:{lineno} {what} names {sorted(names)}")
+    for lineno, text in _help_texts(tree):
+        for what, (vocabulary, home) in vocabularies.items():
+            if len(named := _named_in(text, vocabulary)) >= 2 and rel != home:
+                copies.append(f"{rel}:{lineno} help lists {what} names {sorted(named)}")
+    return copies
+
+
+def test_the_vocabulary_is_written_in_one_place():
+    """No literal collection (dict keys included) of transition, prior, stepping, precision,
+    gap-mode, localization, dataset or metric names outside its home (inputs/variants.py;
+    DATASETS for the dataset names; inputs/metric_specs.py for the metric keys), and no help
+    string that lists them by hand (derive it from the vocabulary)."""
+    vocabularies = _vocabularies()
+    copies = [c for path in MODULES for c in _vocabulary_copies(path, vocabularies)]
     assert not copies, f"vocabulary written outside its module: {copies}"
+
+
+def test_the_vocabulary_rule_sees_dict_keys_and_help_strings(tmp_path):
+    """The scan itself: a dict keyed by the names, and a help string listing them, are found;
+    the same text built from the vocabulary is not."""
+    vocabularies = {"transition": ({"static", "both", "readiness"}, "elsewhere.py")}
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        'MARKS = {"static": 1, "both": 2}\n'
+        'p.add_argument("--t", help="static, readiness or both")\n'
+        'p.add_argument("--u", help=f"one of {TRANSITIONS}; static-like words: bothered")\n'
+    )
+    found = _vocabulary_copies(bad, vocabularies)
+    assert len(found) == 2 and "names ['both', 'static']" in found[0] and "help" in found[1]
 
 
 def test_no_code_branches_on_a_dataset_name():

@@ -42,7 +42,7 @@ def test_lag_table_rows_are_compare_and_measure(observations, result, table):
         assert row0["frame_accuracy"] == round(base["online"]["baglm"]["frame_accuracy"], 3)
         assert row0["D"] == "simulated-llm:llama" and row0["source"] == "simulated"
         # lag 4 segments = 8 s of the batch smoother, its delays include the 8 s
-        smoothed = run_baglm(obs, "simulated-llm:llama", smoothing_lag=8)
+        smoothed = run_baglm(obs, "simulated-llm:llama", smoothing_lag_s=8)
         row4 = sub[(sub["method"] == "BaGLM") & (sub["lag"] == "4")].iloc[0]
         assert row4["lag_s"] == 8
         assert row4["workbench"] == round(evaluate(obs.dataset, smoothed, obs.videos), 1)
@@ -86,7 +86,7 @@ def test_timeline_shows_filter_and_smoothed(observations):
     t_len = obs.vsg[uid].shape[0]
     filtered = run_baglm(obs, "simulated-llm:llama", videos=[obs.videos[0]])
     assert np.array_equal(data["filter"]["beliefs"], filtered[uid])
-    smoothed = run_baglm(obs, "simulated-llm:llama", videos=[obs.videos[0]], smoothing_lag=4)
+    smoothed = run_baglm(obs, "simulated-llm:llama", videos=[obs.videos[0]], smoothing_lag_s=4)
     assert np.array_equal(data["smoothed"]["beliefs"], smoothed[uid])
     assert data["filter"]["said"].shape == (t_len,)
     fig = assistance.timeline(data, "one video (simulated observations, not a real model)")

@@ -10,7 +10,8 @@ import pytest
 from baglm_nb.apps.cli.main import main
 from baglm_nb.core import sources
 from baglm_nb.core.filtering import run_filter
-from baglm_nb.core.online_metrics import METRIC_KEYS
+from baglm_nb.core.online_metrics import online_keys
+from baglm_nb.inputs.metric_specs import metric_spec
 
 UID = "-25-1nbOki0"  # HT-Step, Make Nigerian Style Jollof Rice
 
@@ -38,7 +39,7 @@ def test_evaluate_json_reports_the_online_metrics(capsys):
         "--limit",
         "4",
         "--json",
-        "--smoothing-lag",
+        "--smoothing-lag-s",
         "inf",
     )
     assert code == 0
@@ -46,9 +47,19 @@ def test_evaluate_json_reports_the_online_metrics(capsys):
     online = result["online"]
     assert online["smoothing_lag_s"] is None and online["patience"] == 2
     for method in ("baglm", "off_the_shelf"):
-        assert tuple(online[method]) == METRIC_KEYS
+        assert tuple(online[method]) == online_keys()
         assert 0 <= online[method]["frame_accuracy"] <= 1
+    # every metric key of the result is described by its spec
+    assert result["metric"] == "r_at_1"
+    assert list(result["metrics"]) == ["r_at_1", *online_keys()]
+    assert result["metrics"]["delay_median_s"] == metric_spec("delay_median_s").describe()
+    assert result["metrics"]["delay_median_s"]["higher_is_better"] is False
     assert "online quality" in out and "smoothing lag inf" in out
+    # one row per metric, by its spec's header, with its direction
+    assert "delay median (s)" in out and "annotated-state changes per min" in out
+    assert [line for line in out.splitlines() if line.startswith("per-second accuracy")][
+        0
+    ].endswith("higher")
 
 
 @pytest.mark.parametrize(
@@ -69,10 +80,10 @@ def test_evaluate_refuses_bad_lags(capsys, value, words):
         "simulated",
         "--limit",
         "1",
-        f"--smoothing-lag={value}",
+        f"--smoothing-lag-s={value}",
     )
     line = _one_error(err)
-    assert code == 2 and "--smoothing-lag" in line and repr(value) in line and words in line
+    assert code == 2 and "--smoothing-lag-s" in line and repr(value) in line and words in line
 
 
 def test_evaluate_refuses_smoothing_in_published_precision(capsys):
@@ -87,27 +98,41 @@ def test_evaluate_refuses_smoothing_in_published_precision(capsys):
         "1",
         "--precision",
         "float32-published",
-        "--smoothing-lag",
+        "--smoothing-lag-s",
         "4",
     )
     line = _one_error(err)
-    assert code == 2 and "--smoothing-lag 4" in line and "float64 only" in line
+    assert code == 2 and "--smoothing-lag-s 4" in line and "float64 only" in line
 
 
 def test_evaluate_refuses_a_lag_off_the_segment_grid(capsys):
+    # the earlier spelling --smoothing-lag is still read; the message names the flag with its unit
     args = ["--limit", "1", "--stepping", "segment", "--smoothing-lag", "3"]
     code, _, err = _run(capsys, "evaluate", "--dataset", "htstep", "--scores", "simulated", *args)
     line = _one_error(err)
-    assert code == 2 and "--smoothing-lag 3" in line and "multiple of the segment" in line
+    assert code == 2 and "--smoothing-lag-s 3" in line and "multiple of the segment" in line
+
+
+def test_lag_flags_say_their_unit(capsys):
+    """evaluate's lag is in seconds, follow's in segments: the flags and their help say so."""
+    for verb, flag, unit in (
+        ("evaluate", "--smoothing-lag-s", "L in seconds"),
+        ("follow", "--lag-segments", "N in segments"),
+    ):
+        with pytest.raises(SystemExit):
+            main([verb, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert flag in text and unit in text, verb
+        assert "--smoothing-lag " not in text and "--smoothing-lag," not in text, verb
 
 
 @pytest.mark.parametrize("value", ["-1", "1.5", "inf", "x"])
 def test_follow_refuses_bad_lags(capsys, value):
     code, _, err = _run(
-        capsys, "follow", "--replay", "--dataset", "htstep", f"--smoothing-lag={value}", "--", UID
+        capsys, "follow", "--replay", "--dataset", "htstep", f"--lag-segments={value}", "--", UID
     )
     line = _one_error(err)
-    assert code == 2 and "--smoothing-lag" in line and repr(value) in line
+    assert code == 2 and "--lag-segments" in line and repr(value) in line
 
 
 def test_follow_smoothing_emits_lagged_smoothed_estimates(capsys, tmp_path):
@@ -118,7 +143,7 @@ def test_follow_smoothing_emits_lagged_smoothed_estimates(capsys, tmp_path):
         "--replay",
         "--dataset",
         "htstep",
-        "--smoothing-lag",
+        "--lag-segments",
         "3",
         "--jsonl",
         str(jsonl),
@@ -134,7 +159,7 @@ def test_follow_smoothing_emits_lagged_smoothed_estimates(capsys, tmp_path):
     # each emitted belief is the batch fixed-lag smoother's (6 s) on the segment's last row
     obs = sources.observations("htstep", "simulated", videos=[v for v in obs_videos(UID)])
     dep = sources.dependencies("htstep", sources.SIMULATED_LLM).matrix(obs.videos[0])  # the default
-    batch = run_filter(obs.vsg[UID], obs.progress[UID], dep, smoothing_lag=6)[1::2]
+    batch = run_filter(obs.vsg[UID], obs.progress[UID], dep, smoothing_lag_s=6)[1::2]
     assert np.abs(np.array([e["belief"] for e in events]) - batch).max() < 1e-6
     k = len(obs.videos[0].steps)
     assert all(e["step_number"] == (None if e["step"] == k else e["step"] + 1) for e in events)

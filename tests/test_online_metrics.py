@@ -11,10 +11,10 @@ import pytest
 from baglm_nb.core import sources
 from baglm_nb.core.online import OnlineGrounder
 from baglm_nb.core.online_metrics import (
-    METRIC_KEYS,
     announcements,
     dataset_metrics,
     measure,
+    online_keys,
     truth_states,
     video_counts,
 )
@@ -133,7 +133,7 @@ def test_dataset_metrics_pool_counts(htstep):
         for v in obs.videos
     }
     got = dataset_metrics("htstep", per, obs.videos)
-    assert tuple(got) == METRIC_KEYS
+    assert tuple(got) == online_keys()
     total = {k: sum(c[k] for c in per.values()) for k in per[obs.uids()[0]] if k != "delays"}
     delays = [d for c in per.values() for d in c["delays"]]
     p = total["announced_correct"] / total["announced"]
@@ -201,12 +201,12 @@ def test_off_the_shelf_announces_on_normalised_scores(htstep):
 def test_compare_reports_online_metrics_with_smoothing(htstep):
     obs, _ = htstep
     result = compare(
-        obs, "simulated-llm:llama", online={"threshold": 0.5, "patience": 2}, smoothing_lag=None
+        obs, "simulated-llm:llama", online={"threshold": 0.5, "patience": 2}, smoothing_lag_s=None
     )
     online = result["online"]
     assert online["smoothing_lag_s"] is None and online["threshold"] == 0.5
     for method in ("baglm", "off_the_shelf"):
-        assert set(online[method]) == set(METRIC_KEYS)
+        assert set(online[method]) == set(online_keys())
     filt = compare(obs, "simulated-llm:llama", online={"threshold": 0.5, "patience": 2})
     smoothed = {k: online["baglm"][k] for k in ("frame_accuracy", "flicker_per_min")}
     assert smoothed != {k: filt["online"]["baglm"][k] for k in smoothed}

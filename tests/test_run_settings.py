@@ -14,12 +14,12 @@ NAMES = ["observations", "D", "threshold", "patience", "smoothing lag", "stay"]
 
 
 def _args(**kw) -> argparse.Namespace:
-    return argparse.Namespace(**{"task": None, "deps": None, "smoothing_lag": 0, **kw})
+    return argparse.Namespace(**{"task": None, "deps": None, "lag_segments": 0, **kw})
 
 
 def test_the_fields_name_each_setting_with_its_unit():
     grounder = SimpleNamespace(source="lmm:x", segment_duration=2, hysteresis=Hysteresis(0.6, 3))
-    fields = run_settings(_args(smoothing_lag=1), grounder)
+    fields = run_settings(_args(lag_segments=1), grounder)
     assert [name for name, _ in fields] == NAMES
     assert dict(fields) == {
         "observations": "lmm:x",
@@ -29,7 +29,7 @@ def test_the_fields_name_each_setting_with_its_unit():
         "smoothing lag": "1 segment (2 s)",
         "stay": "0 (the paper's filter)",
     }
-    beyond = dict(run_settings(_args(smoothing_lag=1, stay=0.9), grounder))
+    beyond = dict(run_settings(_args(lag_segments=1, stay=0.9), grounder))
     assert beyond["stay"] == "0.9 (beyond the paper)"
     line = settings_line(fields)
     assert line.startswith("settings: observations: lmm:x; D: simulated-llm:llama; ")

@@ -23,9 +23,9 @@ def inputs(seed: int = 0, t_len: int = 40, k: int = 5):
 
 def test_lag_zero_is_the_filter_bit_for_bit():
     vsg, prog, dep = inputs()
-    assert np.array_equal(run_filter(vsg, prog, dep, smoothing_lag=0), run_filter(vsg, prog, dep))
+    assert np.array_equal(run_filter(vsg, prog, dep, smoothing_lag_s=0), run_filter(vsg, prog, dep))
     assert np.array_equal(
-        run_filter(vsg, prog, dep, stepping="segment", smoothing_lag=0),
+        run_filter(vsg, prog, dep, stepping="segment", smoothing_lag_s=0),
         run_filter(vsg, prog, dep, stepping="segment"),
     )
 
@@ -36,7 +36,7 @@ def test_infinite_lag_is_a_literal_forward_backward(transition, prior):
     vsg, prog, dep = inputs(seed=1)
     nxt = 0.1 + 0.9 * np.random.default_rng(5).random(vsg.shape) if prior == "next_step" else None
     fast = run_filter(
-        vsg, prog, dep, transition=transition, prior=prior, next_step=nxt, smoothing_lag=None
+        vsg, prog, dep, transition=transition, prior=prior, next_step=nxt, smoothing_lag_s=None
     )
     slow = literal_smoother(vsg, prog, dep, None, transition, prior, nxt)
     assert np.abs(fast - slow).max() < 1e-10
@@ -52,17 +52,17 @@ def test_infinite_lag_is_a_literal_forward_backward(transition, prior):
 @pytest.mark.parametrize("lag", [1, 2, 3, 8, 39, 100])
 def test_fixed_lag_is_a_literal_loop(lag):
     vsg, prog, dep = inputs(seed=2)
-    fast = run_filter(vsg, prog, dep, smoothing_lag=lag)
+    fast = run_filter(vsg, prog, dep, smoothing_lag_s=lag)
     assert np.abs(fast - literal_smoother(vsg, prog, dep, lag)).max() < 1e-10
 
 
 def test_segment_stepping_lag_is_in_seconds():
     vsg, prog, dep = inputs(seed=3)
-    seg = run_filter(vsg, prog, dep, stepping="segment", smoothing_lag=4)
+    seg = run_filter(vsg, prog, dep, stepping="segment", smoothing_lag_s=4)
     literal = literal_smoother(vsg[::2], prog[::2], dep, 2)
     assert np.abs(seg - np.repeat(literal, 2, axis=0)).max() < 1e-10
     with pytest.raises(ValueError, match="multiple of segment_duration"):
-        run_filter(vsg, prog, dep, stepping="segment", smoothing_lag=3)
+        run_filter(vsg, prog, dep, stepping="segment", smoothing_lag_s=3)
 
 
 def test_two_state_closed_form():
@@ -86,14 +86,14 @@ def test_two_state_closed_form():
 def test_online_fixed_lag_equals_batch(lag, stepping):
     vsg, prog, dep = inputs(seed=4, t_len=40)
     d = 2
-    batch = run_filter(vsg, prog, dep, stepping=stepping, smoothing_lag=lag * d)
+    batch = run_filter(vsg, prog, dep, stepping=stepping, smoothing_lag_s=lag * d)
     g = OnlineGrounder(
         None,
         "goal",
         [f"s{i}" for i in range(dep.shape[0])],
         dep,
         stepping=stepping,
-        smoothing_lag=lag,
+        lag_segments=lag,
     )
     got = []
     for s in range(vsg.shape[0] // d):
@@ -110,7 +110,7 @@ def test_online_fixed_lag_equals_batch(lag, stepping):
 def test_online_smoothing_announces_on_smoothed_beliefs():
     vsg, prog, dep = inputs(seed=6, t_len=60)
     g = OnlineGrounder(
-        None, "goal", [f"s{i}" for i in range(5)], dep, smoothing_lag=3, threshold=0.3, patience=1
+        None, "goal", [f"s{i}" for i in range(5)], dep, lag_segments=3, threshold=0.3, patience=1
     )
     for s in range(30):
         g.push_scores(vsg[2 * s], prog[2 * s])
@@ -126,14 +126,14 @@ def test_online_smoothing_announces_on_smoothed_beliefs():
 
 def test_smoother_refuses_bad_lags():
     for bad in (-1, 1.5, True):
-        with pytest.raises(ValueError, match="smoothing_lag"):
-            run_filter(*inputs(), smoothing_lag=bad)
+        with pytest.raises(ValueError, match="smoothing_lag_s"):
+            run_filter(*inputs(), smoothing_lag_s=bad)
         with pytest.raises(ValueError, match="lag"):
             FixedLagSmoother(np.eye(2), bad, 1)
     with pytest.raises(ValueError, match="float64 only"):
-        run_filter(*inputs(), smoothing_lag=2, precision="float32-published")
+        run_filter(*inputs(), smoothing_lag_s=2, precision="float32-published")
     with pytest.raises(ValueError, match="prior='uniform'"):
-        OnlineGrounder(None, "g", ["a", "b"], np.zeros((2, 2)), prior="propagated", smoothing_lag=2)
+        OnlineGrounder(None, "g", ["a", "b"], np.zeros((2, 2)), prior="propagated", lag_segments=2)
 
 
 def test_online_smoothing_steps_over_a_gap_as_the_batch_smoother_does():
@@ -146,8 +146,8 @@ def test_online_smoothing_steps_over_a_gap_as_the_batch_smoother_does():
         rows_v[2 * s : 2 * s + 2] = 1.0
         rows_p[2 * s : 2 * s + 2] = 0.0
     lag = 3
-    batch = run_filter(rows_v, rows_p, dep, smoothing_lag=2 * lag)[1::2]
-    g = OnlineGrounder(None, "goal", [f"s{i}" for i in range(5)], dep, smoothing_lag=lag)
+    batch = run_filter(rows_v, rows_p, dep, smoothing_lag_s=2 * lag)[1::2]
+    g = OnlineGrounder(None, "goal", [f"s{i}" for i in range(5)], dep, lag_segments=lag)
     got = []
     for s in range(20):
         if s in gap:

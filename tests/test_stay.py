@@ -49,7 +49,7 @@ def test_two_state_closed_form():
     out = run_filter(vsg, prog, dep, transition="static", stay=0.5)
     assert out[0] == pytest.approx([0.8, 0.2], abs=1e-15)
     assert out[1] == pytest.approx([0.195 / 0.44, 0.245 / 0.44], abs=1e-15)
-    smoothed = run_filter(vsg, prog, dep, transition="static", stay=0.5, smoothing_lag=None)
+    smoothed = run_filter(vsg, prog, dep, transition="static", stay=0.5, smoothing_lag_s=None)
     assert smoothed[0] == pytest.approx([0.32 / 0.44, 0.12 / 0.44], abs=1e-15)
     assert smoothed[1] == pytest.approx(out[1], abs=1e-15)
     # the paper's filter forgets the first row entirely here: T is (1/2, 1/2) from every state
@@ -74,12 +74,12 @@ def test_filter_equals_a_literal_loop(stay, transition, prior):
 def test_smoother_equals_a_literal_forward_backward(stay, prior, lag):
     vsg, prog, dep = inputs(seed=2)
     nxt = 0.1 + 0.9 * np.random.default_rng(6).random(vsg.shape) if prior == "next_step" else None
-    fast = run_filter(vsg, prog, dep, prior=prior, next_step=nxt, smoothing_lag=lag, stay=stay)
+    fast = run_filter(vsg, prog, dep, prior=prior, next_step=nxt, smoothing_lag_s=lag, stay=stay)
     slow = literal(vsg, prog, dep, stay, lag, "both", prior, nxt)
     assert np.abs(fast - slow).max() < 1e-10
     # L = 0 is the filter with the same stay, bit for bit
     assert np.array_equal(
-        run_filter(vsg, prog, dep, prior=prior, next_step=nxt, smoothing_lag=0, stay=stay),
+        run_filter(vsg, prog, dep, prior=prior, next_step=nxt, smoothing_lag_s=0, stay=stay),
         run_filter(vsg, prog, dep, prior=prior, next_step=nxt, stay=stay),
     )
 
@@ -101,8 +101,8 @@ def test_stay_zero_is_the_paper_filter_bit_for_bit():
         {"prior": "propagated"},
         {"prior": "next_step", "next_step": nxt},
         {"stepping": "segment"},
-        {"smoothing_lag": None},
-        {"smoothing_lag": 6},
+        {"smoothing_lag_s": None},
+        {"smoothing_lag_s": 6},
     ):
         paper = run_filter(vsg, prog, dep, **kw)
         assert np.array_equal(run_filter(vsg, prog, dep, stay=0.0, **kw), paper)
@@ -114,8 +114,8 @@ def test_stay_zero_is_the_paper_filter_bit_for_bit():
 @pytest.mark.parametrize("lag", [0, 2])
 def test_online_grounder_equals_the_batch_filter(lag):
     vsg, prog, dep = inputs(seed=5, t_len=40)
-    batch = run_filter(vsg, prog, dep, stay=0.9, smoothing_lag=2 * lag)
-    g = OnlineGrounder(None, "goal", [f"s{i}" for i in range(5)], dep, smoothing_lag=lag, stay=0.9)
+    batch = run_filter(vsg, prog, dep, stay=0.9, smoothing_lag_s=2 * lag)
+    g = OnlineGrounder(None, "goal", [f"s{i}" for i in range(5)], dep, lag_segments=lag, stay=0.9)
     got = []
     for s in range(20):
         est = g.push_scores(vsg[2 * s], prog[2 * s])

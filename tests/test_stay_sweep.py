@@ -13,7 +13,7 @@ import pytest
 from baglm_nb.analyses import stay
 from baglm_nb.analyses.tables import score
 from baglm_nb.core import sources
-from baglm_nb.core.online_metrics import METRIC_KEYS, measure
+from baglm_nb.core.online_metrics import measure, online_keys
 from baglm_nb.core.pipeline import run_baglm
 
 DEPS = "simulated-llm:llama"
@@ -36,7 +36,7 @@ def test_stay_table_rows_are_the_pipelines_numbers(sweep):
         row = frame[(frame["dataset"] == "HT-Step") & (frame["stay"] == s)].iloc[0]
         assert row["workbench"] == round(score("htstep", beliefs, obs.videos).value, 1)
         metrics = measure("htstep", obs.videos, beliefs)
-        for key in METRIC_KEYS:
+        for key in online_keys():
             expected = metrics[key]
             if math.isnan(expected):
                 assert math.isnan(row[key])
@@ -108,7 +108,7 @@ def test_announcement_grid_and_table_on_a_tiny_grid():
     expected = measure("htstep", obs.videos, run_baglm(obs, DEPS))
     assert current["announce_f1"].iloc[0] == round(expected["announce_f1"], 3)
     smoothed = grid[(grid["threshold"] == 0.7) & (grid["patience"] == 1) & (grid["lag"] == 1)]
-    beliefs = run_baglm(obs, DEPS, smoothing_lag=2)
+    beliefs = run_baglm(obs, DEPS, smoothing_lag_s=2)
     expected = measure("htstep", obs.videos, beliefs, threshold=0.7, patience=1, lag_s=2)
     assert smoothed["delay_median_s"].iloc[0] == round(expected["delay_median_s"], 3)
     chosen = stay.choose_announcement(grid, max_delay_s=1e9)

@@ -148,7 +148,7 @@ def test_toy_dataset_is_simulated_filtered_and_evaluated(toy):
 
 def test_toy_dataset_per_task_recall_follows_its_spec(toy, monkeypatch):
     """With a per-task Recall the number is the mean over subsets of the per-task means."""
-    monkeypatch.setitem(DATASETS, "toy", _spec(recall=Recall("Avg. R@1", 3, 4)))
+    monkeypatch.setitem(DATASETS, "toy", _spec(recall=Recall("avg_r_at_1", 3, 4)))
     videos = load_dataset("toy")
     beliefs = run_baglm(sources.observations("toy", "simulated"), "oracle")
 

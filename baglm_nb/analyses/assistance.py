@@ -35,7 +35,7 @@ import pandas as pd
 from baglm_nb.analyses.alerts import video_alerts
 from baglm_nb.analyses.belief_data import runs
 from baglm_nb.analyses.belief_views import step_colours
-from baglm_nb.analyses.display import MISSING
+from baglm_nb.analyses.display import MISSING, axis_label, in_percent
 from baglm_nb.analyses.palette import WORKBENCH, colour, ink_on
 from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.analyses.tables import (
@@ -49,7 +49,12 @@ from baglm_nb.analyses.tables import (
 )
 from baglm_nb.core import sources
 from baglm_nb.core.observations import Observations
-from baglm_nb.core.online_metrics import METRIC_KEYS, announcements, measure, truth_states
+from baglm_nb.core.online_metrics import (
+    announcements,
+    measure,
+    online_keys,
+    truth_states,
+)
 from baglm_nb.core.pipeline import run_baglm
 from baglm_nb.core.simulate import default_params
 from baglm_nb.inputs.grid import per_second
@@ -72,17 +77,13 @@ __all__ = [
 #: The smoothing lags of the curve, in segments (None: the offline smoother, L = inf).
 LAGS: tuple[int | None, ...] = (0, 1, 2, 4, 8, 16, None)
 
-#: The columns :func:`lag_lines` draws, with their axis labels; all in percent (R@1, in
-#: ``workbench``, is stored in percent; the others are fractions, drawn times 100).
+#: The columns :func:`lag_lines` draws, with their axis labels (:func:`~baglm_nb.analyses.
+#: display.axis_label`); all in percent (R@1, in ``workbench``, is stored in percent; the
+#: fractions are drawn times 100, :func:`~baglm_nb.analyses.display.in_percent`).
 CURVE_METRICS = {
-    "frame_accuracy": "per-second accuracy (%)",
-    "frame_accuracy_on_steps": "step-row accuracy (%)",
-    "announce_f1": "announcement F1 (%)",
-    "workbench": "R@1 (%)",
+    k: axis_label(k)
+    for k in ("frame_accuracy", "frame_accuracy_on_steps", "announce_f1", "workbench")
 }
-
-#: The columns of :data:`CURVE_METRICS` stored as fractions (drawn in percent).
-_FRACTIONS = ("frame_accuracy", "frame_accuracy_on_steps", "announce_f1")
 
 
 def quality_text(metrics: Mapping[str, float]) -> str:
@@ -112,7 +113,7 @@ def lag_label(lag: int | None) -> str:
 
 
 def _rounded(metrics: dict) -> dict:
-    return {k: round(float(metrics[k]), 3) for k in METRIC_KEYS}
+    return {k: round(float(metrics[k]), 3) for k in online_keys()}
 
 
 def lag_table(
@@ -127,7 +128,7 @@ def lag_table(
 
     Columns: ``dataset``, ``method``, ``workbench`` (R@1 %), ``paper`` (NaN: no paper number),
     ``videos``, ``source``, ``lag`` (segments, ``inf``), ``lag_s`` (seconds; NaN for inf),
-    the :data:`~baglm_nb.core.online_metrics.METRIC_KEYS`, ``threshold``, ``patience`` and
+    the :func:`~baglm_nb.core.online_metrics.online_keys`, ``threshold``, ``patience`` and
     ``D``. The off-the-shelf rows repeat one measurement at every lag (no smoothing).
     """
     rows, items = [], []
@@ -141,7 +142,7 @@ def lag_table(
         )
         for lag in lags:
             lag_s = None if lag is None else int(lag) * d
-            beliefs = run_baglm(obs, resolved, smoothing_lag=lag_s)
+            beliefs = run_baglm(obs, resolved, smoothing_lag_s=lag_s)
             scored = score(obs.dataset, beliefs, obs.videos)
             metrics = _rounded(
                 measure(obs.dataset, obs.videos, beliefs, segment_duration=d, lag_s=lag_s, **opts)
@@ -180,7 +181,7 @@ VIEW_COLUMNS = (
     "method",
     "lag",
     "workbench",
-    *(k for k in METRIC_KEYS if k != "delay_p90_s"),
+    *(k for k in online_keys() if k != "delay_p90_s"),
 )
 
 
@@ -210,7 +211,7 @@ def lag_lines(table: pd.DataFrame, title: str):
         sub = table[table["dataset"] == name]
         for row, (metric, label) in enumerate(CURVE_METRICS.items()):
             ax = axes[row, col]
-            scale = 100.0 if metric in _FRACTIONS else 1.0
+            scale = 100.0 if in_percent(metric) else 1.0
             for key, marker in (("baglm", "o"), ("off_the_shelf", "s")):
                 method = METHOD_NAMES[key]
                 m = sub[sub["method"] == method].set_index("lag").reindex(lags)
@@ -273,7 +274,7 @@ def timeline_data(
     d = obs.segment_duration
     out: dict[str, Any] = {"video": video, "lag": int(lag)}
     for name, lag_s in (("filter", 0), ("smoothed", int(lag) * d)):
-        b = run_baglm(obs, resolved, videos=[video], smoothing_lag=lag_s)[uid]
+        b = run_baglm(obs, resolved, videos=[video], smoothing_lag_s=lag_s)[uid]
         said_at = announcements(b[d - 1 :: d], threshold, patience)
         said = np.full(len(b) // d, video.num_steps, dtype=np.int64)
         for s, state in said_at:

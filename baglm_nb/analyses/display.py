@@ -9,14 +9,16 @@ table and figure, readable as they are:
   decimals they need (1 to 3), one missing-value marker :data:`MISSING` for NaN, None, NA and
   empty text, no row index (a meaningful index becomes a column), text left-aligned, the title as
   the caption, no ``-0.0`` (a value that rounds to zero prints unsigned), the workbench's column
-  names in words (:data:`HEADERS`), and an optional ``note`` under the table (what agrees with
-  the paper by construction, where the simulation departs from it).
+  names in words (:data:`HEADERS`; a metric's from its spec, :func:`header`), and an optional
+  ``note`` under the table (what agrees with the paper by construction, where the simulation
+  departs from it).
 - :func:`show_figure` saves a figure (:func:`~baglm_nb.analyses.plots.save_figure`: PNG + PDF),
   shows the saved PNG (embedded in the notebook) and closes the figure, so that the inline
   backend does not show it a second time; an optional ``note`` is shown under it.
 
 Exports :data:`MISSING`, :data:`MAX_ROWS`, :data:`HEADERS`, :class:`TableView`,
-:func:`header`, :func:`format_cells`, :func:`show_table` and :func:`show_figure`.
+:func:`header`, :func:`in_percent`, :func:`axis_label`, :func:`format_cells`,
+:func:`show_table` and :func:`show_figure`.
 """
 
 from __future__ import annotations
@@ -31,14 +33,17 @@ import pandas as pd
 
 from baglm_nb.analyses.plots import save_figure
 from baglm_nb.analyses.result_table import ResultTable
+from baglm_nb.inputs.metric_specs import FRACTION, METRICS, R_AT_1, metric_spec
 
 __all__ = [
     "HEADERS",
     "MAX_ROWS",
     "MISSING",
     "TableView",
+    "axis_label",
     "format_cells",
     "header",
+    "in_percent",
     "show_figure",
     "show_table",
 ]
@@ -85,15 +90,6 @@ HEADERS: dict[str, str] = {
     "graded_pct": "graded (%)",
     "workbench": "workbench",
     "lag_s": "lag (s)",
-    "frame_accuracy": "per-second accuracy",
-    "frame_accuracy_on_steps": "step-row accuracy",
-    "announce_precision": "announcement precision",
-    "announce_recall": "announcement recall",
-    "announce_f1": "announcement F1",
-    "delay_median_s": "delay median (s)",
-    "delay_p90_s": "delay p90 (s)",
-    "flicker_per_min": "changes / min",
-    "truth_flicker_per_min": "truth changes / min",
     "detection_pct": "detected (%)",
     "unedited_videos": "unedited videos",
     "false_alerts_per_video": "false alerts / unedited video",
@@ -101,8 +97,28 @@ HEADERS: dict[str, str] = {
 
 
 def header(name: object) -> str:
-    """A column name in words (:data:`HEADERS`), else the name as text."""
-    return HEADERS.get(str(name), str(name))
+    """A column name in words: :data:`HEADERS`, a metric's
+    :attr:`~baglm_nb.inputs.metric_specs.MetricSpec.header` (its label and unit, from
+    :data:`~baglm_nb.inputs.metric_specs.METRICS`), else the name as text."""
+    key = str(name)
+    if key in HEADERS:
+        return HEADERS[key]
+    return METRICS[key].header if key in METRICS else key
+
+
+def in_percent(key: str) -> bool:
+    """Whether a metric column is drawn times 100 in percent: a metric whose unit is a
+    fraction (:data:`~baglm_nb.inputs.metric_specs.METRICS`)."""
+    return key in METRICS and METRICS[key].unit == FRACTION
+
+
+def axis_label(key: str) -> str:
+    """A metric column's axis label in the unit it is drawn in: a fraction's label with
+    "(%)" (:func:`in_percent`), ``workbench`` (R@1, stored in percent) as R@1's header, any
+    other metric's :func:`header`."""
+    if in_percent(key):
+        return f"{METRICS[key].label} (%)"
+    return metric_spec(R_AT_1).header if key == "workbench" else header(key)
 
 
 def _missing(value: Any) -> bool:

@@ -32,6 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from baglm_nb.analyses.display import axis_label, in_percent
 from baglm_nb.analyses.palette import REFERENCE, WORKBENCH, colour, colours
 from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.analyses.tables import (
@@ -46,7 +47,7 @@ from baglm_nb.analyses.tables import (
 )
 from baglm_nb.core import sources
 from baglm_nb.core.observations import Observations
-from baglm_nb.core.online_metrics import METRIC_KEYS, measure
+from baglm_nb.core.online_metrics import measure, online_keys
 from baglm_nb.core.pipeline import run_baglm
 
 __all__ = [
@@ -64,25 +65,29 @@ __all__ = [
 #: The stays of the sweep (0: the paper's filter).
 STAYS: tuple[float, ...] = (0.0, 0.5, 0.8, 0.9, 0.93, 0.96)
 
-#: The columns :func:`stay_lines` draws, with their axis labels.
+#: The columns :func:`stay_lines` draws, with their axis labels
+#: (:func:`~baglm_nb.analyses.display.axis_label`).
 SWEEP_METRICS = {
-    "workbench": "R@1 (%)",
-    "frame_accuracy": "per-second accuracy (%)",
-    "frame_accuracy_on_steps": "step-row accuracy (%)",
-    "announce_f1": "announcement F1 (%)",
-    "flicker_per_min": "flicker (changes/min)",
-    "delay_median_s": "median delay (s)",
+    k: axis_label(k)
+    for k in (
+        "workbench",
+        "frame_accuracy",
+        "frame_accuracy_on_steps",
+        "announce_f1",
+        "flicker_per_min",
+        "delay_median_s",
+    )
 }
 
 #: The :data:`SWEEP_METRICS` stored as fractions, drawn in percent (one unit with R@1).
-PERCENT_OF_FRACTION = ("frame_accuracy", "frame_accuracy_on_steps", "announce_f1")
+PERCENT_OF_FRACTION = tuple(k for k in SWEEP_METRICS if in_percent(k))
 
 #: ``follow``'s announcement defaults: threshold, patience (segments), smoothing lag (segments).
 CURRENT_ANNOUNCEMENT: tuple[float, int, int] = (0.5, 2, 0)
 
 
 def _rounded(metrics: Mapping[str, float]) -> dict[str, float]:
-    return {k: round(float(metrics[k]), 3) for k in METRIC_KEYS}
+    return {k: round(float(metrics[k]), 3) for k in online_keys()}
 
 
 def stay_table(
@@ -102,7 +107,7 @@ def stay_table(
     every dataset of ``datasets`` (the first ``limit`` videos). Columns: ``dataset``,
     ``method``, ``workbench`` (R@1 %), ``paper`` (NaN), ``videos``, ``source`` (the
     observations' label), ``twin`` (what the sweep compares: :func:`twin_name`), ``stay``, the
-    :data:`~baglm_nb.core.online_metrics.METRIC_KEYS`, ``threshold``, ``patience`` and ``D``.
+    :func:`~baglm_nb.core.online_metrics.online_keys`, ``threshold``, ``patience`` and ``D``.
     The off-the-shelf model gets one row per (twin, dataset) with ``stay`` NaN.
     """
     rows, items, labels = [], [], []
@@ -262,14 +267,14 @@ def announcement_grid(
 
     One filter (or smoother) run per lag, then the announcements of every threshold and
     patience on its beliefs. Columns: ``threshold``, ``patience``, ``lag`` (segments),
-    ``lag_s`` and the :data:`~baglm_nb.core.online_metrics.METRIC_KEYS`.
+    ``lag_s`` and the :func:`~baglm_nb.core.online_metrics.online_keys`.
     """
     resolved = require_dependencies(deps, obs.dataset)
     d = obs.segment_duration
     rows = []
     for lag in lags:
         lag_s = int(lag) * d
-        beliefs = run_baglm(obs, resolved, smoothing_lag=lag_s, stay=stay)
+        beliefs = run_baglm(obs, resolved, smoothing_lag_s=lag_s, stay=stay)
         for threshold in thresholds:
             for patience in patiences:
                 metrics = measure(
@@ -320,7 +325,7 @@ def announcement_table(
 
     Columns: ``dataset``, ``method``, ``workbench`` (R@1 % of the smoothed beliefs), ``paper``
     (NaN), ``videos``, ``source``, ``setting``, ``threshold``, ``patience``, ``lag``, the
-    :data:`~baglm_nb.core.online_metrics.METRIC_KEYS` and ``D``.
+    :func:`~baglm_nb.core.online_metrics.online_keys` and ``D``.
     """
     rows, items = [], []
     method = METHOD_NAMES["baglm"]
@@ -329,7 +334,7 @@ def announcement_table(
         d = obs.segment_duration
         for setting, (threshold, patience, lag) in settings.items():
             lag_s = int(lag) * d
-            beliefs = run_baglm(obs, resolved, smoothing_lag=lag_s, stay=stay)
+            beliefs = run_baglm(obs, resolved, smoothing_lag_s=lag_s, stay=stay)
             scored = score(obs.dataset, beliefs, obs.videos)
             metrics = measure(
                 obs.dataset,

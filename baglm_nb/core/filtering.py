@@ -433,7 +433,7 @@ def _validate(vsg, progress, dependency, next_step):
 
 
 def _check_options(
-    transition, prior, stepping, precision, next_step, smoothing_lag
+    transition, prior, stepping, precision, next_step, smoothing_lag_s
 ) -> TransitionSpec:
     """Refuse unknown variants and combinations :func:`run_filter` does not run; the spec of
     ``transition``."""
@@ -446,16 +446,18 @@ def _check_options(
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if (prior == "next_step") != (next_step is not None):
         raise ValueError("next_step scores are required with prior='next_step', and only then")
-    if smoothing_lag is not None and (
-        isinstance(smoothing_lag, bool) or int(smoothing_lag) != smoothing_lag or smoothing_lag < 0
+    if smoothing_lag_s is not None and (
+        isinstance(smoothing_lag_s, bool)
+        or int(smoothing_lag_s) != smoothing_lag_s
+        or smoothing_lag_s < 0
     ):
         raise ValueError(
-            f"smoothing_lag must be a whole number of seconds >= 0 or None (inf), "
-            f"got {smoothing_lag!r}"
+            f"smoothing_lag_s must be a whole number of seconds >= 0 or None (inf), "
+            f"got {smoothing_lag_s!r}"
         )
-    if smoothing_lag != 0 and precision == PUBLISHED_PRECISION:
+    if smoothing_lag_s != 0 and precision == PUBLISHED_PRECISION:
         raise ValueError(
-            f"smoothing (smoothing_lag={smoothing_lag!r}) runs in float64 only, not "
+            f"smoothing (smoothing_lag_s={smoothing_lag_s!r}) runs in float64 only, not "
             f"in precision {PUBLISHED_PRECISION!r}"
         )
     return spec
@@ -474,7 +476,7 @@ def _at_stepping(v, p, n, lag, stepping, segment_duration):
         )
     if lag is not None and lag % segment_duration:
         raise ValueError(
-            f"with stepping='segment', smoothing_lag ({lag}) must be a multiple of "
+            f"with stepping='segment', smoothing_lag_s ({lag}) must be a multiple of "
             f"segment_duration ({segment_duration})"
         )
     rows = slice(0, t_len, segment_duration)
@@ -505,7 +507,7 @@ def run_filter(
     stepping: Stepping = "second",
     segment_duration: int = SEGMENT_DURATION,
     precision: Precision = "float64",
-    smoothing_lag: int | None = 0,
+    smoothing_lag_s: int | None = 0,
     stay: float = 0.0,
 ) -> np.ndarray:
     """Run BaGLM's Bayesian filter (or its fixed-lag smoother) over one video: beliefs (T, K+1).
@@ -537,7 +539,7 @@ def run_filter(
         operations, whose saturated beliefs (exactly 1.0) tie on several rows so that the
         argmax takes the first of them, as in the published code; inputs are rounded to
         float32 (:mod:`baglm_nb.core.published_numerics`).
-    smoothing_lag : int or None, default 0
+    smoothing_lag_s : int or None, default 0
         Seconds of look-ahead ``L``: the belief of second ``t`` given the observations up to
         second ``t + L`` (:mod:`baglm_nb.core.smoothing`: forward-backward with the filter's
         own transitions). 0 is the filter, None the offline smoother (``L = inf``). With
@@ -552,10 +554,10 @@ def run_filter(
     (T, K+1) array of posterior beliefs, float64 (float32 with ``"float32-published"``); each
     row sums to 1 (or is zero if every state had zero likelihood).
     """
-    spec = _check_options(transition, prior, stepping, precision, next_step, smoothing_lag)
+    spec = _check_options(transition, prior, stepping, precision, next_step, smoothing_lag_s)
     stay = check_stay(stay, precision)
     v, p, d, n = _validate(vsg, progress, dependency, next_step)
-    v, p, n, lag = _at_stepping(v, p, n, smoothing_lag, stepping, segment_duration)
+    v, p, n, lag = _at_stepping(v, p, n, smoothing_lag_s, stepping, segment_duration)
     propagate = prior == "propagated"
     if precision == PUBLISHED_PRECISION:
         out = forward32(v, p, d, transition=spec, next_step=n, propagate=propagate)

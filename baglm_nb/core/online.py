@@ -12,11 +12,11 @@ the belief spreads as the model expects over the missed time, the progress memor
 the hysteresis is not fed, so the announced step stays until new evidence. ``gaps="pause"``
 freezes the belief instead.
 
-Fixed-lag smoothing (``smoothing_lag=N`` segments, :class:`FixedLagSmoother`): each segment's
+Fixed-lag smoothing (``lag_segments=N``, :class:`FixedLagSmoother`): each segment's
 belief is recomputed from the observations of the ``N`` segments after it, with the filter's own
 transitions (:mod:`baglm_nb.core.smoothing`), and emitted ``N`` segments late (``lag_s`` in its
 estimate); the announcements are then made on the smoothed beliefs. It equals the batch
-fixed-lag smoother of :func:`~baglm_nb.core.filtering.run_filter` with ``smoothing_lag = N *
+fixed-lag smoother of :func:`~baglm_nb.core.filtering.run_filter` with ``smoothing_lag_s = N *
 segment_duration`` seconds on each segment's last row.
 
 The sources that feed it (files, live streams, replays) are in :mod:`baglm_nb.apps.online`.
@@ -150,21 +150,25 @@ class Hysteresis:
 
 
 class FixedLagSmoother:
-    """Fixed-lag smoothing online: each segment's belief given the next ``lag`` segments.
+    """Fixed-lag smoothing online: each segment's belief given the next ``lag_segments``.
 
     :meth:`push` takes a segment's filter belief (after its last row), the column weights and
     the likelihood its rows used (the same for all its ``repeats`` rows) and an item to carry;
-    once ``lag`` segments have followed a segment, its smoothed belief comes out
+    once ``lag_segments`` segments have followed a segment, its smoothed belief comes out
     (:func:`baglm_nb.core.smoothing.backward_span`). :meth:`finish` empties the queue at the end
     of the video with the observations there are, as the batch smoother does on its last rows.
-    O(lag * repeats * K^2) per segment; ``lag=0`` gives the filter belief back unchanged.
+    O(lag_segments * repeats * K^2) per segment; ``lag_segments=0`` gives the filter belief
+    back unchanged.
     ``stay`` is the filter's (:func:`baglm_nb.core.filtering.run_filter`).
     """
 
-    def __init__(self, static: np.ndarray, lag: int, repeats: int, *, stay: float = 0.0) -> None:
+    def __init__(
+        self, static: np.ndarray, lag_segments: int, repeats: int, *, stay: float = 0.0
+    ) -> None:
+        lag = lag_segments
         if isinstance(lag, bool) or int(lag) != lag or lag < 0:
-            raise ValueError(f"lag must be a whole number of segments >= 0, got {lag!r}")
-        self.static, self.lag, self.repeats = static, int(lag), int(repeats)
+            raise ValueError(f"lag_segments must be a whole number >= 0, got {lag!r}")
+        self.static, self.lag_segments, self.repeats = static, int(lag), int(repeats)
         self.stay = check_stay(stay)
         self._held: deque = deque()
 
@@ -185,10 +189,10 @@ class FixedLagSmoother:
         """
         reps = self.repeats if repeats is None else int(repeats)
         self._held.append((item, alpha.copy(), weights.copy(), lik.copy(), reps, emit))
-        if self.lag == 0:
+        if self.lag_segments == 0:
             item, alpha, *_, emit = self._held.popleft()
             return [(item, alpha)] if emit else []
-        if len(self._held) <= self.lag:
+        if len(self._held) <= self.lag_segments:
             return []
         return self._emit_oldest()
 
@@ -251,11 +255,11 @@ class OnlineGrounder:
         default: ``source``.
     gaps : {"predict", "pause"}
         How :meth:`skip` steps over segments without observations (module docstring).
-    smoothing_lag : int, default 0
-        Segments of fixed-lag smoothing (module docstring; needs ``prior="uniform"``). With
-        ``N > 0``, :meth:`push_scores` returns the filter's estimate and does not feed the
-        hysteresis; the smoothed estimates, ``N`` segments late and announced on, come from
-        :meth:`take_smoothed` and, at the end, :meth:`finish`.
+    lag_segments : int, default 0
+        Segments (not seconds) of fixed-lag smoothing (module docstring; needs
+        ``prior="uniform"``). With ``N > 0``, :meth:`push_scores` returns the filter's
+        estimate and does not feed the hysteresis; the smoothed estimates, ``N`` segments late
+        and announced on, come from :meth:`take_smoothed` and, at the end, :meth:`finish`.
     stay : float in [0, 1), default 0
         Beyond the paper: transitions mixed with staying (``run_filter``'s ``stay``); 0 is the
         paper's filter.
@@ -277,7 +281,7 @@ class OnlineGrounder:
         source: str = "",
         label: str = "",
         gaps: str = "predict",
-        smoothing_lag: int = 0,
+        lag_segments: int = 0,
         stay: float = 0.0,
     ) -> None:
         if gaps not in GAP_MODES:
@@ -305,11 +309,11 @@ class OnlineGrounder:
         self.gaps = gaps
         self.segment = 0
         self.smoother = None
-        if smoothing_lag:
+        if lag_segments:
             if prior != "uniform":
-                raise ValueError(f"smoothing_lag needs prior='uniform', got {prior!r}")
+                raise ValueError(f"lag_segments needs prior='uniform', got {prior!r}")
             self.smoother = FixedLagSmoother(
-                self.state.static, smoothing_lag, self._repeats, stay=self.stay
+                self.state.static, lag_segments, self._repeats, stay=self.stay
             )
         self._ready: list[Estimate] = []
         k = len(self.steps)  # warm the compiled kernel now, not on the first live segment
@@ -324,7 +328,7 @@ class OnlineGrounder:
         self._ready = []
         if self.smoother is not None:
             self.smoother = FixedLagSmoother(
-                self.state.static, self.smoother.lag, self._repeats, stay=self.stay
+                self.state.static, self.smoother.lag_segments, self._repeats, stay=self.stay
             )
 
     def skip(self, count: int) -> np.ndarray:
@@ -393,7 +397,7 @@ class OnlineGrounder:
         return self._estimate(s, belief, item[1], dict(latency), announce=False)
 
     def take_smoothed(self) -> list[Estimate]:
-        """The smoothed estimates that became due since the last call (``smoothing_lag``)."""
+        """The smoothed estimates that became due since the last call (``lag_segments``)."""
         ready, self._ready = self._ready, []
         return ready
 
@@ -404,7 +408,7 @@ class OnlineGrounder:
         return self.take_smoothed()
 
     def _smoothed(self, due: list) -> None:
-        lag_s = float(self.smoother.lag * self.segment_duration)
+        lag_s = float(self.smoother.lag_segments * self.segment_duration)
         for (s, progress, latency), belief in due:
             self._ready.append(
                 self._estimate(s, belief, progress, latency, announce=True, lag_s=lag_s)

@@ -42,8 +42,13 @@ where a step is annotated, the share whose top state is a step the video never d
 annotated interval), pooled over videos; it explains what an oracle chain D does per second
 (``docs/metrics.md``).
 
-Exports :data:`METRIC_KEYS`, :func:`absent_step_share`, :func:`truth_states`, :func:`announcements`,
-:func:`video_counts`, :func:`dataset_metrics` and :func:`measure`.
+Each metric's key, label, unit, description, aggregation and direction are its
+:class:`~baglm_nb.inputs.metric_specs.MetricSpec` (:data:`~baglm_nb.inputs.metric_specs.METRICS`,
+group ``online``): :func:`dataset_metrics` aggregates each as its spec says, from the counts of
+:func:`video_counts` named in the spec.
+
+Exports :func:`online_keys`, :func:`absent_step_share`, :func:`truth_states`,
+:func:`announcements`, :func:`video_counts`, :func:`dataset_metrics` and :func:`measure`.
 """
 
 from __future__ import annotations
@@ -58,40 +63,32 @@ from baglm_nb.core.evaluation import recall_subsets
 from baglm_nb.core.online import Hysteresis
 from baglm_nb.inputs.datasets import Recall, Video, dataset_spec
 from baglm_nb.inputs.grid import ground_truth
+from baglm_nb.inputs.metric_specs import METRICS, ONLINE, MetricSpec, metric_keys
 from baglm_nb.inputs.variants import SEGMENT_DURATION
 
 __all__ = [
-    "METRIC_KEYS",
     "absent_step_share",
     "announcements",
     "dataset_metrics",
     "measure",
+    "online_keys",
     "truth_states",
     "video_counts",
 ]
 
-#: The keys of :func:`dataset_metrics`, in reading order.
-METRIC_KEYS = (
-    "frame_accuracy",
-    "frame_accuracy_on_steps",
-    "announce_precision",
-    "announce_recall",
-    "announce_f1",
-    "delay_median_s",
-    "delay_p90_s",
-    "flicker_per_min",
-    "truth_flicker_per_min",
-)
 
-#: Ratio metrics as (numerator, denominator) columns of :func:`video_counts`.
-RATIOS = {
-    "frame_accuracy": ("rows_correct", "rows"),
-    "frame_accuracy_on_steps": ("step_rows_correct", "step_rows"),
-    "announce_precision": ("announced_correct", "announced"),
-    "announce_recall": ("steps_found", "steps_annotated"),
-    "flicker_per_min": ("changes", "minutes"),
-    "truth_flicker_per_min": ("truth_changes", "minutes"),
-}
+def online_keys() -> tuple[str, ...]:
+    """The keys of :func:`dataset_metrics`, in reading order (the ``online`` metric specs)."""
+    return metric_keys(ONLINE)
+
+
+def _online_specs() -> list[MetricSpec]:
+    return [METRICS[k] for k in online_keys()]
+
+
+def _ratios() -> dict[str, tuple[str, str]]:
+    """The online ratio metrics as (numerator, denominator) columns of :func:`video_counts`."""
+    return {s.key: s.counts for s in _online_specs() if s.aggregation == "pooled_ratio"}
 
 
 def truth_states(video: Video, num_rows: int) -> np.ndarray:
@@ -227,24 +224,39 @@ def _ratio(num: float, den: float) -> float:
 
 
 def _pooled(counts: pd.DataFrame) -> dict[str, float]:
-    return {name: _ratio(counts[n].sum(), counts[d].sum()) for name, (n, d) in RATIOS.items()}
+    return {name: _ratio(counts[n].sum(), counts[d].sum()) for name, (n, d) in _ratios().items()}
 
 
 def _per_task(counts: pd.DataFrame, order: Sequence[str], recall: Recall) -> dict[str, float]:
     """Each ratio per task, averaged over tasks, over R@1's random subsets (CrossTask)."""
     per_video = counts.set_index("video_uid")
+    ratios = _ratios()
     values = []
     for chosen in recall_subsets(recall, [u for u in order if u in per_video.index]):
         picked = per_video.loc[chosen]
         by_task = [_pooled(g) for _, g in picked.groupby("task")]
-        values.append({m: float(np.nanmean([t[m] for t in by_task])) for m in RATIOS})
-    return {m: float(np.mean([v[m] for v in values])) for m in RATIOS}
+        values.append({m: float(np.nanmean([t[m] for t in by_task])) for m in ratios})
+    return {m: float(np.mean([v[m] for v in values])) for m in ratios}
+
+
+def _harmonic_mean(p: float, r: float) -> float:
+    """``2 P R / (P + R)``: 0 where both are 0, NaN where either is NaN."""
+    return 2 * p * r / (p + r) if p + r > 0 else (0.0 if p == p else math.nan)
+
+
+def _of_values(aggregation: str, values: list[float]) -> float:
+    """The ``median`` or ``p90`` of pooled values (NaN without any)."""
+    if not values:
+        return math.nan
+    return float(np.median(values) if aggregation == "median" else np.percentile(values, 90))
 
 
 def dataset_metrics(
     dataset: str, per_video: Mapping[str, dict], videos: Sequence[Video]
 ) -> dict[str, float]:
-    """Every metric of :data:`METRIC_KEYS` over a dataset from :func:`video_counts` per uid.
+    """Every online metric (:func:`online_keys`) over a dataset from :func:`video_counts` per
+    uid, each aggregated as its spec says (ratios first, then the harmonic means and the
+    medians and percentiles of pooled values).
 
     ``videos`` gives annotation order and tasks; only the uids in ``per_video`` count.
     """
@@ -262,12 +274,15 @@ def dataset_metrics(
             out = _per_task(counts, [r["video_uid"] for r in rows], recall)
     else:
         out = _pooled(counts)
-    p, r = out["announce_precision"], out["announce_recall"]
-    out["announce_f1"] = 2 * p * r / (p + r) if p + r > 0 else (0.0 if p == p else math.nan)
-    delays = [d for ds in counts["delays"] for d in ds]
-    out["delay_median_s"] = float(np.median(delays)) if delays else math.nan
-    out["delay_p90_s"] = float(np.percentile(delays, 90)) if delays else math.nan
-    return {k: out[k] for k in METRIC_KEYS}
+    for spec in _online_specs():
+        if spec.aggregation == "harmonic_mean":
+            out[spec.key] = _harmonic_mean(out[spec.counts[0]], out[spec.counts[1]])
+        elif spec.aggregation in ("median", "p90"):
+            pooled = [d for ds in counts[spec.counts[0]] for d in ds]
+            out[spec.key] = _of_values(spec.aggregation, pooled)
+        elif spec.aggregation != "pooled_ratio":
+            raise ValueError(f"online metric {spec.key}: no per-video {spec.aggregation}")
+    return {k: out[k] for k in online_keys()}
 
 
 def measure(

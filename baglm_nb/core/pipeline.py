@@ -21,9 +21,10 @@ from baglm_nb.core import sources
 from baglm_nb.core.evaluation import best_rows, evaluate
 from baglm_nb.core.filtering import PRECISIONS, check_stay, run_filter
 from baglm_nb.core.observations import Observations
-from baglm_nb.core.online_metrics import measure
+from baglm_nb.core.online_metrics import measure, online_keys
 from baglm_nb.core.oracles import oracle_progress
-from baglm_nb.inputs.datasets import Video
+from baglm_nb.inputs.datasets import Video, dataset_spec
+from baglm_nb.inputs.metric_specs import metric_spec
 
 __all__ = ["compare", "online_quality", "precision_agreement", "run_baglm"]
 
@@ -38,7 +39,7 @@ def run_baglm(
     progress: str = "scores",
     videos: list[Video] | None = None,
     progress_bar: bool = False,
-    smoothing_lag: int | None = 0,
+    smoothing_lag_s: int | None = 0,
     stay: float = 0.0,
 ) -> dict[str, np.ndarray]:
     """Beliefs (T, K+1) for every video of ``obs`` (or of ``videos``, a subset of it).
@@ -46,7 +47,7 @@ def run_baglm(
     ``deps`` is any deps setting of :mod:`baglm_nb.core.sources`. ``progress="oracle"``
     replaces the observed progress with the ground-truth fraction of completion (Tab. oracle).
     ``prior="next_step"`` needs ``obs.next_step``. The filter runs in ``obs.precision``;
-    ``smoothing_lag`` (seconds, None for inf) smooths it and ``stay`` (beyond the paper) mixes
+    ``smoothing_lag_s`` (seconds, None for inf) smooths it and ``stay`` (beyond the paper) mixes
     its transitions with staying (both float64 only, see ``run_filter``).
     """
     if progress not in ("scores", "oracle"):
@@ -73,7 +74,7 @@ def run_baglm(
                 stepping=stepping,
                 segment_duration=obs.segment_duration,
                 precision=obs.precision,
-                smoothing_lag=smoothing_lag,
+                smoothing_lag_s=smoothing_lag_s,
                 stay=stay,
             )
         except ValueError as exc:  # bad inputs: name the video and the source
@@ -90,10 +91,14 @@ def compare(
 ) -> dict[str, Any]:
     """BaGLM and the off-the-shelf baseline on the same videos, in percent.
 
-    Returns ``{"dataset", "source", "precision", "videos", "baglm", "off_the_shelf"}``
-    (``source`` is the observations' label, which records the precision on imported files),
-    plus ``"online"`` (:func:`online_quality`) when ``online`` gives its ``threshold`` and
-    ``patience``; other keyword arguments go to :func:`run_baglm`.
+    Returns ``{"dataset", "source", "precision", "videos", "metric", "baglm",
+    "off_the_shelf", "metrics"}`` (``source`` is the observations' label, which records the
+    precision on imported files; ``metric`` the key of the number in ``baglm`` and
+    ``off_the_shelf``, the dataset's R@1 or Avg. R@1), plus ``"online"``
+    (:func:`online_quality`) when ``online`` gives its ``threshold`` and ``patience``;
+    ``metrics`` describes every metric key of the result (its
+    :meth:`~baglm_nb.inputs.metric_specs.MetricSpec.describe`: label, unit, description,
+    aggregation, higher is better). Other keyword arguments go to :func:`run_baglm`.
     """
     videos = kwargs.pop("videos", None) or obs.videos
     beliefs = run_baglm(obs, deps, videos=videos, **kwargs)
@@ -102,12 +107,16 @@ def compare(
         "source": obs.label,
         "precision": obs.precision,
         "videos": len(beliefs),
+        "metric": dataset_spec(obs.dataset).recall.metric,
         "baglm": evaluate(obs.dataset, beliefs, videos),
         "off_the_shelf": evaluate(obs.dataset, {u: obs.vsg[u] for u in beliefs}, videos),
     }
+    keys = [result["metric"]]
     if online is not None:
-        lag = kwargs.get("smoothing_lag", 0)
-        result["online"] = online_quality(obs, beliefs, videos, smoothing_lag=lag, **online)
+        lag = kwargs.get("smoothing_lag_s", 0)
+        result["online"] = online_quality(obs, beliefs, videos, smoothing_lag_s=lag, **online)
+        keys += online_keys()
+    result["metrics"] = {k: metric_spec(k).describe() for k in keys}
     return result
 
 
@@ -118,10 +127,10 @@ def online_quality(
     *,
     threshold: float = 0.5,
     patience: int = 2,
-    smoothing_lag: int | None = 0,
+    smoothing_lag_s: int | None = 0,
 ) -> dict[str, Any]:
     """The online metrics (:mod:`baglm_nb.core.online_metrics`) of BaGLM's ``beliefs`` (made
-    with ``smoothing_lag`` seconds, None for inf) and of the off-the-shelf model's scores.
+    with ``smoothing_lag_s`` seconds, None for inf) and of the off-the-shelf model's scores.
 
     Returns ``{"threshold", "patience", "smoothing_lag_s", "baglm": {...}, "off_the_shelf":
     {...}}``.
@@ -131,8 +140,8 @@ def online_quality(
     return {
         "threshold": threshold,
         "patience": patience,
-        "smoothing_lag_s": smoothing_lag,
-        "baglm": measure(obs.dataset, videos, beliefs, lag_s=smoothing_lag, **opts),
+        "smoothing_lag_s": smoothing_lag_s,
+        "baglm": measure(obs.dataset, videos, beliefs, lag_s=smoothing_lag_s, **opts),
         "off_the_shelf": measure(obs.dataset, videos, raw, scores=True, **opts),
     }
 

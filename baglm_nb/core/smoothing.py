@@ -171,7 +171,7 @@ def smooth(
     static: np.ndarray,
     weights: np.ndarray,
     lik: np.ndarray,
-    lag: int | None,
+    lag_steps: int | None,
     *,
     stay: float = 0.0,
 ) -> np.ndarray:
@@ -187,14 +187,16 @@ def smooth(
         The destination-column weights of every row, as the filter used them.
     lik : (T, K+1) array
         The filter's likelihoods (:func:`likelihoods`).
-    lag : int or None
-        Rows of look-ahead ``L``: row ``t`` uses the observations up to row ``t + L``; 0
-        returns ``forward`` itself, None the offline (``L = inf``) smoother.
+    lag_steps : int or None
+        Filter steps (rows of ``forward``: seconds with ``stepping="second"``, segments with
+        ``"segment"``) of look-ahead ``L``: row ``t`` uses the observations up to row
+        ``t + L``; 0 returns ``forward`` itself, None the offline (``L = inf``) smoother.
     stay : float, default 0
         The filter's stay (its transitions ``(1 - stay) A_t + stay I``).
     """
+    lag = lag_steps
     if lag is not None and (int(lag) != lag or lag < 0):
-        raise ValueError(f"lag must be a whole number >= 0 or None (inf), got {lag!r}")
+        raise ValueError(f"lag_steps must be a whole number >= 0 or None (inf), got {lag!r}")
     if lag == 0:
         return forward
     f = np.ascontiguousarray(forward, dtype=np.float64)

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from baglm_nb.inputs.grid import ground_truth, num_rows
+from baglm_nb.inputs.metric_specs import R_AT_1, metric_spec
 from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION, Localization
 
 __all__ = [
@@ -39,13 +40,19 @@ class Recall:
 
     ``subsets == 0``: the flat mean over evaluable (video, step) pairs. Otherwise the mean,
     over ``subsets`` random subsets of ``subset_size`` videos (``random.seed(0..subsets-1)``,
-    uids in annotation-file order), of the per-task average recall. ``label`` names the number
-    in tables ("R@1", "Avg. R@1").
+    uids in annotation-file order), of the per-task average recall. ``metric`` is the number's
+    key in :data:`~baglm_nb.inputs.metric_specs.METRICS` (``r_at_1``, ``avg_r_at_1``), whose
+    spec gives its :attr:`label` in tables ("R@1", "Avg. R@1").
     """
 
-    label: str = "R@1"
+    metric: str = R_AT_1
     subsets: int = 0
     subset_size: int = 0
+
+    @property
+    def label(self) -> str:
+        """The number's name in tables: its metric spec's label."""
+        return metric_spec(self.metric).label
 
     @property
     def per_task(self) -> bool:
@@ -106,7 +113,7 @@ DATASETS: dict[str, DatasetSpec] = {
         # The published prerequisite script passes the numeric task id as the goal (quirk).
         llm_goal_field="task_id",
         display_name="CrossTask",
-        recall=Recall("Avg. R@1", subsets=20, subset_size=1850),
+        recall=Recall("avg_r_at_1", subsets=20, subset_size=1850),
         calibrated_signal=1.3843,
         pinned_signal=1.5112,
     ),

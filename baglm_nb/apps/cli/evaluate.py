@@ -14,6 +14,9 @@ from baglm_nb.apps.cli.options import (
     smoothing_lag,
 )
 
+#: The smoothing lag's flag: its unit (seconds) in its name (``follow``'s is in segments).
+LAG_FLAG = "--smoothing-lag-s"
+
 
 def register(verbs) -> None:
     """Add the ``evaluate`` verb."""
@@ -26,16 +29,20 @@ def register(verbs) -> None:
         "--json",
         action="store_true",
         help="also print the result as JSON (one line, the last), with the number of "
-        "(video, step) pairs whose best row differs between float64 and float32-published "
-        "(null with --stay), and the online metrics",
+        "(video, step) pairs whose best row differs between the two --precision choices "
+        "(null with --stay), the online metrics, and each metric's spec (label, unit, "
+        "aggregation, higher_is_better)",
     )
     p.add_argument(
-        "--smoothing-lag",
+        LAG_FLAG,
+        dest="smoothing_lag_s",
         metavar="L|inf",
-        help="fixed-lag smoothing: each second's belief from the observations up to "
-        "L seconds later (0: the filter, the default; inf: the offline smoother); "
+        help="fixed-lag smoothing, L in seconds: each second's belief from the observations "
+        "up to L seconds later (0: the filter, the default; inf: the offline smoother); "
         "float64 only",
     )
+    # the earlier spelling, whose unit the name did not say: still read, not shown
+    p.add_argument("--smoothing-lag", dest="smoothing_lag_s", help=argparse.SUPPRESS)
     p.add_argument(
         "--threshold",
         type=float,
@@ -99,17 +106,22 @@ def format_table(
 
 
 def format_online(online: dict) -> str:
-    """The online metrics of BaGLM and the off-the-shelf model as a small text table."""
-    from baglm_nb.core.online_metrics import METRIC_KEYS
+    """The online metrics of BaGLM and the off-the-shelf model as a small text table, one row
+    per metric of ``online`` with its spec's header (label and unit) and direction."""
+    from baglm_nb.inputs.metric_specs import metric_spec
 
     lag = online["smoothing_lag_s"]
+    rows = [(metric_spec(k), online["baglm"][k], online["off_the_shelf"][k])
+            for k in online["baglm"]]  # fmt: skip
+    width = max([len("metric"), *(len(s.header) for s, _, _ in rows)])
+    better = {True: "higher", False: "lower", None: ""}
     lines = [f"online quality (announcements: threshold {online['threshold']:g}, patience "
              f"{online['patience']} segments; BaGLM smoothing lag "
              f"{'inf' if lag is None else f'{lag} s'}):",
-             f"{'metric':<24}  {'BaGLM':>8}  {'off-the-shelf':>13}"]  # fmt: skip
-    for key in METRIC_KEYS:
-        a, b = online["baglm"][key], online["off_the_shelf"][key]
-        lines.append(f"{key:<24}  {a:>8.3f}  {b:>13.3f}")
+             f"{'metric':<{width}}  {'BaGLM':>8}  {'off-the-shelf':>13}  better"]  # fmt: skip
+    for spec, a, b in rows:
+        row = f"{spec.header:<{width}}  {a:>8.3f}  {b:>13.3f}  {better[spec.higher_is_better]}"
+        lines.append(row.rstrip())
     return "\n".join(lines)
 
 
@@ -118,25 +130,25 @@ def run(args: argparse.Namespace) -> int:
     from baglm_nb.core.filtering import PUBLISHED_PRECISION
     from baglm_nb.core.pipeline import compare, precision_agreement
 
-    lag = smoothing_lag(args.smoothing_lag, "--smoothing-lag", allow_inf=True)
+    lag = smoothing_lag(args.smoothing_lag_s, LAG_FLAG, allow_inf=True)
     check_range("--patience", args.patience, 1)
     check_range("--threshold", args.threshold, 0, 1)
     obs = observations_from_args(args)
     if lag != 0 and obs.precision == PUBLISHED_PRECISION:
         raise ValueError(
-            f"--smoothing-lag {args.smoothing_lag}: smoothing runs in float64 only; "
+            f"{LAG_FLAG} {args.smoothing_lag_s}: smoothing runs in float64 only; "
             f"these observations run in {PUBLISHED_PRECISION} (add --precision "
             "float64)"
         )
     d = obs.segment_duration
     if lag and args.stepping == "segment" and lag % d:
         raise ValueError(
-            f"--smoothing-lag {args.smoothing_lag}: with --stepping segment the lag "
+            f"{LAG_FLAG} {args.smoothing_lag_s}: with --stepping segment the lag "
             f"must be a multiple of the segment duration ({d} s)"
         )
     deps = deps_from_args(args)
     online = {"threshold": args.threshold, "patience": args.patience}
-    result = compare(obs, deps, online=online, smoothing_lag=lag, **filter_options(args))
+    result = compare(obs, deps, online=online, smoothing_lag_s=lag, **filter_options(args))
     result["D"] = deps.label
     result["annotated"] = _annotated(args)
     result["stay"] = args.stay

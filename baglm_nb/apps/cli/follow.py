@@ -114,12 +114,15 @@ def _add_online_filter_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", type=float, default=0.5, help="hysteresis confidence")
     p.add_argument("--patience", type=int, default=2, help="hysteresis segments")
     p.add_argument(
-        "--smoothing-lag",
+        "--lag-segments",
+        dest="lag_segments",
         metavar="N",
-        help="fixed-lag smoothing: each segment's belief from the N segments after "
-        "it, emitted N segments late (lag_s in the event log); the announcements "
-        "are made on the smoothed beliefs (default 0: the filter)",
+        help="fixed-lag smoothing, N in segments (not seconds): each segment's belief from "
+        "the N segments after it, emitted N segments late (lag_s, in seconds, in the event "
+        "log); the announcements are made on the smoothed beliefs (default 0: the filter)",
     )
+    # the earlier spelling, whose unit the name did not say: still read, not shown
+    p.add_argument("--smoothing-lag", dest="lag_segments", help=argparse.SUPPRESS)
     add_stay_argument(p)
 
 
@@ -130,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
 
     # a bad value is refused before anything loads
     check_live_source_options(args)
-    args.smoothing_lag = smoothing_lag(args.smoothing_lag, "--smoothing-lag", allow_inf=False)
+    args.lag_segments = smoothing_lag(args.lag_segments, "--lag-segments", allow_inf=False)
     stay_from_args(args)
     return run_follow(args, lambda: _scorer(args))
 

@@ -16,7 +16,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any
 
-from baglm_nb.inputs.variants import BASE_PRIORS, PRECISIONS, STEPPINGS, TRANSITIONS
+from baglm_nb.inputs.variants import (
+    BASE_PRIORS,
+    PRECISIONS,
+    PUBLISHED_PRECISION,
+    STEPPINGS,
+    TRANSITIONS,
+)
 
 
 def json_value(value: Any) -> Any:
@@ -107,8 +113,8 @@ def add_observation_arguments(p: argparse.ArgumentParser) -> None:
         "--precision",
         default=None,
         choices=PRECISIONS,
-        help="the filter's arithmetic (default: float32-published on the authors' imported "
-        "files, as the published code computes; float64 otherwise)",
+        help=f"the filter's arithmetic (default: {PUBLISHED_PRECISION} on the authors' "
+        f"imported files, as the published code computes; {PRECISIONS[0]} otherwise)",
     )
     add_stay_argument(p)
 
@@ -415,7 +421,8 @@ def stdout_to_stderr(active: bool = True) -> Iterator[None]:
 
 
 def smoothing_lag(text: str | None, flag: str, *, allow_inf: bool) -> int | None:
-    """A ``--smoothing-lag`` value: a whole number >= 0, or ``inf`` (None) where allowed.
+    """A smoothing lag's value (``evaluate --smoothing-lag-s`` seconds, ``follow
+    --lag-segments`` segments): a whole number >= 0, or ``inf`` (None) where allowed.
 
     Raises ``ValueError`` naming ``flag`` and ``text`` (one ``error:`` line, exit 2).
     """

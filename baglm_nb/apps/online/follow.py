@@ -49,7 +49,7 @@ def replay(
 
 def smoothed(stream: Iterator, grounder: OnlineGrounder) -> Iterator:
     """``stream``'s items as ``grounder`` emits its estimates: unchanged without smoothing;
-    with ``smoothing_lag=N``, each segment's smoothed estimate ``N`` segments late (other
+    with ``lag_segments=N``, each segment's smoothed estimate ``N`` segments late (other
     items, such as live gaps, pass at once), and the held ones when the stream ends."""
     if grounder.smoother is None:
         yield from stream

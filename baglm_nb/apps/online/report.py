@@ -41,9 +41,10 @@ from baglm_nb.analyses.display import MISSING
 from baglm_nb.analyses.palette import STAGE_COLOURS
 from baglm_nb.apps.online.events import median_p99
 from baglm_nb.core.online import Estimate
-from baglm_nb.core.online_metrics import METRIC_KEYS, dataset_metrics, truth_states, video_counts
+from baglm_nb.core.online_metrics import dataset_metrics, online_keys, truth_states, video_counts
 from baglm_nb.inputs.datasets import Video
 from baglm_nb.inputs.grid import ground_truth, per_second
+from baglm_nb.inputs.metric_specs import metric_spec
 from baglm_nb.stores.atomic import atomic_write_text
 
 __all__ = ["latency_figure", "render_html", "video_quality", "write_html_report"]
@@ -297,23 +298,10 @@ NUMBERING = (
     "<code>step_number</code> (its <code>step</code> field is the 0-based index, K for none)."
 )
 
-#: One line per online metric (docs/metrics.md holds the full definitions).
-METRIC_TEXT = {
-    "frame_accuracy": "per-second accuracy: top state (a step or none) right, every second",
-    "frame_accuracy_on_steps": "per-second accuracy on the seconds where a step is annotated",
-    "announce_precision": "announcements of a step inside an annotated interval of that step",
-    "announce_recall": "annotated steps with at least one correct announcement",
-    "announce_f1": "2 P R / (P + R) of the two above",
-    "delay_median_s": "annotated start to the first correct announcement (s), median",
-    "delay_p90_s": "the same delay, 90th percentile",
-    "flicker_per_min": "changes of the top state per minute",
-    "truth_flicker_per_min": "changes of the annotated state per minute (ground truth)",
-}
-
 
 def video_quality(estimates: Sequence[Estimate], steps: Sequence[str], video: Video) -> dict:
     """The online metrics of this video (:mod:`baglm_nb.core.online_metrics`,
-    :data:`~baglm_nb.core.online_metrics.METRIC_KEYS`) from the run's own beliefs and
+    :func:`~baglm_nb.core.online_metrics.online_keys`) from the run's own beliefs and
     announcements: what notebook 09's timeline measures on the same video and settings."""
     beliefs, _ = _rows(estimates, steps)
     d = int(round(estimates[0].t_end - estimates[0].t_start)) or 1
@@ -336,8 +324,9 @@ def _quality(estimates, steps, video: Video, hysteresis, values: dict | None = N
     lag = float(estimates[0].lag_s)
     values = values if values is not None else video_quality(estimates, steps, video)
     rows = "".join(
-        f"<tr><td>{k}</td><td>{_number(values[k])}</td><td>{html.escape(METRIC_TEXT[k])}</td></tr>"
-        for k in METRIC_KEYS
+        f"<tr><td>{k}</td><td>{_number(values[k])}</td>"
+        f"<td>{html.escape(metric_spec(k).description)}</td></tr>"
+        for k in online_keys()
     )
     threshold, patience = hysteresis if hysteresis else (MISSING, MISSING)
     smoothing = (

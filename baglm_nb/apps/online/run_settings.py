@@ -57,7 +57,7 @@ def run_settings(args: argparse.Namespace, grounder: OnlineGrounder) -> list[tup
         ("D", dependency_label(args)),
         ("threshold", f"{h.threshold:g}"),
         ("patience", _segments(h.patience, d)),
-        ("smoothing lag", _segments(int(args.smoothing_lag or 0), d)),
+        ("smoothing lag", _segments(int(args.lag_segments or 0), d)),
         ("stay", _stay(float(getattr(args, "stay", 0.0) or 0.0))),
     ]
 

@@ -4,7 +4,7 @@
 score-cache folder) of one annotated video through the online filter (:func:`replay_setup`);
 ``follow --model`` checks the source (a file, a URL, a live stream or a camera) before the model
 loads, then builds the grounder (:func:`model_setup`). ``args`` is the ``follow`` verb's parsed
-command line (:mod:`baglm_nb.apps.cli.follow`), with ``smoothing_lag`` already a whole number of
+command line (:mod:`baglm_nb.apps.cli.follow`), with ``lag_segments`` already a whole number of
 segments and ``stay`` a float in [0, 1). A non-zero stay (beyond the paper) is named in the
 grounder's ``source``, so in the terminal's banner, the event log and the report's banner.
 Bad input raises ``ValueError`` / ``FileNotFoundError`` naming the path, uid or option.
@@ -111,7 +111,7 @@ def replay_setup(
         patience=args.patience,
         source=with_stay(f"replay of {_named_twin(scores) or obs.label} scores", args.stay),
         label=obs.label,
-        smoothing_lag=args.smoothing_lag,
+        lag_segments=args.lag_segments,
         stay=args.stay,
     )
     return grounder, (vsg, progress), truth
@@ -154,7 +154,7 @@ def model_setup(
         patience=args.patience,
         source=with_stay(f"lmm:{args.model}", args.stay),
         label=f"lmm:{args.model}",
-        smoothing_lag=args.smoothing_lag,
+        lag_segments=args.lag_segments,
         stay=args.stay,
     )
     return grounder, truth, reader

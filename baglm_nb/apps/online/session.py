@@ -32,7 +32,7 @@ __all__ = ["run_follow"]
 
 
 def run_follow(args: argparse.Namespace, build_scorer: Callable[[], Any]) -> int:
-    """Run ``follow`` for the parsed command line ``args`` (``smoothing_lag`` already a whole
+    """Run ``follow`` for the parsed command line ``args`` (``lag_segments`` already a whole
     number); ``build_scorer()`` loads the model of ``--model`` once the source is checked.
 
     Returns the exit status (0, or 128 + the signal after Ctrl-C / SIGTERM); bad input raises
