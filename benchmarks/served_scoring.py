@@ -37,7 +37,7 @@ from gguf_server import ServerProcess  # noqa: E402
 
 from baglm_nb.inputs.video import iter_segments  # noqa: E402
 from baglm_nb.models.served import ServedScorer  # noqa: E402
-from baglm_nb.models.served_messages import QWEN_PIXELS, served_frames  # noqa: E402
+from baglm_nb.models.served_messages import served_frames, served_pixels  # noqa: E402
 from baglm_nb.models.testing import random_gguf  # noqa: E402
 
 STEPS = [
@@ -94,7 +94,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.pixels is None:
-        args.pixels = list(QWEN_PIXELS) if args.gguf else [56 * 56, 56 * 56]
+        args.pixels = list(served_pixels("qwen2_5_vl")) if args.gguf else [56 * 56, 56 * 56]
 
     model, mmproj = (args.gguf, args.mmproj) if args.gguf else random_gguf("qwen2_5_vl")
     batch = next(iter_segments(ROOT / "tests/data/videos/cup.mp4", batch_segments=args.segments))

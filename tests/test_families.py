@@ -21,7 +21,7 @@ from baglm_nb.models.families.base import NoOptions
 from baglm_nb.models.families.internvl import INTERNVL_SYSTEM_MESSAGE, InternVLRemoteAdapter
 from baglm_nb.models.families.llava_onevision import LlavaOptions
 from baglm_nb.models.families.qwen2_5_vl import QwenOptions
-from baglm_nb.models.served_messages import QWEN_PIXELS, guess_family, served_frames
+from baglm_nb.models.served_messages import guess_family, served_frames, served_pixels
 from baglm_nb.models.testing import make_random_scorer
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -68,11 +68,17 @@ def test_served_names_and_pixels_come_from_the_specs():
     assert guess_family("llava-hf/llava-onevision-qwen2-7b-ov-hf") == "llava_onevision"
     with pytest.raises(ValueError, match=r"\(internvl, qwen2_5_vl or llava_onevision\)"):
         guess_family("gpt-4o")
-    assert QWEN_PIXELS == (128 * 28 * 28, 360 * 420) == (QwenOptions().min_pixels, 151200)
+    qwen = served_pixels("qwen2_5_vl")
+    assert qwen == (128 * 28 * 28, 360 * 420) == (QwenOptions().min_pixels, 151200)
+    assert served_pixels("internvl") == served_pixels("internvl-remote") == (448 * 448,) * 2
+    assert served_pixels("llava_onevision") == (384 * 384,) * 2
     frames = np.zeros((1, 2, 3, 60, 80), dtype=np.uint8)
-    assert served_frames("internvl", frames, QWEN_PIXELS) is frames
-    assert served_frames("qwen2_5_vl", frames, None) is frames
+    for family in FAMILIES:
+        assert served_frames(family, frames, None) is frames
     assert served_frames("qwen2_5_vl", frames, (56 * 56, 56 * 56)).shape == (1, 2, 3, 28, 56)
+    assert served_frames("qwen2_5_vl", frames, qwen).shape == (1, 2, 3, 280, 392)
+    assert served_frames("internvl", frames, served_pixels("internvl")).shape[-2:] == (448, 448)
+    assert served_frames("llava_onevision", frames, (56 * 56,) * 2).shape[-2:] == (56, 56)
 
 
 @pytest.fixture(scope="module")

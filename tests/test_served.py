@@ -25,8 +25,8 @@ from clips import coin_annotations, short_clips
 from gguf_server import ServerProcess
 
 from baglm_nb.apps.cli.main import main
+from baglm_nb.models.families.qwen2_5_vl import preprocess_qwen25vl
 from baglm_nb.models.openai_client import ServerError
-from baglm_nb.models.preprocess import preprocess_qwen25vl
 from baglm_nb.models.prompts import format_choices, get_prompt
 from baglm_nb.models.questions import Question, ScoringError, build_questions
 from baglm_nb.models.scoring import score_dataset

@@ -23,8 +23,9 @@ import torch
 from clips import coin_annotations, short_clips
 from PIL import Image
 
+from baglm_nb.models.families.qwen2_5_vl import smart_resize
 from baglm_nb.models.openai_client import ServerError
-from baglm_nb.models.preprocess import resize_uint8, smart_resize
+from baglm_nb.models.preprocess import resize_uint8
 from baglm_nb.models.questions import ScoringError
 from baglm_nb.models.scoring import make_scorer, score_dataset
 from baglm_nb.models.served import ServedScorer, answer_probs, user_content

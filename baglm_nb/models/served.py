@@ -10,8 +10,9 @@ the order and count of the family's published prompt (:func:`user_content`), wit
 default system message (:data:`~baglm_nb.models.families.DEFAULT_SYSTEM`): InternVL
 ``"Frame1: <image>\\nFrame2: <image>\\n...{question}"``; Qwen2.5-VL and LLaVA-OneVision the F frames
 then the question (their published input is one *video*; a server receives F images instead,
-see the README's fidelity notes). The server renders the model's own chat template; Qwen2.5-VL's
-frames are sent at its processor's size (:func:`served_frames`), other families' as decoded.
+see the README's fidelity notes). The server renders the model's own chat template; the frames
+are sent at the family's processor size (:func:`served_frames`, within the pixel bounds of the
+family spec).
 
 **Probabilities** (``strategy``), in order of preference (``"auto"`` probes the server once and
 says on stderr which strategy it took and why, :attr:`ServedScorer.strategy_reason`):
@@ -70,10 +71,10 @@ from baglm_nb.models.questions import Question, ScoringError, build_questions, c
 from baglm_nb.models.served_checks import PROBE_QUESTION, listed_refusal
 from baglm_nb.models.served_labels import forced_logprob, forced_options, single_token
 from baglm_nb.models.served_messages import (
-    QWEN_PIXELS,
     encode_png,
     guess_family,
     served_frames,
+    served_pixels,
     user_content,
 )
 from baglm_nb.models.served_probe import (
@@ -175,9 +176,10 @@ class ServedScorer:
         slower, and its logprobs do not depend on what the slot held before (with the cache,
         the last token computed alone moves a logprob slightly; the README gives how much).
     pixels
-        Qwen2.5-VL: (min, max) pixels of the processor size the frames are resized to before
-        they are sent (:func:`~baglm_nb.models.served_messages.served_frames`; default the
-        published bounds); ``None`` sends the decoded frames as they are.
+        (min, max) pixels per frame of the processor size the frames are resized to before
+        they are sent (:func:`~baglm_nb.models.served_messages.served_frames`); default the
+        family spec's ``served_pixels`` (Qwen2.5-VL: the published bounds; InternVL: one
+        448x448 tile; LLaVA-OneVision: 384x384); ``None`` sends the decoded frames as they are.
     client
         An ``openai.OpenAI``-like client to use instead (tests).
     """
@@ -200,7 +202,7 @@ class ServedScorer:
         tokenizer: Any = None,
         system_message: Any = _DEFAULT,
         cache_prompt: bool = True,
-        pixels: tuple[int, int] | None = QWEN_PIXELS,
+        pixels: Any = _DEFAULT,
         client: Any = None,
     ) -> None:
         if strategy not in ("auto", *STRATEGIES):
@@ -242,7 +244,7 @@ class ServedScorer:
         self._listed_memo: dict[str, tuple[list[dict], list[tuple[str, float]]]] = {}
         self.strategy_reason = "" if strategy == "auto" else "asked for"
         self.cache_prompt = bool(cache_prompt)
-        self.pixels = pixels
+        self.pixels = served_pixels(self.family) if pixels is _DEFAULT else pixels
         self.stats = {"encode_s": 0.0, "request_s": 0.0, "requests": 0, "bytes": 0}
 
     def __repr__(self) -> str:

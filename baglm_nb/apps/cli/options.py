@@ -341,10 +341,12 @@ def add_served_arguments(p: argparse.ArgumentParser, *, timeout_option: str = "-
         top_logprobs_help="full-vocab: top_logprobs to ask for (default: the vocabulary size, "
         "else -1)",
     )
+    from baglm_nb.models.families import FAMILIES, in_words
+
     g.add_argument(
         "--family",
-        help="internvl, qwen2_5_vl or llava_onevision: how the frames "
-        "are laid out (default: from the model name)",
+        help=f"{in_words(FAMILIES)}: how the frames are laid out and sized "
+        "(default: from the model name)",
     )
     g.add_argument(
         "--strategy",
