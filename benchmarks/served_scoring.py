@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from gguf_server import ServerProcess  # noqa: E402
 
 from baglm_nb.inputs.video import iter_segments  # noqa: E402
+from baglm_nb.models.openai_client import ConnectionOptions  # noqa: E402
 from baglm_nb.models.served import ServedScorer  # noqa: E402
 from baglm_nb.models.served_messages import served_frames, served_pixels  # noqa: E402
 from baglm_nb.models.testing import random_gguf  # noqa: E402
@@ -57,11 +58,9 @@ def run(url: str, strategy: str, c: int, frames: np.ndarray, steps: list[str], a
     scorer = ServedScorer(
         args.model_name,
         family="qwen2_5_vl",
-        base_url=url,
-        api_key_env="BAGLM_BENCH_KEY",
+        connection=ConnectionOptions(url, "BAGLM_BENCH_KEY", timeout=600),
         strategy=strategy,
         concurrency=c,
-        timeout=600,
         pixels=tuple(args.pixels),
     )
     scorer.score_segments(frames[:1], "make tea", steps[:1], progress=False)  # warm-up, probe

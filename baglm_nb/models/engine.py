@@ -49,7 +49,7 @@ from baglm_nb.models.families.base import Adapter
 from baglm_nb.models.logprobs import check_logits
 from baglm_nb.models.passes import naive_passes, shared_passes
 from baglm_nb.models.prompts import DIGITS, check_single_tokens, check_task_text, option_labels
-from baglm_nb.models.questions import YES_NO, build_questions, combine
+from baglm_nb.models.questions import YES_NO, Question, build_questions, combine
 
 __all__ = [
     "PRETRAINED",
@@ -116,6 +116,39 @@ class ScoreResult:
     def is_random(self) -> bool:
         """True for scores of a randomly initialised model."""
         return self.label == RANDOM_INIT
+
+    @classmethod
+    def from_answers(
+        cls,
+        scorer: Any,
+        questions: Sequence[Question],
+        probs: Sequence[np.ndarray],
+        *,
+        vsg_kind: str | None,
+        labels: Sequence[str],
+        versions: dict[str, str],
+        vsg_prompt: str,
+        renormalise: bool,
+        timings: dict[str, float] | None = None,
+    ) -> ScoreResult:
+        """The scores of answered questions (:func:`~baglm_nb.models.questions.combine` of
+        :func:`~baglm_nb.models.questions.build_questions`' questions), stamped with the
+        ``model_id``, ``label`` and ``family`` of the ``scorer`` that answered them: the one
+        builder of every scorer's results."""
+        vsg, prog, nxt = combine(questions, probs, vsg_kind, renormalise=renormalise)
+        return cls(
+            vsg=vsg,
+            progress=prog,
+            next_step=nxt,
+            labels=tuple(labels),
+            model_id=scorer.model_id,
+            label=scorer.label,
+            family=scorer.family,
+            vsg_prompt=vsg_prompt,
+            renormalised=bool(renormalise),
+            prompt_versions=versions,
+            timings=timings or {},
+        )
 
 
 @runtime_checkable
@@ -436,18 +469,15 @@ class TransformersScorer:
         probs, timings = self._score(
             frames, [q.kind for q in questions], [q.text for q in questions], targets
         )
-        vsg, prog, nxt = combine(questions, probs, vsg_kind, renormalise=renormalise)
-        return ScoreResult(
-            vsg=vsg,
-            progress=prog,
-            next_step=nxt,
-            labels=tuple(labels),
-            model_id=self.model_id,
-            label=self.label,
-            family=self.family,
+        return ScoreResult.from_answers(
+            self,
+            questions,
+            probs,
+            vsg_kind=vsg_kind,
+            labels=labels,
+            versions=versions,
             vsg_prompt=vsg_prompt,
-            renormalised=bool(renormalise),
-            prompt_versions=versions,
+            renormalise=renormalise,
             timings=timings,
         )
 

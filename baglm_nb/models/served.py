@@ -43,9 +43,9 @@ model (:func:`~baglm_nb.models.fingerprints.served_metadata`) and the strategy; 
 of segments the scorer asks again, and a server that changed model stops the run
 (:class:`~baglm_nb.models.openai_client.ServerError`) before that batch is stored.
 
-Exports :class:`ServedScorer`, :data:`STRATEGIES`, :data:`SERVED`, :func:`guess_family`,
-:func:`user_content`, :func:`encode_png`, and :func:`is_served` / :func:`served_name`, the one
-rule for model strings ``openai:<name>``.
+Exports :class:`ServedScorer`, :data:`STRATEGIES`, :data:`SERVED`, :data:`CONNECTION`,
+:func:`guess_family`, :func:`user_content`, :func:`encode_png`, and :func:`is_served` /
+:func:`served_name`, the one rule for model strings ``openai:<name>``.
 """
 
 from __future__ import annotations
@@ -65,9 +65,9 @@ from baglm_nb.inputs.urls import redact_url
 from baglm_nb.models.engine import ScoreResult
 from baglm_nb.models.families import DEFAULT_SYSTEM
 from baglm_nb.models.fingerprints import served_fingerprint, served_metadata
-from baglm_nb.models.openai_client import Connection, ServerError
+from baglm_nb.models.openai_client import ConnectionOptions, ServerError
 from baglm_nb.models.prompts import option_labels
-from baglm_nb.models.questions import Question, ScoringError, build_questions, combine
+from baglm_nb.models.questions import Question, ScoringError, build_questions
 from baglm_nb.models.served_checks import PROBE_QUESTION, listed_refusal
 from baglm_nb.models.served_labels import forced_logprob, forced_options, single_token
 from baglm_nb.models.served_messages import (
@@ -94,6 +94,7 @@ from baglm_nb.models.served_responses import (
 
 __all__ = [
     "APPROX_TOP",
+    "CONNECTION",
     "SERVED",
     "STRATEGIES",
     "ServedScorer",
@@ -110,6 +111,9 @@ APPROX_TOP = 20
 """``top_logprobs`` of the ``approx-top20`` strategy (the OpenAI API's cap)."""
 SERVED = "served"
 """The ``label`` of served scores (the weights behind a server cannot be checked from here)."""
+CONNECTION = ConnectionOptions(timeout=120.0)
+"""The default connection of a served scorer: the OpenAI API, 120 s per request (a request
+carries a segment's images)."""
 PREFIX = "openai:"
 """Model-id prefix of served scores (``openai:<model>, <strategy>``)."""
 
@@ -151,9 +155,10 @@ class ServedScorer:
     family
         ``"internvl"``, ``"qwen2_5_vl"`` or ``"llava_onevision"``: the layout of the frames and
         the system message; default :func:`guess_family` of ``model``.
-    base_url, api_key_env, timeout, max_attempts, backoff, max_backoff
-        The server, the NAME of the environment variable holding its key, and the retry rules
-        (:class:`~baglm_nb.models.openai_client.Connection`).
+    connection
+        The server, the NAME of the environment variable holding its key, the seconds per
+        request and the retry rules (:class:`~baglm_nb.models.openai_client.ConnectionOptions`;
+        default :data:`CONNECTION`).
     strategy
         ``"auto"`` (probe the server once) or one of :data:`STRATEGIES`.
     allow_approx
@@ -189,16 +194,11 @@ class ServedScorer:
         model: str,
         *,
         family: str | None = None,
-        base_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
+        connection: ConnectionOptions = CONNECTION,
         strategy: str = "auto",
         allow_approx: bool = False,
         top_logprobs: int | None = None,
         concurrency: int = 1,
-        timeout: float = 120.0,
-        max_attempts: int = 3,
-        backoff: float = 1.0,
-        max_backoff: float = 20.0,
         tokenizer: Any = None,
         system_message: Any = _DEFAULT,
         cache_prompt: bool = True,
@@ -226,15 +226,7 @@ class ServedScorer:
         self.label = SERVED
         self._strategy = strategy
         self._top = top_logprobs
-        self._conn = Connection(
-            base_url,
-            api_key_env,
-            timeout=timeout,
-            max_attempts=max_attempts,
-            backoff=backoff,
-            max_backoff=max_backoff,
-            client=client,
-        )
+        self._conn = connection.connect(client)
         self._lock = threading.Lock()
         self._probe_lock = threading.Lock()
         self._token_ids: dict[str, int] = {}
@@ -524,18 +516,15 @@ class ServedScorer:
         images = self._encode(frames)
         probs = self._ask(questions, images)
         self.check_same_model()
-        vsg, prog, nxt = combine(questions, probs, vsg_kind, renormalise=renormalise)
-        return ScoreResult(
-            vsg=vsg,
-            progress=prog,
-            next_step=nxt,
-            labels=tuple(labels),
-            model_id=self.model_id,
-            label=self.label,
-            family=self.family,
+        return ScoreResult.from_answers(
+            self,
+            questions,
+            probs,
+            vsg_kind=vsg_kind,
+            labels=labels,
+            versions=versions,
             vsg_prompt=vsg_prompt,
-            renormalised=bool(renormalise),
-            prompt_versions=versions,
+            renormalise=renormalise,
         )
 
     def _ask(self, questions: list[Question], images: list[list[str]]) -> list[np.ndarray]:

@@ -244,6 +244,18 @@ class ServerOptions:
         """The options declared by :meth:`add_arguments`, as parsed."""
         return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
 
+    def connection(self) -> Any:
+        """The server, its key's variable, the timeout and the attempts, as the
+        :class:`~baglm_nb.models.openai_client.ConnectionOptions` of a client."""
+        from baglm_nb.models.openai_client import ConnectionOptions
+
+        return ConnectionOptions(
+            self.base_url,
+            self.api_key_env,
+            timeout=self.request_timeout,
+            max_attempts=self.request_attempts,
+        )
+
 
 def add_live_source_arguments(p: argparse.ArgumentParser) -> None:
     """The live-source options of ``follow`` (:mod:`baglm_nb.inputs.live`)."""
@@ -382,14 +394,11 @@ def served_scorer(args: argparse.Namespace, model: str) -> Any:
     return ServedScorer(
         model,
         family=args.family,
-        base_url=server.base_url,
-        api_key_env=server.api_key_env,
+        connection=server.connection(),
         strategy=args.strategy,
         allow_approx=args.allow_approx,
         top_logprobs=server.top_logprobs,
         concurrency=server.concurrency,
-        timeout=server.request_timeout,
-        max_attempts=server.request_attempts,
         tokenizer=tokenizer,
     )
 
