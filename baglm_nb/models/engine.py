@@ -26,7 +26,8 @@ copies of that cache (rows = segment x question; :mod:`baglm_nb.models.passes`,
 model's own ``get_rope_index`` over the full prompt. The published code instead runs K + 1 full
 passes per segment (``shared_prefix=False`` reproduces that; the two agree to float rounding).
 
-Exports :class:`ScoreResult`, the :class:`Scorer` protocol (its argument types :data:`Frames`,
+Exports :class:`ScoreResult` (built by :meth:`ScoreResult.from_answers` from what a
+:class:`ScorerStamp` answered), the :class:`Scorer` protocol (its argument types :data:`Frames`,
 :data:`VsgPrompt`), :class:`TransformersScorer` (its family's ``adapter`` and its
 ``answer_probs`` are what :mod:`baglm_nb.models.passes` uses; built by
 :func:`baglm_nb.models.registry.load_scorer` from real weights, or
@@ -57,6 +58,7 @@ __all__ = [
     "Frames",
     "ScoreResult",
     "Scorer",
+    "ScorerStamp",
     "TransformersScorer",
     "VsgPrompt",
 ]
@@ -70,6 +72,14 @@ Frames: TypeAlias = np.ndarray | torch.Tensor
 """S segments of F frames, uint8 ``(S, F, 3, H, W)`` (a 1-channel frame is replicated)."""
 VsgPrompt: TypeAlias = Literal["multiple_choice", "binary"]
 """How VSG is asked: one multiple-choice question, or K Yes/No questions."""
+
+
+class ScorerStamp(Protocol):
+    """What a :class:`ScoreResult` records of the scorer that produced it."""
+
+    model_id: str
+    label: str
+    family: str
 
 
 @dataclass
@@ -120,7 +130,7 @@ class ScoreResult:
     @classmethod
     def from_answers(
         cls,
-        scorer: Any,
+        scorer: ScorerStamp,
         questions: Sequence[Question],
         probs: Sequence[np.ndarray],
         *,
