@@ -254,3 +254,29 @@ def test_a_new_family_is_one_module_and_its_line_in_specs(tmp_path):
     score, follow = got["helps"]["score"], got["helps"]["follow"]
     assert "toy-vl-1b" in score and "internvl, qwen2_5_vl, llava_onevision or toy_vl" in score
     assert "internvl, qwen2_5_vl, llava_onevision or toy_vl" in follow  # --family
+
+
+def test_served_frames_are_the_local_preprocessing_resize():
+    """A server gets each family's frames at its processor's size, resized as the local scorer
+    does: InternVL's tile exactly as :func:`preprocess_internvl` resizes, LLaVA-OneVision's
+    frame as :func:`preprocess_llava_onevision` within the rounding to uint8, Qwen2.5-VL's
+    640x480 frames at 448x336 (the README's served notes)."""
+    from baglm_nb.models.families.internvl import IMAGENET_MEAN, IMAGENET_STD
+    from baglm_nb.models.families.llava_onevision import preprocess_llava_onevision
+    from baglm_nb.models.preprocess import _normalize
+
+    rng = np.random.default_rng(5)
+    frames = rng.integers(0, 256, (1, 2, 3, 48, 64), dtype=np.uint8)
+    flat = torch.from_numpy(frames.reshape(2, 3, 48, 64))
+    tile = served_frames("internvl", frames, served_pixels("internvl"))
+    assert tile.shape == (1, 2, 3, 448, 448) and tile.dtype == np.uint8
+    local = family_spec("internvl").preprocess(flat)  # the CPU kernel: within one level
+    sent = _normalize(torch.from_numpy(tile[0]).float() / 255, IMAGENET_MEAN, IMAGENET_STD)
+    levels = ((sent - local) * torch.tensor(IMAGENET_STD).view(1, 3, 1, 1) * 255).abs()
+    assert float(levels.max()) <= 1.0 + 1e-3 and float((levels > 1e-3).float().mean()) < 1e-3
+    llava = served_frames("llava_onevision", frames, served_pixels("llava_onevision"))
+    assert llava.shape == (1, 2, 3, 384, 384)
+    local = (preprocess_llava_onevision(flat) + 1) / 2 * 255
+    assert float((torch.from_numpy(llava[0]).float() - local).abs().max()) <= 0.5 + 1e-3
+    big = np.zeros((1, 1, 3, 480, 640), dtype=np.uint8)
+    assert served_frames("qwen2_5_vl", big, served_pixels("qwen2_5_vl")).shape[-2:] == (336, 448)
