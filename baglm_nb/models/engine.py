@@ -227,8 +227,8 @@ class TransformersScorer:
     tokenizer
         The model's tokenizer.
     family
-        A family name of :data:`~baglm_nb.models.families.ADAPTERS`: ``"internvl"``,
-        ``"qwen2_5_vl"``, ``"llava_onevision"`` or ``"internvl-remote"``.
+        A family name of :data:`~baglm_nb.models.families.ADAPTERS` (a family of ``FAMILIES``,
+        or ``"internvl-remote"``: the original InternVL repository format).
     model_id
         Name written into every :class:`ScoreResult`.
     label

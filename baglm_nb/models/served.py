@@ -153,8 +153,8 @@ class ServedScorer:
     model
         Model name sent to the server (``openai:<model>, <strategy>`` is the scores' model id).
     family
-        ``"internvl"``, ``"qwen2_5_vl"`` or ``"llava_onevision"``: the layout of the frames and
-        the system message; default :func:`guess_family` of ``model``.
+        A family of :data:`~baglm_nb.models.families.FAMILIES`: the layout and size of the
+        frames and the system message; default :func:`guess_family` of ``model``.
     connection
         The server, the NAME of the environment variable holding its key, the seconds per
         request and the retry rules (:class:`~baglm_nb.models.openai_client.ConnectionOptions`;
