@@ -5,10 +5,10 @@ Three measurements, all at the published grid (2 fps, 4 frames per 2 s segment):
 1. **Speed** on the real 640x480 clips ``tests/data/videos/cup.mp4`` and ``box.mp4``: whole
    :func:`baglm_nb.inputs.video.iter_segments` runs (open + content scan + decode), best of
    ``--repeats``, printed as segments per second and as the multiple of real time (video seconds
-   per wall second). When :func:`baglm_nb.models.preprocess.preprocess_internvl` exists, decode plus
-   InternVL preprocessing (448x448 squash + normalisation, one segment at a time) is timed too,
-   with the module's numba kernel (:mod:`baglm_nb.models.resample`, the CPU default) and with
-   torch's float kernel (the reference path, the baseline).
+   per wall second). When :func:`baglm_nb.models.families.internvl.preprocess_internvl`
+   exists, decode plus InternVL preprocessing (448x448 squash + normalisation, one segment at
+   a time) is timed too, with the module's numba kernel (:mod:`baglm_nb.models.resample`, the
+   CPU default) and with torch's float kernel (the reference path, the baseline).
 2. **Strategy**: the module's indexed decoding (``get_frames_at`` on the sampled indices; the
    decoder skips colour conversion of the frames in between and seeks only across GOPs) against
    sequential decoding (every frame decoded and converted, in bounded chunks, the needed ones
@@ -51,7 +51,8 @@ SEGMENT_DURATION, SAMPLING_FPS = 2, 2.0
 
 def torch_reference_preprocess(frames: torch.Tensor) -> torch.Tensor:
     """The same InternVL preprocessing with torch's float kernel (the faithful reference path)."""
-    from baglm_nb.models.preprocess import IMAGENET_MEAN, IMAGENET_STD, _normalize, resize_uint8
+    from baglm_nb.models.families.internvl import IMAGENET_MEAN, IMAGENET_STD
+    from baglm_nb.models.preprocess import _normalize, resize_uint8
 
     x = resize_uint8(frames, (448, 448)).float().div_(255.0)
     return _normalize(x, IMAGENET_MEAN, IMAGENET_STD)
@@ -59,7 +60,7 @@ def torch_reference_preprocess(frames: torch.Tensor) -> torch.Tensor:
 
 def kernel_agreement(prep: Callable[[torch.Tensor], torch.Tensor]) -> str:
     """How far ``prep`` (the module's kernel) is from the torch reference, in uint8 levels."""
-    from baglm_nb.models.preprocess import IMAGENET_STD
+    from baglm_nb.models.families.internvl import IMAGENET_STD
 
     std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
     worst, differing, total = 0.0, 0, 0
@@ -77,9 +78,9 @@ def kernel_agreement(prep: Callable[[torch.Tensor], torch.Tensor]) -> str:
 
 
 def load_preprocess() -> Callable[[torch.Tensor], torch.Tensor] | None:
-    """``preprocess_internvl`` of ``baglm_nb.models.preprocess`` when it exists, else None."""
+    """InternVL's preprocessing (its family spec's) when it exists, else None."""
     try:
-        from baglm_nb.models.preprocess import preprocess_internvl
+        from baglm_nb.models.families.internvl import preprocess_internvl
     except ImportError:
         return None
     return preprocess_internvl
@@ -354,7 +355,8 @@ def main() -> None:
     )
     if prep is None:
         print(
-            "preprocessing NOT included: baglm_nb.models.preprocess.preprocess_internvl not found"
+            "preprocessing NOT included: "
+            "baglm_nb.models.families.internvl.preprocess_internvl not found"
         )
     else:
         prep(torch.zeros(1, 3, 480, 640, dtype=torch.uint8))  # load the compiled kernel

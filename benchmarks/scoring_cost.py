@@ -63,7 +63,6 @@ BASE_STEPS = [
     "stir and serve",
 ]
 NAMES = {"internvl": "InternVL3-8B", "qwen2_5_vl": "Qwen2.5-VL-7B"}
-TOKENIZER = {family: family_spec(family).tokenizer for family in NAMES}
 
 
 def steps_of(k: int) -> list[str]:
@@ -173,7 +172,7 @@ def full_scorer(
 ) -> TransformersScorer:
     """A real-size random-init model of ``family`` in bfloat16 with SDPA, built on ``device``
     (``toy``: at toy widths, in float32)."""
-    tok = build_tokenizer(TOKENIZER[family])
+    tok = build_tokenizer(family_spec(family))
     cfg = full_config(family, tok, toy=toy)
     cfg.baglm_random_init = True
     dtype = torch.float32 if toy else torch.bfloat16
@@ -234,7 +233,7 @@ def timed(scorer: TransformersScorer, shared: bool, frames, steps):
 
 def run_cpu(args: argparse.Namespace) -> None:
     """The tiny-model comparison on CPU."""
-    tok = build_tokenizer("internvl")
+    tok = build_tokenizer(family_spec("internvl"))
     scorer = make_random_scorer(
         "internvl",
         tok,
@@ -284,7 +283,7 @@ def run_full(args: argparse.Namespace) -> int:
     """The real-size model on CUDA (or only its parameter count with ``--check``)."""
     if args.check:
         with torch.device("meta"):
-            tok = build_tokenizer(TOKENIZER[args.family])
+            tok = build_tokenizer(family_spec(args.family))
             net = model_class(args.family)._from_config(full_config(args.family, tok))
         n = sum(p.numel() for p in net.parameters())
         print(f"{NAMES[args.family]} configuration: {n / 1e9:.2f} B parameters (meta device)")
@@ -340,7 +339,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--size", default="tiny", choices=["tiny", "full"])
-    ap.add_argument("--family", default="internvl", choices=sorted(TOKENIZER))
+    ap.add_argument("--family", default="internvl", choices=sorted(NAMES))
     ap.add_argument("--segments", type=int, default=None, help="default 2 (tiny), 64 (full)")
     ap.add_argument("--batch", type=int, default=16, help="full: segments per pass")
     ap.add_argument("--steps", type=int, default=10, help="K")

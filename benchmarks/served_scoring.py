@@ -36,8 +36,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from gguf_server import ServerProcess  # noqa: E402
 
 from baglm_nb.inputs.video import iter_segments  # noqa: E402
+from baglm_nb.models.openai_client import ConnectionOptions  # noqa: E402
 from baglm_nb.models.served import ServedScorer  # noqa: E402
-from baglm_nb.models.served_messages import QWEN_PIXELS, served_frames  # noqa: E402
+from baglm_nb.models.served_messages import served_frames, served_pixels  # noqa: E402
 from baglm_nb.models.testing import random_gguf  # noqa: E402
 
 STEPS = [
@@ -57,11 +58,9 @@ def run(url: str, strategy: str, c: int, frames: np.ndarray, steps: list[str], a
     scorer = ServedScorer(
         args.model_name,
         family="qwen2_5_vl",
-        base_url=url,
-        api_key_env="BAGLM_BENCH_KEY",
+        connection=ConnectionOptions(url, "BAGLM_BENCH_KEY", timeout=600),
         strategy=strategy,
         concurrency=c,
-        timeout=600,
         pixels=tuple(args.pixels),
     )
     scorer.score_segments(frames[:1], "make tea", steps[:1], progress=False)  # warm-up, probe
@@ -94,7 +93,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.pixels is None:
-        args.pixels = list(QWEN_PIXELS) if args.gguf else [56 * 56, 56 * 56]
+        args.pixels = list(served_pixels("qwen2_5_vl")) if args.gguf else [56 * 56, 56 * 56]
 
     model, mmproj = (args.gguf, args.mmproj) if args.gguf else random_gguf("qwen2_5_vl")
     batch = next(iter_segments(ROOT / "tests/data/videos/cup.mp4", batch_segments=args.segments))

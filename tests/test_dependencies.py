@@ -23,6 +23,7 @@ from baglm_nb.inputs.datasets import Segment, Video, load_dataset
 from baglm_nb.models import dependencies as dep
 from baglm_nb.models.llm_local import TransformersBackend, load_smollm2, smollm2_gguf
 from baglm_nb.models.llm_openai import OpenAIBackend
+from baglm_nb.models.openai_client import ConnectionOptions
 from baglm_nb.models.prompts import common_prefix_length, get_prompt
 from baglm_nb.stores.dependencies import DependencyCache
 from baglm_nb.stores.keys import DependencyKey
@@ -412,10 +413,11 @@ def test_openai_retries_transient_errors():
 
     err = openai.APIConnectionError(request=httpx.Request("POST", "http://127.0.0.1:9/v1"))
     client = FakeClient([err, [("Yes", 0.0)]])
-    backend = OpenAIBackend("m", client=client, backoff=0.0, max_attempts=2)
+    retry = ConnectionOptions(backoff=0.0, max_attempts=2)
+    backend = OpenAIBackend("m", client=client, connection=retry)
     assert backend.score(GOAL, [("a", "b")])[0] == 1.0
     client = FakeClient([err, err])
-    backend = OpenAIBackend("m", client=client, backoff=0.0, max_attempts=2)
+    backend = OpenAIBackend("m", client=client, connection=retry)
     with pytest.raises(dep.DependencyError, match="gave up after 2 attempts"):
         dep.dependency_matrix(GOAL, ["a"], backend, group="G")
 
@@ -435,12 +437,13 @@ def test_openai_failure_keeps_finished_pairs_of_the_batch(tmp_path):
 def test_openai_missing_key_variable(monkeypatch):
     monkeypatch.delenv("BAGLM_TEST_NO_SUCH_KEY", raising=False)
     with pytest.raises(ValueError, match="BAGLM_TEST_NO_SUCH_KEY is not set"):
-        OpenAIBackend("m", api_key_env="BAGLM_TEST_NO_SUCH_KEY")
+        OpenAIBackend("m", connection=ConnectionOptions(api_key_env="BAGLM_TEST_NO_SUCH_KEY"))
 
 
 def test_openai_redacts_the_key(monkeypatch):
     monkeypatch.setenv("BAGLM_TEST_KEY", "sk-very-secret-0123")
-    backend = OpenAIBackend("m", api_key_env="BAGLM_TEST_KEY", base_url="http://127.0.0.1:9")
+    conn = ConnectionOptions("http://127.0.0.1:9", "BAGLM_TEST_KEY")
+    backend = OpenAIBackend("m", connection=conn)
     assert "sk-very-secret" not in repr(backend)
     assert backend._redact("echo sk-very-secret-0123!") == "echo ***!"
 

@@ -25,6 +25,7 @@ from baglm_nb.inputs.datasets import Video
 from baglm_nb.models import dependencies as dep
 from baglm_nb.models.llm_local import smollm2_gguf
 from baglm_nb.models.llm_openai import OpenAIBackend
+from baglm_nb.models.openai_client import ConnectionOptions
 from baglm_nb.stores.dependencies import DependencyCache
 from baglm_nb.stores.keys import DependencyKey
 
@@ -73,12 +74,10 @@ def videos(*groups: tuple[str, list[str]]) -> list[Video]:
     ]
 
 
-def backend(url: str, **kw) -> OpenAIBackend:
+def backend(url: str, *, timeout: float = 60.0, backoff: float = 0.2, **kw) -> OpenAIBackend:
     kw.setdefault("top_logprobs", 20)  # the tiny model: make sure Yes or No is listed
-    kw.setdefault("timeout", 60.0)
-    kw.setdefault("max_attempts", 2)
-    kw.setdefault("backoff", 0.2)
-    return OpenAIBackend("smollm2", base_url=url, api_key_env=KEY_ENV, **kw)
+    conn = ConnectionOptions(url, KEY_ENV, timeout=timeout, max_attempts=2, backoff=backoff)
+    return OpenAIBackend("smollm2", connection=conn, **kw)
 
 
 def test_normal_run(servers, tmp_path, monkeypatch):
@@ -107,7 +106,7 @@ def test_normal_run(servers, tmp_path, monkeypatch):
 def test_server_down_is_a_clear_error_and_nothing_is_lost(tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "no-key-needed")
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
-    b = backend(url, max_attempts=2, backoff=0.05, timeout=5.0)
+    b = backend(url, backoff=0.05, timeout=5.0)
     root = tmp_path / "cache"
     cache = DependencyCache(root, DependencyKey("toy", b.name, b.prompt_version))
     done = np.array([[0.1, 0.9], [0.2, 0.3]])
@@ -154,12 +153,8 @@ def test_server_killed_mid_run_then_resume(servers, tmp_path, monkeypatch):
 
     b = KillAfter(
         "smollm2",
-        base_url=first.url,
-        api_key_env=KEY_ENV,
+        connection=ConnectionOptions(first.url, KEY_ENV, timeout=30.0, max_attempts=2, backoff=0.1),
         top_logprobs=20,
-        timeout=30.0,
-        max_attempts=2,
-        backoff=0.1,
         chunk_size=2,
     )
     with pytest.raises(dep.DependencyError) as info:
@@ -184,11 +179,8 @@ def test_server_killed_mid_run_then_resume(servers, tmp_path, monkeypatch):
 
     r = Recording(
         "smollm2",
-        base_url=second.url,
-        api_key_env=KEY_ENV,
+        connection=ConnectionOptions(second.url, KEY_ENV, timeout=30.0, max_attempts=2),
         top_logprobs=20,
-        timeout=30.0,
-        max_attempts=2,
         chunk_size=2,
     )
     summary = dep.build_dependencies("toy", r, root, videos=data, show_progress=False)

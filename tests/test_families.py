@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -21,7 +24,7 @@ from baglm_nb.models.families.base import NoOptions
 from baglm_nb.models.families.internvl import INTERNVL_SYSTEM_MESSAGE, InternVLRemoteAdapter
 from baglm_nb.models.families.llava_onevision import LlavaOptions
 from baglm_nb.models.families.qwen2_5_vl import QwenOptions
-from baglm_nb.models.served_messages import QWEN_PIXELS, guess_family, served_frames
+from baglm_nb.models.served_messages import guess_family, served_frames, served_pixels
 from baglm_nb.models.testing import make_random_scorer
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -68,11 +71,17 @@ def test_served_names_and_pixels_come_from_the_specs():
     assert guess_family("llava-hf/llava-onevision-qwen2-7b-ov-hf") == "llava_onevision"
     with pytest.raises(ValueError, match=r"\(internvl, qwen2_5_vl or llava_onevision\)"):
         guess_family("gpt-4o")
-    assert QWEN_PIXELS == (128 * 28 * 28, 360 * 420) == (QwenOptions().min_pixels, 151200)
+    qwen = served_pixels("qwen2_5_vl")
+    assert qwen == (128 * 28 * 28, 360 * 420) == (QwenOptions().min_pixels, 151200)
+    assert served_pixels("internvl") == served_pixels("internvl-remote") == (448 * 448,) * 2
+    assert served_pixels("llava_onevision") == (384 * 384,) * 2
     frames = np.zeros((1, 2, 3, 60, 80), dtype=np.uint8)
-    assert served_frames("internvl", frames, QWEN_PIXELS) is frames
-    assert served_frames("qwen2_5_vl", frames, None) is frames
+    for family in FAMILIES:
+        assert served_frames(family, frames, None) is frames
     assert served_frames("qwen2_5_vl", frames, (56 * 56, 56 * 56)).shape == (1, 2, 3, 28, 56)
+    assert served_frames("qwen2_5_vl", frames, qwen).shape == (1, 2, 3, 280, 392)
+    assert served_frames("internvl", frames, served_pixels("internvl")).shape[-2:] == (448, 448)
+    assert served_frames("llava_onevision", frames, (56 * 56,) * 2).shape[-2:] == (56, 56)
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +134,149 @@ def test_family_options_reach_the_adapter(tiny):
         TransformersScorer(
             qwen.model, qwen.tokenizer, family="qwen2_5_vl", model_id="x", options=LlavaOptions()
         )
+
+
+#: The family module the recipe test adds: Qwen2.5-VL's architecture under another name, with its
+#: own registry row, name fragments and served pixel bounds.
+TOY_FAMILY = '''"""Toy-VL: a tiny variant of Qwen2.5-VL, added the documented way."""
+
+from dataclasses import replace
+
+from baglm_nb.models.families import qwen2_5_vl
+from baglm_nb.models.families.base import ModelSpec
+
+
+class ToyAdapter(qwen2_5_vl.Qwen25VLAdapter):
+    """Qwen2.5-VL's adapter under the toy family's name."""
+
+    name = "toy_vl"
+
+
+SPEC = replace(
+    qwen2_5_vl.SPEC,
+    name="toy_vl",
+    adapter=ToyAdapter,
+    models=(ModelSpec("toy-vl-1b", "toy/Toy-VL-1B", "toy_vl"),),
+    model_types=("toy_vl",),
+    served_names=("toy-vl",),
+    served_pixels=(56 * 56, 112 * 112),
+)
+'''
+
+#: What the subprocess reports about the package with the toy family added.
+TOY_CHECKS = """
+import contextlib, io, json
+import numpy as np
+from baglm_nb.apps.cli.main import main
+from baglm_nb.models import registry
+from baglm_nb.models.families import ADAPTERS, DEFAULT_SYSTEM, FAMILIES, MODELS
+from baglm_nb.models.families import family_of_model_type, family_spec
+from baglm_nb.models.served import ServedScorer
+from baglm_nb.models.served_messages import guess_family, served_frames
+from baglm_nb.models.testing import make_random_scorer
+
+helps = {}
+for verb in ("score", "follow"):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        main([verb, "--help"])
+    helps[verb] = " ".join(out.getvalue().split())
+served = ServedScorer("toy/Toy-VL-1B", client=object())
+frames = np.random.default_rng(0).integers(0, 256, (1, 4, 3, 60, 80), dtype=np.uint8)
+scorer = make_random_scorer("toy_vl")
+result = scorer.score_segments(frames, "make toast", ["slice bread", "toast"])
+import baglm_nb
+print(json.dumps({
+    "path": baglm_nb.__file__,
+    "families": FAMILIES,
+    "model": [MODELS["toy-vl-1b"].family, registry.model_class("toy_vl").__name__],
+    "adapter": ADAPTERS["toy_vl"].__name__,
+    "system": DEFAULT_SYSTEM["toy_vl"],
+    "model_type": family_of_model_type("toy_vl"),
+    "guess": guess_family("toy/Toy-VL-1B"),
+    "served": [served.family, served.pixels],
+    "sent": served_frames("toy_vl", frames, served.pixels).shape[-2:],
+    "tokens": scorer.tokenizer.name_or_path,
+    "scored": [result.family, result.vsg.shape, result.progress.shape],
+    "preprocess": family_spec("toy_vl").preprocess.__name__,
+    "helps": helps,
+}))
+"""
+
+
+def test_a_new_family_is_one_module_and_its_line_in_specs(tmp_path):
+    """The recipe of docs/architecture.md ("LMM family"), followed in a copy of the package:
+    one module in ``models/families/`` and its line in ``SPECS`` (with its import), nothing
+    else. The registry tables, the ``model_type`` and served-name lookups, the served pixel
+    bounds, the tiny model (its tokenizer from the spec's special tokens), scoring, and the
+    command line's help strings all take the new family."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import baglm_nb
+
+    package = tmp_path / "baglm_nb"
+    shutil.copytree(
+        Path(baglm_nb.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    families = package / "models" / "families"
+    (families / "toy_vl.py").write_text(TOY_FAMILY)
+    init = (families / "__init__.py").read_text()
+    imports = "from baglm_nb.models.families import internvl, llava_onevision, qwen2_5_vl\n"
+    line = "{s.name: s for s in (internvl.SPEC, qwen2_5_vl.SPEC, llava_onevision.SPEC)}"
+    assert imports in init and line in init  # the recipe names these two lines
+    init = init.replace(imports, imports.replace("qwen2_5_vl", "qwen2_5_vl, toy_vl"))
+    init = init.replace(
+        line, line.replace("llava_onevision.SPEC", "llava_onevision.SPEC, toy_vl.SPEC")
+    )
+    (families / "__init__.py").write_text(init)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    run = subprocess.run(
+        [sys.executable, "-c", TOY_CHECKS],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,  # ``-c`` puts the working directory first on sys.path: the copy's
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["path"] == str(package / "__init__.py")
+    assert got["families"] == [*FAMILIES, "toy_vl"]
+    assert got["model"] == ["toy_vl", "Qwen2_5_VLForConditionalGeneration"]
+    assert got["adapter"] == "ToyAdapter" and got["system"] is None
+    assert got["model_type"] == ["toy_vl", False] and got["guess"] == "toy_vl"
+    assert got["served"] == ["toy_vl", [3136, 12544]] and got["sent"] == [56, 84]
+    assert got["tokens"] == "offline-qwen-bpe/toy_vl" and got["preprocess"] == "preprocess_qwen25vl"
+    assert got["scored"] == ["toy_vl", [1, 3], [1, 2, 10]]
+    score, follow = got["helps"]["score"], got["helps"]["follow"]
+    assert "toy-vl-1b" in score and "internvl, qwen2_5_vl, llava_onevision or toy_vl" in score
+    assert "internvl, qwen2_5_vl, llava_onevision or toy_vl" in follow  # --family
+
+
+def test_served_frames_are_the_local_preprocessing_resize():
+    """A server gets each family's frames at its processor's size, resized as the local scorer
+    does: InternVL's tile exactly as :func:`preprocess_internvl` resizes, LLaVA-OneVision's
+    frame as :func:`preprocess_llava_onevision` within the rounding to uint8, Qwen2.5-VL's
+    640x480 frames at 448x336 (the README's served notes)."""
+    from baglm_nb.models.families.internvl import IMAGENET_MEAN, IMAGENET_STD
+    from baglm_nb.models.families.llava_onevision import preprocess_llava_onevision
+    from baglm_nb.models.preprocess import _normalize
+
+    rng = np.random.default_rng(5)
+    frames = rng.integers(0, 256, (1, 2, 3, 48, 64), dtype=np.uint8)
+    flat = torch.from_numpy(frames.reshape(2, 3, 48, 64))
+    tile = served_frames("internvl", frames, served_pixels("internvl"))
+    assert tile.shape == (1, 2, 3, 448, 448) and tile.dtype == np.uint8
+    local = family_spec("internvl").preprocess(flat)  # the CPU kernel: within one level
+    sent = _normalize(torch.from_numpy(tile[0]).float() / 255, IMAGENET_MEAN, IMAGENET_STD)
+    levels = ((sent - local) * torch.tensor(IMAGENET_STD).view(1, 3, 1, 1) * 255).abs()
+    assert float(levels.max()) <= 1.0 + 1e-3 and float((levels > 1e-3).float().mean()) < 1e-3
+    llava = served_frames("llava_onevision", frames, served_pixels("llava_onevision"))
+    assert llava.shape == (1, 2, 3, 384, 384)
+    local = (preprocess_llava_onevision(flat) + 1) / 2 * 255
+    assert float((torch.from_numpy(llava[0]).float() - local).abs().max()) <= 0.5 + 1e-3
+    big = np.zeros((1, 1, 3, 480, 640), dtype=np.uint8)
+    assert served_frames("qwen2_5_vl", big, served_pixels("qwen2_5_vl")).shape[-2:] == (336, 448)

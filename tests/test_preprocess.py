@@ -7,18 +7,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from baglm_nb.models.preprocess import (
+from baglm_nb.models.families.internvl import IMAGENET_MEAN, IMAGENET_STD, preprocess_internvl
+from baglm_nb.models.families.llava_onevision import preprocess_llava_onevision
+from baglm_nb.models.families.qwen2_5_vl import (
     CLIP_MEAN,
     CLIP_STD,
-    IMAGENET_MEAN,
-    IMAGENET_STD,
-    preprocess_internvl,
-    preprocess_llava_onevision,
     preprocess_qwen25vl,
     qwen_patchify,
-    resize_uint8,
     smart_resize,
 )
+from baglm_nb.models.preprocess import resize_uint8
 
 ONE_LEVEL_CLIP = 1.0 / 255.0 / min(CLIP_STD) + 1e-6
 

@@ -200,9 +200,10 @@ def test_option_labels_exhausted():
 
 @pytest.fixture(scope="module")
 def qwen_tok():
+    from baglm_nb.models.families import family_spec
     from baglm_nb.models.tokenizers import build_tokenizer
 
-    return build_tokenizer("qwen2.5-vl")
+    return build_tokenizer(family_spec("qwen2_5_vl"))
 
 
 def test_labels_beyond_z_with_qwen_tokenizer(qwen_tok):
@@ -263,7 +264,8 @@ def test_offline_tokenizer_matches_tiktoken(qwen_tok):
     import tiktoken
     from tiktoken.load import load_tiktoken_bpe
 
-    from baglm_nb.models.tokenizers import FAMILY_SPECIAL_TOKENS, qwen_bpe_file
+    from baglm_nb.models.families import family_spec
+    from baglm_nb.models.tokenizers import qwen_bpe_file
 
     pat = (
         r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -282,7 +284,7 @@ def test_offline_tokenizer_matches_tiktoken(qwen_tok):
     ]
     for text in texts:
         assert qwen_tok.encode(text, add_special_tokens=False) == enc.encode(text)
-    specials = FAMILY_SPECIAL_TOKENS["qwen2.5-vl"]
+    specials = family_spec("qwen2_5_vl").special_tokens
     assert qwen_tok.convert_tokens_to_ids(list(specials)) == list(
         range(151643, 151643 + len(specials))
     )

@@ -10,14 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from baglm_nb.inputs.video import iter_segments
-from baglm_nb.models.preprocess import (
-    CLIP_MEAN,
-    CLIP_STD,
-    IMAGENET_MEAN,
-    IMAGENET_STD,
-    _normalize,
-    resize_uint8,
-)
+from baglm_nb.models.families.internvl import IMAGENET_MEAN, IMAGENET_STD
+from baglm_nb.models.families.qwen2_5_vl import CLIP_MEAN, CLIP_STD
+from baglm_nb.models.preprocess import _normalize, resize_uint8
 from baglm_nb.models.resample import antialias_weights, resize_normalize
 
 VIDEOS = Path(__file__).parent / "data" / "videos"

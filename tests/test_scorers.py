@@ -29,10 +29,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def scorers() -> dict[str, TransformersScorer]:
-    return {
-        f: make_random_scorer(f, build_tokenizer(family_spec(f).tokenizer), seed=1)
-        for f in FAMILIES
-    }
+    return {f: make_random_scorer(f, build_tokenizer(family_spec(f)), seed=1) for f in FAMILIES}
 
 
 @pytest.fixture(scope="module")

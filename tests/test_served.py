@@ -25,8 +25,8 @@ from clips import coin_annotations, short_clips
 from gguf_server import ServerProcess
 
 from baglm_nb.apps.cli.main import main
-from baglm_nb.models.openai_client import ServerError
-from baglm_nb.models.preprocess import preprocess_qwen25vl
+from baglm_nb.models.families.qwen2_5_vl import preprocess_qwen25vl
+from baglm_nb.models.openai_client import ConnectionOptions, ServerError
 from baglm_nb.models.prompts import format_choices, get_prompt
 from baglm_nb.models.questions import Question, ScoringError, build_questions
 from baglm_nb.models.scoring import score_dataset
@@ -106,9 +106,8 @@ def key(monkeypatch):
 
 def served(url: str, **kw) -> ServedScorer:
     kw.setdefault("concurrency", 2)
-    return ServedScorer(
-        MODEL, base_url=url, api_key_env=KEY_ENV, timeout=120, max_attempts=2, backoff=0.1, **kw
-    )
+    conn = ConnectionOptions(url, KEY_ENV, timeout=120, max_attempts=2, backoff=0.1)
+    return ServedScorer(MODEL, connection=conn, **kw)
 
 
 def test_text_prompt_matches_transformers_token_for_token(llama, key):
@@ -164,7 +163,9 @@ def test_server_killed_mid_run_then_resumed_with_the_cli(llama, key, tmp_path, c
             return super().question_probs(question, images)
 
     first = KillDuringSecondVideo(
-        MODEL, base_url=llama.url, api_key_env=KEY_ENV, concurrency=1, max_attempts=2, backoff=0.1
+        MODEL,
+        connection=ConnectionOptions(llama.url, KEY_ENV, max_attempts=2, backoff=0.1),
+        concurrency=1,
     )
     with pytest.raises(ServerError, match=r"cannot connect .*\(gave up after 2 attempts\)"):
         score_dataset("coin", videos, first, root=root, annotations=ann, show_progress=False)

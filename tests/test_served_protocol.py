@@ -23,8 +23,9 @@ import torch
 from clips import coin_annotations, short_clips
 from PIL import Image
 
-from baglm_nb.models.openai_client import ServerError
-from baglm_nb.models.preprocess import resize_uint8, smart_resize
+from baglm_nb.models.families.qwen2_5_vl import smart_resize
+from baglm_nb.models.openai_client import ConnectionOptions, ServerError
+from baglm_nb.models.preprocess import resize_uint8
 from baglm_nb.models.questions import ScoringError
 from baglm_nb.models.scoring import make_scorer, score_dataset
 from baglm_nb.models.served import ServedScorer, answer_probs, user_content
@@ -156,15 +157,8 @@ def server(stub, monkeypatch):
 def scorer(server: Stub, **kw) -> ServedScorer:
     kw.setdefault("strategy", "full-vocab")
     kw.setdefault("family", "qwen2_5_vl")
-    return ServedScorer(
-        "m",
-        base_url=server.url,
-        api_key_env=KEY_ENV,
-        max_attempts=2,
-        backoff=0.01,
-        timeout=10,
-        **kw,
-    )
+    conn = ConnectionOptions(server.url, KEY_ENV, timeout=10, max_attempts=2, backoff=0.01)
+    return ServedScorer("m", connection=conn, **kw)
 
 
 def scoring_requests(server: Stub) -> list[dict]:
@@ -406,13 +400,11 @@ def test_transient_errors_are_retried_and_a_dead_server_stops_the_run(server):
     dead = ServedScorer(
         "m",
         family="qwen2_5_vl",
-        base_url="http://127.0.0.1:9/v1",
-        api_key_env=KEY_ENV,
+        connection=ConnectionOptions(
+            "http://127.0.0.1:9/v1", KEY_ENV, timeout=5, max_attempts=2, backoff=0.01
+        ),
         strategy="full-vocab",
         top_logprobs=10,
-        max_attempts=2,
-        backoff=0.01,
-        timeout=5,
     )
     with pytest.raises(ServerError, match=r"cannot connect .*\(gave up after 2 attempts\)"):
         dead.score_segments(frames(1), GOAL, STEPS[:1])
@@ -434,8 +426,7 @@ def test_wrong_key_is_not_retried_and_never_shown(server, monkeypatch):
 def test_make_scorer_openai_prefix(server):
     sc = make_scorer(
         "openai:Qwen/Qwen2.5-VL-7B-Instruct",
-        base_url=server.url,
-        api_key_env=KEY_ENV,
+        connection=ConnectionOptions(server.url, KEY_ENV),
         strategy="full-vocab",
     )
     assert isinstance(sc, ServedScorer) and sc.family == "qwen2_5_vl"

@@ -10,5 +10,6 @@
   policy (PyAV);
 - :mod:`.paper`: every number the paper reports, in one table.
 
-Frame preprocessing per model family is the models stage's (:mod:`baglm_nb.models.preprocess`).
+Frame preprocessing per model family is the models stage's (each family spec's, in
+:mod:`baglm_nb.models.families`).
 """

@@ -2,8 +2,9 @@
 
 - :mod:`.prompts`, :mod:`.tokenizers`: the published prompts, option labels, offline tokenizers;
 - LMM: :mod:`.registry` (the models and loading them), :mod:`.families` (one spec per family:
-  its registry rows, options, adapter, served layout, tiny test config), :mod:`.preprocess` /
-  :mod:`.resample` (the families' frame preprocessing),
+  its registry rows, options, frame preprocessing, adapter, special tokens, served layout and
+  pixel bounds, tiny test config), :mod:`.preprocess` / :mod:`.resample` (the frame operations
+  the families' preprocessing shares),
   :mod:`.engine` (the scorer), :mod:`.served` (the scorer through an OpenAI-compatible server),
   :mod:`.questions` (what both ask and how the answers combine), :mod:`.testing` (tiny random
   models); :mod:`.scoring`: a dataset into the score cache;

@@ -26,7 +26,8 @@ copies of that cache (rows = segment x question; :mod:`baglm_nb.models.passes`,
 model's own ``get_rope_index`` over the full prompt. The published code instead runs K + 1 full
 passes per segment (``shared_prefix=False`` reproduces that; the two agree to float rounding).
 
-Exports :class:`ScoreResult`, the :class:`Scorer` protocol (its argument types :data:`Frames`,
+Exports :class:`ScoreResult` (built by :meth:`ScoreResult.from_answers` from what a
+:class:`ScorerStamp` answered), the :class:`Scorer` protocol (its argument types :data:`Frames`,
 :data:`VsgPrompt`), :class:`TransformersScorer` (its family's ``adapter`` and its
 ``answer_probs`` are what :mod:`baglm_nb.models.passes` uses; built by
 :func:`baglm_nb.models.registry.load_scorer` from real weights, or
@@ -49,7 +50,7 @@ from baglm_nb.models.families.base import Adapter
 from baglm_nb.models.logprobs import check_logits
 from baglm_nb.models.passes import naive_passes, shared_passes
 from baglm_nb.models.prompts import DIGITS, check_single_tokens, check_task_text, option_labels
-from baglm_nb.models.questions import YES_NO, build_questions, combine
+from baglm_nb.models.questions import YES_NO, Question, build_questions, combine
 
 __all__ = [
     "PRETRAINED",
@@ -57,6 +58,7 @@ __all__ = [
     "Frames",
     "ScoreResult",
     "Scorer",
+    "ScorerStamp",
     "TransformersScorer",
     "VsgPrompt",
 ]
@@ -70,6 +72,14 @@ Frames: TypeAlias = np.ndarray | torch.Tensor
 """S segments of F frames, uint8 ``(S, F, 3, H, W)`` (a 1-channel frame is replicated)."""
 VsgPrompt: TypeAlias = Literal["multiple_choice", "binary"]
 """How VSG is asked: one multiple-choice question, or K Yes/No questions."""
+
+
+class ScorerStamp(Protocol):
+    """What a :class:`ScoreResult` records of the scorer that produced it."""
+
+    model_id: str
+    label: str
+    family: str
 
 
 @dataclass
@@ -116,6 +126,39 @@ class ScoreResult:
     def is_random(self) -> bool:
         """True for scores of a randomly initialised model."""
         return self.label == RANDOM_INIT
+
+    @classmethod
+    def from_answers(
+        cls,
+        scorer: ScorerStamp,
+        questions: Sequence[Question],
+        probs: Sequence[np.ndarray],
+        *,
+        vsg_kind: str | None,
+        labels: Sequence[str],
+        versions: dict[str, str],
+        vsg_prompt: str,
+        renormalise: bool,
+        timings: dict[str, float] | None = None,
+    ) -> ScoreResult:
+        """The scores of answered questions (:func:`~baglm_nb.models.questions.combine` of
+        :func:`~baglm_nb.models.questions.build_questions`' questions), stamped with the
+        ``model_id``, ``label`` and ``family`` of the ``scorer`` that answered them: the one
+        builder of every scorer's results."""
+        vsg, prog, nxt = combine(questions, probs, vsg_kind, renormalise=renormalise)
+        return cls(
+            vsg=vsg,
+            progress=prog,
+            next_step=nxt,
+            labels=tuple(labels),
+            model_id=scorer.model_id,
+            label=scorer.label,
+            family=scorer.family,
+            vsg_prompt=vsg_prompt,
+            renormalised=bool(renormalise),
+            prompt_versions=versions,
+            timings=timings or {},
+        )
 
 
 @runtime_checkable
@@ -184,8 +227,8 @@ class TransformersScorer:
     tokenizer
         The model's tokenizer.
     family
-        A family name of :data:`~baglm_nb.models.families.ADAPTERS`: ``"internvl"``,
-        ``"qwen2_5_vl"``, ``"llava_onevision"`` or ``"internvl-remote"``.
+        A family name of :data:`~baglm_nb.models.families.ADAPTERS` (a family of ``FAMILIES``,
+        or ``"internvl-remote"``: the original InternVL repository format).
     model_id
         Name written into every :class:`ScoreResult`.
     label
@@ -436,18 +479,15 @@ class TransformersScorer:
         probs, timings = self._score(
             frames, [q.kind for q in questions], [q.text for q in questions], targets
         )
-        vsg, prog, nxt = combine(questions, probs, vsg_kind, renormalise=renormalise)
-        return ScoreResult(
-            vsg=vsg,
-            progress=prog,
-            next_step=nxt,
-            labels=tuple(labels),
-            model_id=self.model_id,
-            label=self.label,
-            family=self.family,
+        return ScoreResult.from_answers(
+            self,
+            questions,
+            probs,
+            vsg_kind=vsg_kind,
+            labels=labels,
+            versions=versions,
             vsg_prompt=vsg_prompt,
-            renormalised=bool(renormalise),
-            prompt_versions=versions,
+            renormalise=renormalise,
             timings=timings,
         )
 

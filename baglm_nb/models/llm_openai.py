@@ -18,9 +18,12 @@ import numpy as np
 
 from baglm_nb.models.dependencies import PairFailure, pair_messages, pair_prompt_version
 from baglm_nb.models.logprobs import probability
-from baglm_nb.models.openai_client import Connection, ModelNotFound, ServerError
+from baglm_nb.models.openai_client import ConnectionOptions, ModelNotFound, ServerError
 
-__all__ = ["NO_WORDS", "YES_WORDS", "OpenAIBackend"]
+__all__ = ["CONNECTION", "NO_WORDS", "YES_WORDS", "OpenAIBackend"]
+
+CONNECTION = ConnectionOptions()
+"""The default connection: the OpenAI API, 30 s per request, 3 attempts."""
 
 YES_WORDS = ("Yes", "yes")
 """First tokens read as "Yes" (§4.3)."""
@@ -41,11 +44,13 @@ class OpenAIBackend:
     ----------
     model
         Model name sent to the server (also the cache key's model).
-    base_url
-        Server URL (``http://127.0.0.1:8000/v1``); ``None`` = the ``openai`` default.
-    api_key_env
-        Name of the environment variable holding the key. The key is read once, given to the
-        client and never stored, logged or put in an error message (messages are redacted).
+    connection
+        The server (``base_url``; ``None`` = the ``openai`` default), the NAME of the
+        environment variable holding its key (``api_key_env``: read once, given to the client
+        and never stored, logged or put in an error message; messages are redacted), the
+        seconds per request and the retry rules
+        (:class:`~baglm_nb.models.openai_client.ConnectionOptions`; default
+        :data:`CONNECTION`). Authentication and other client errors fail at once.
     top_logprobs
         How many alternatives to ask for (published: 2).
     system_prompt
@@ -56,16 +61,12 @@ class OpenAIBackend:
         Sent with every request. The published call used the API defaults; logprobs do not
         depend on the temperature, and ``temperature=0, max_tokens=1`` keeps requests cheap
         and deterministic.
-    timeout, max_attempts, backoff, max_backoff
-        Seconds per request; attempts per pair for transient errors, with exponential backoff
-        (the rules of :class:`~baglm_nb.models.openai_client.Connection`). Authentication and
-        other client errors fail at once.
     concurrency
         Requests in flight at once within a batch.
     chunk_size
         Pairs per :meth:`score` call (a checkpoint of the partial group file).
     client
-        An ``openai.OpenAI``-like client to use instead (tests); ``base_url``, the key and the
+        An ``openai.OpenAI``-like client to use instead (tests); the connection's URL, key and
         timeout are then ignored.
     """
 
@@ -73,16 +74,11 @@ class OpenAIBackend:
         self,
         model: str,
         *,
-        base_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
+        connection: ConnectionOptions = CONNECTION,
         top_logprobs: int = 2,
         system_prompt: bool = False,
         temperature: float | None = 0.0,
         max_tokens: int | None = 1,
-        timeout: float = 30.0,
-        max_attempts: int = 3,
-        backoff: float = 1.0,
-        max_backoff: float = 20.0,
         concurrency: int = 1,
         chunk_size: int = 8,
         client: Any = None,
@@ -91,8 +87,8 @@ class OpenAIBackend:
             raise ValueError("concurrency, chunk_size and top_logprobs must be >= 1")
         self.model = model
         self.name = model
-        self.base_url = base_url
-        self.api_key_env = api_key_env
+        self.base_url = connection.base_url
+        self.api_key_env = connection.api_key_env
         self.top_logprobs = int(top_logprobs)
         self.system_prompt = bool(system_prompt)
         self.prompt_version = pair_prompt_version(self.system_prompt)
@@ -100,15 +96,7 @@ class OpenAIBackend:
         self.max_tokens = max_tokens
         self.concurrency = int(concurrency)
         self.chunk_size = int(chunk_size)
-        self._conn = Connection(
-            base_url,
-            api_key_env,
-            timeout=timeout,
-            max_attempts=max_attempts,
-            backoff=backoff,
-            max_backoff=max_backoff,
-            client=client,
-        )
+        self._conn = connection.connect(client)
         self._client = self._conn.client
 
     def __repr__(self) -> str:

@@ -2,7 +2,8 @@
 
 :class:`Connection` wraps an ``openai.OpenAI`` client for the dependency back-end
 (:class:`baglm_nb.models.llm_openai.OpenAIBackend`) and the served LMM scorer
-(:class:`baglm_nb.models.served.ServedScorer`):
+(:class:`baglm_nb.models.served.ServedScorer`), both given the server and its retry rules as one
+:class:`ConnectionOptions`:
 
 * the API key is read from the environment variable named by ``api_key_env`` only, given to the
   client and never stored elsewhere, logged or put in a message (:meth:`Connection.redact`);
@@ -24,6 +25,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from baglm_nb.inputs.urls import redact_url, redact_urls
@@ -31,6 +33,7 @@ from baglm_nb.inputs.urls import redact_url, redact_urls
 __all__ = [
     "WAIT_NOTICE_S",
     "Connection",
+    "ConnectionOptions",
     "ModelNotFound",
     "ServerError",
     "check_base_url",
@@ -105,6 +108,42 @@ class ServerError(RuntimeError):
 
 class ModelNotFound(ServerError, ValueError):
     """A chat request answered HTTP 404: the server has no model of that name (bad input)."""
+
+
+@dataclass(frozen=True)
+class ConnectionOptions:
+    """Which server, and how it is asked: the fields of a :class:`Connection` (see there).
+
+    Parameters
+    ----------
+    base_url
+        Server URL (``http://127.0.0.1:8000/v1``); ``None`` = the ``openai`` default.
+    api_key_env
+        Name of the environment variable holding the key.
+    timeout
+        Seconds per request.
+    max_attempts, backoff, max_backoff
+        Attempts per request for transient errors, and the backoff between them.
+    """
+
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = 30.0
+    max_attempts: int = 3
+    backoff: float = 1.0
+    max_backoff: float = 20.0
+
+    def connect(self, client: Any = None) -> Connection:
+        """A :class:`Connection` with these options (``client``: a stand-in client, tests)."""
+        return Connection(
+            self.base_url,
+            self.api_key_env,
+            timeout=self.timeout,
+            max_attempts=self.max_attempts,
+            backoff=self.backoff,
+            max_backoff=self.max_backoff,
+            client=client,
+        )
 
 
 class Connection:

@@ -75,7 +75,7 @@ def make_scorer(model: str, *, trust_remote_code: bool = False, **kwargs: Any) -
     ``random-init:<family>`` for a tiny randomly initialised model (labelled ``random-init``,
     for tests and demos of the mechanics only), or ``openai:<name>`` for a model behind an
     OpenAI-compatible server (:class:`~baglm_nb.models.served.ServedScorer`; ``kwargs`` such as
-    ``base_url``, ``api_key_env`` go to it)."""
+    ``connection``, ``strategy`` go to it)."""
     from baglm_nb.models.served import ServedScorer, is_served, served_name
 
     if is_served(model):

@@ -10,8 +10,9 @@ the order and count of the family's published prompt (:func:`user_content`), wit
 default system message (:data:`~baglm_nb.models.families.DEFAULT_SYSTEM`): InternVL
 ``"Frame1: <image>\\nFrame2: <image>\\n...{question}"``; Qwen2.5-VL and LLaVA-OneVision the F frames
 then the question (their published input is one *video*; a server receives F images instead,
-see the README's fidelity notes). The server renders the model's own chat template; Qwen2.5-VL's
-frames are sent at its processor's size (:func:`served_frames`), other families' as decoded.
+see the README's fidelity notes). The server renders the model's own chat template; the frames
+are sent at the family's processor size (:func:`served_frames`, within the pixel bounds of the
+family spec).
 
 **Probabilities** (``strategy``), in order of preference (``"auto"`` probes the server once and
 says on stderr which strategy it took and why, :attr:`ServedScorer.strategy_reason`):
@@ -42,9 +43,9 @@ model (:func:`~baglm_nb.models.fingerprints.served_metadata`) and the strategy; 
 of segments the scorer asks again, and a server that changed model stops the run
 (:class:`~baglm_nb.models.openai_client.ServerError`) before that batch is stored.
 
-Exports :class:`ServedScorer`, :data:`STRATEGIES`, :data:`SERVED`, :func:`guess_family`,
-:func:`user_content`, :func:`encode_png`, and :func:`is_served` / :func:`served_name`, the one
-rule for model strings ``openai:<name>``.
+Exports :class:`ServedScorer`, :data:`STRATEGIES`, :data:`SERVED`, :data:`CONNECTION`,
+:func:`guess_family`, :func:`user_content`, :func:`encode_png`, and :func:`is_served` /
+:func:`served_name`, the one rule for model strings ``openai:<name>``.
 """
 
 from __future__ import annotations
@@ -64,16 +65,16 @@ from baglm_nb.inputs.urls import redact_url
 from baglm_nb.models.engine import ScoreResult
 from baglm_nb.models.families import DEFAULT_SYSTEM
 from baglm_nb.models.fingerprints import served_fingerprint, served_metadata
-from baglm_nb.models.openai_client import Connection, ServerError
+from baglm_nb.models.openai_client import ConnectionOptions, ServerError
 from baglm_nb.models.prompts import option_labels
-from baglm_nb.models.questions import Question, ScoringError, build_questions, combine
+from baglm_nb.models.questions import Question, ScoringError, build_questions
 from baglm_nb.models.served_checks import PROBE_QUESTION, listed_refusal
 from baglm_nb.models.served_labels import forced_logprob, forced_options, single_token
 from baglm_nb.models.served_messages import (
-    QWEN_PIXELS,
     encode_png,
     guess_family,
     served_frames,
+    served_pixels,
     user_content,
 )
 from baglm_nb.models.served_probe import (
@@ -93,6 +94,7 @@ from baglm_nb.models.served_responses import (
 
 __all__ = [
     "APPROX_TOP",
+    "CONNECTION",
     "SERVED",
     "STRATEGIES",
     "ServedScorer",
@@ -109,6 +111,9 @@ APPROX_TOP = 20
 """``top_logprobs`` of the ``approx-top20`` strategy (the OpenAI API's cap)."""
 SERVED = "served"
 """The ``label`` of served scores (the weights behind a server cannot be checked from here)."""
+CONNECTION = ConnectionOptions(timeout=120.0)
+"""The default connection of a served scorer: the OpenAI API, 120 s per request (a request
+carries a segment's images)."""
 PREFIX = "openai:"
 """Model-id prefix of served scores (``openai:<model>, <strategy>``)."""
 
@@ -148,11 +153,12 @@ class ServedScorer:
     model
         Model name sent to the server (``openai:<model>, <strategy>`` is the scores' model id).
     family
-        ``"internvl"``, ``"qwen2_5_vl"`` or ``"llava_onevision"``: the layout of the frames and
-        the system message; default :func:`guess_family` of ``model``.
-    base_url, api_key_env, timeout, max_attempts, backoff, max_backoff
-        The server, the NAME of the environment variable holding its key, and the retry rules
-        (:class:`~baglm_nb.models.openai_client.Connection`).
+        A family of :data:`~baglm_nb.models.families.FAMILIES`: the layout and size of the
+        frames and the system message; default :func:`guess_family` of ``model``.
+    connection
+        The server, the NAME of the environment variable holding its key, the seconds per
+        request and the retry rules (:class:`~baglm_nb.models.openai_client.ConnectionOptions`;
+        default :data:`CONNECTION`).
     strategy
         ``"auto"`` (probe the server once) or one of :data:`STRATEGIES`.
     allow_approx
@@ -175,9 +181,10 @@ class ServedScorer:
         slower, and its logprobs do not depend on what the slot held before (with the cache,
         the last token computed alone moves a logprob slightly; the README gives how much).
     pixels
-        Qwen2.5-VL: (min, max) pixels of the processor size the frames are resized to before
-        they are sent (:func:`~baglm_nb.models.served_messages.served_frames`; default the
-        published bounds); ``None`` sends the decoded frames as they are.
+        (min, max) pixels per frame of the processor size the frames are resized to before
+        they are sent (:func:`~baglm_nb.models.served_messages.served_frames`); default the
+        family spec's ``served_pixels`` (Qwen2.5-VL: the published bounds; InternVL: one
+        448x448 tile; LLaVA-OneVision: 384x384); ``None`` sends the decoded frames as they are.
     client
         An ``openai.OpenAI``-like client to use instead (tests).
     """
@@ -187,20 +194,15 @@ class ServedScorer:
         model: str,
         *,
         family: str | None = None,
-        base_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
+        connection: ConnectionOptions = CONNECTION,
         strategy: str = "auto",
         allow_approx: bool = False,
         top_logprobs: int | None = None,
         concurrency: int = 1,
-        timeout: float = 120.0,
-        max_attempts: int = 3,
-        backoff: float = 1.0,
-        max_backoff: float = 20.0,
         tokenizer: Any = None,
         system_message: Any = _DEFAULT,
         cache_prompt: bool = True,
-        pixels: tuple[int, int] | None = QWEN_PIXELS,
+        pixels: Any = _DEFAULT,
         client: Any = None,
     ) -> None:
         if strategy not in ("auto", *STRATEGIES):
@@ -224,15 +226,7 @@ class ServedScorer:
         self.label = SERVED
         self._strategy = strategy
         self._top = top_logprobs
-        self._conn = Connection(
-            base_url,
-            api_key_env,
-            timeout=timeout,
-            max_attempts=max_attempts,
-            backoff=backoff,
-            max_backoff=max_backoff,
-            client=client,
-        )
+        self._conn = connection.connect(client)
         self._lock = threading.Lock()
         self._probe_lock = threading.Lock()
         self._token_ids: dict[str, int] = {}
@@ -242,7 +236,7 @@ class ServedScorer:
         self._listed_memo: dict[str, tuple[list[dict], list[tuple[str, float]]]] = {}
         self.strategy_reason = "" if strategy == "auto" else "asked for"
         self.cache_prompt = bool(cache_prompt)
-        self.pixels = pixels
+        self.pixels = served_pixels(self.family) if pixels is _DEFAULT else pixels
         self.stats = {"encode_s": 0.0, "request_s": 0.0, "requests": 0, "bytes": 0}
 
     def __repr__(self) -> str:
@@ -522,18 +516,15 @@ class ServedScorer:
         images = self._encode(frames)
         probs = self._ask(questions, images)
         self.check_same_model()
-        vsg, prog, nxt = combine(questions, probs, vsg_kind, renormalise=renormalise)
-        return ScoreResult(
-            vsg=vsg,
-            progress=prog,
-            next_step=nxt,
-            labels=tuple(labels),
-            model_id=self.model_id,
-            label=self.label,
-            family=self.family,
+        return ScoreResult.from_answers(
+            self,
+            questions,
+            probs,
+            vsg_kind=vsg_kind,
+            labels=labels,
+            versions=versions,
             vsg_prompt=vsg_prompt,
-            renormalised=bool(renormalise),
-            prompt_versions=versions,
+            renormalise=renormalise,
         )
 
     def _ask(self, questions: list[Question], images: list[list[str]]) -> list[np.ndarray]:

@@ -3,8 +3,11 @@
 Each family's served layout is its spec's (:mod:`baglm_nb.models.families`): :func:`guess_family`
 tells the LMM family from a served model's name (the specs' ``served_names``);
 :func:`served_frames` resizes a segment's frames to the size the family's own processor gives
-them (Qwen2.5-VL: ``smart_resize`` within the published pixel bounds, bicubic antialiased, as the
-local scorer), so that the server's preprocessing has nothing left to resize; :func:`encode_png`
+them, within the pixel bounds of its spec (``served_pixels``: Qwen2.5-VL ``smart_resize`` within
+the published bounds, InternVL one 448x448 tile, LLaVA-OneVision one 384x384 frame; each with
+the local scorer's own resize), so that the server's preprocessing has nothing left to resize or
+split; :func:`served_pixels` gives those bounds (the default of
+:class:`~baglm_nb.models.served.ServedScorer`); :func:`encode_png`
 turns a frame into a lossless ``data:`` URL; :func:`user_content` lays a segment's frames and the
 question out in the family's published order and count (the specs' ``served_content``; used by
 :class:`baglm_nb.models.served.ServedScorer`).
@@ -24,13 +27,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from baglm_nb.models.families import FAMILIES, family_of_name, family_spec
-from baglm_nb.models.families.qwen2_5_vl import QwenOptions
+from baglm_nb.models.families import FAMILIES, family_of_name, family_spec, in_words
 
-__all__ = ["QWEN_PIXELS", "encode_png", "guess_family", "served_frames", "user_content"]
-
-QWEN_PIXELS = (QwenOptions.min_pixels, QwenOptions.max_pixels)
-"""Qwen2.5-VL's published (min, max) pixels per frame (§8.2; the local scorer's defaults)."""
+__all__ = ["encode_png", "guess_family", "served_frames", "served_pixels", "user_content"]
 
 
 def guess_family(model: str) -> str:
@@ -40,18 +39,26 @@ def guess_family(model: str) -> str:
     if family is None:
         raise ValueError(
             f"cannot tell the model family of {model!r} from its name; pass --family "
-            f"({', '.join(FAMILIES[:-1])} or {FAMILIES[-1]})"
+            f"({in_words(FAMILIES)})"
         )
     return family
 
 
-def served_frames(family: str, frames: np.ndarray, pixels: tuple[int, int] | None) -> np.ndarray:
-    """``(S, F, 3, H, W)`` uint8 frames at the family's processor size (its spec's
-    ``served_frames``; unchanged when ``pixels`` is ``None`` or the family has none).
+def served_pixels(family: str) -> tuple[int, int] | None:
+    """The ``(min, max)`` pixels per frame of the family's processor (its spec's
+    ``served_pixels``); ``None`` when its frames are sent as decoded."""
+    return family_spec(family).served_pixels
 
-    Qwen2.5-VL: :func:`~baglm_nb.models.preprocess.smart_resize` to multiples of 28 within
-    ``pixels = (min, max)``, resized by :func:`~baglm_nb.models.preprocess.resize_uint8`
-    (bicubic, antialiased, rounded), the local scorer's own resize.
+
+def served_frames(family: str, frames: np.ndarray, pixels: tuple[int, int] | None) -> np.ndarray:
+    """``(S, F, 3, H, W)`` uint8 frames at the family's processor size within ``pixels =
+    (min, max)`` (its spec's ``served_frames``; unchanged when ``pixels`` is ``None`` or the
+    family has none).
+
+    Qwen2.5-VL: :func:`~baglm_nb.models.families.qwen2_5_vl.smart_resize` to multiples of 28
+    within the bounds; InternVL: squashed to one square tile of ``max`` pixels; LLaVA-OneVision:
+    squashed to a square of ``max`` pixels; each by the family's local resize
+    (:func:`~baglm_nb.models.preprocess.resize_uint8`, rounded).
     """
     resize = family_spec(family).served_frames
     if pixels is None or resize is None:

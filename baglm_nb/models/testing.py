@@ -71,7 +71,8 @@ def make_random_scorer(
     is also written into the model config (``baglm_random_init``), so a saved and reloaded copy
     stays labelled. The vocabulary is
     the tokenizer's (default: the offline Qwen BPE tokenizer of
-    :func:`baglm_nb.models.tokenizers.build_tokenizer` that the family's spec names).
+    :func:`baglm_nb.models.tokenizers.build_tokenizer` with the special tokens and chat template
+    of the family's spec).
 
     Parameters
     ----------
@@ -92,7 +93,7 @@ def make_random_scorer(
     if tokenizer is None:
         from baglm_nb.models.tokenizers import build_tokenizer
 
-        tokenizer = build_tokenizer(family_spec(family).tokenizer)
+        tokenizer = build_tokenizer(family_spec(family))
     cfg = _tiny_config(
         family,
         len(tokenizer),
@@ -139,8 +140,8 @@ def random_gguf(
 
     import transformers
 
+    from baglm_nb.models.families.qwen2_5_vl import CLIP_MEAN, CLIP_STD
     from baglm_nb.models.gguf import converter_script, export_gguf, model_cache_dir
-    from baglm_nb.models.preprocess import CLIP_MEAN, CLIP_STD
 
     if family != "qwen2_5_vl":
         raise ValueError(f"random_gguf supports family 'qwen2_5_vl' only, got {family!r}")

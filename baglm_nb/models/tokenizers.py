@@ -5,29 +5,21 @@ ships Qwen's byte-level BPE ranks (``dashscope/resources/qwen.tiktoken``, the 15
 tokens that Qwen, Qwen2, Qwen2.5, Qwen2.5-VL, InternVL3 and LLaVA-OneVision-Qwen2 share).
 :func:`build_tokenizer` converts them with transformers' ``Qwen2Tokenizer`` pipeline (the Qwen2
 pre-tokenisation regex, NFC normalisation, byte-level BPE and decoding) into a fast tokenizer
-(:class:`~transformers.PreTrainedTokenizerFast`) and appends each model family's special tokens
-at their usual ids:
-
-================= ==============================================================================
-family            special tokens (ids from 151643)
-================= ==============================================================================
-``qwen2.5-vl``    Qwen2.5 set: ``<|endoftext|> <|im_start|> <|im_end|> ... <|vision_start|>
-                  <|vision_end|> <|vision_pad|> <|image_pad|> <|video_pad|> ... <|file_sep|>``
-``internvl``      Qwen2.5 set + ``<img> </img> <IMG_CONTEXT> <quad> </quad> <ref> </ref> <box>
-                  </box> <video>`` (InternVL3 ``-hf`` layout)
-``llava-onevision`` ``<|endoftext|> <|im_start|> <|im_end|> <image> <video>`` (Qwen2 + LLaVA)
-``qwen2``         ``<|endoftext|> <|im_start|> <|im_end|>``
-================= ==============================================================================
-
-Each family tokenizer also gets a minimal ChatML chat template (:data:`CHAT_TEMPLATES`) that
-renders system/user turns and the ``video`` content item the way this project's scorers need;
-real checkpoints ship their own templates, which the scorers use instead.
+(:class:`~transformers.PreTrainedTokenizerFast`) and appends a model family's special tokens
+at their usual ids (ids from 151643), with a minimal chat template: both are the family
+spec's (:attr:`~baglm_nb.models.families.base.FamilySpec.special_tokens` and
+``chat_template``; the tiny models of :mod:`baglm_nb.models.testing` use them). The Qwen2 and
+Qwen2.5 sets the families build on are :data:`QWEN2_SPECIAL` and :data:`QWEN25_SPECIAL`;
+:func:`chatml` writes a ChatML template that renders system/user turns and the ``video`` content
+item the way this project's scorers need (real checkpoints ship their own templates, which the
+scorers use instead).
 
 The conversion (merges from BPE ranks) is slow, so each family's tokenizer is saved
 once as a ``tokenizers`` JSON file under :func:`tokenizer_cache_dir` (``$BAGLM_TOKENIZER_CACHE``,
 else ``$XDG_CACHE_HOME/baglm_nb/tokenizers`` or ``~/.cache/baglm_nb/tokenizers``, else the temp
 dir), keyed by a digest of ``qwen.tiktoken``, and reloaded from there; files are
-written atomically. :func:`build_tokenizer` returns a new tokenizer object on each call.
+written atomically (a family's file is named by a digest of its special tokens too).
+:func:`build_tokenizer` returns a new tokenizer object on each call.
 """
 
 from __future__ import annotations
@@ -41,9 +33,10 @@ from typing import Any
 from baglm_nb.stores.atomic import atomic_save
 
 __all__ = [
-    "CHAT_TEMPLATES",
-    "FAMILY_SPECIAL_TOKENS",
+    "QWEN25_SPECIAL",
+    "QWEN2_SPECIAL",
     "build_tokenizer",
+    "chatml",
     "qwen_bpe_file",
     "tokenizer_cache_dir",
 ]
@@ -51,6 +44,7 @@ __all__ = [
 _FORMAT = "qwen2-bpe-v1"
 
 QWEN2_SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+"""Qwen2's special tokens (ids 151643-151645)."""
 QWEN25_SPECIAL = (
     *QWEN2_SPECIAL,
     "<|object_ref_start|>",
@@ -73,26 +67,7 @@ QWEN25_SPECIAL = (
     "<|repo_name|>",
     "<|file_sep|>",
 )
-INTERNVL_EXTRA = (
-    "<img>",
-    "</img>",
-    "<IMG_CONTEXT>",
-    "<quad>",
-    "</quad>",
-    "<ref>",
-    "</ref>",
-    "<box>",
-    "</box>",
-    "<video>",
-)
-
-FAMILY_SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
-    "qwen2": QWEN2_SPECIAL,
-    "qwen2.5-vl": QWEN25_SPECIAL,
-    "internvl": (*QWEN25_SPECIAL, *INTERNVL_EXTRA),
-    "llava-onevision": (*QWEN2_SPECIAL, "<image>", "<video>"),
-}
-"""Special tokens appended after the 151,643 BPE tokens, in id order, per family."""
+"""Qwen2.5's special tokens, in id order from 151643."""
 
 _CHATML = (
     "{% for message in messages %}"
@@ -112,29 +87,16 @@ _CHATML = (
 )
 
 
-def _chatml(default_system: str, video: str, image: str) -> str:
+def chatml(default_system: str, video: str, image: str) -> str:
+    """A minimal ChatML chat template: ``default_system`` as the system turn when the messages
+    have none (``""``: none), a ``video`` / ``image`` content item rendered as the given
+    placeholder text."""
     head = (
         "{% set default_system = " + repr(default_system) + " %}"
         "{% set video_placeholder = " + repr(video) + " %}"
         "{% set image_placeholder = " + repr(image) + " %}"
     )
     return head + _CHATML
-
-
-CHAT_TEMPLATES: dict[str, str] = {
-    # Qwen2.5-VL: default system turn, video as <|vision_start|><|video_pad|><|vision_end|>.
-    "qwen2.5-vl": _chatml(
-        "You are a helpful assistant.",
-        "<|vision_start|><|video_pad|><|vision_end|>",
-        "<|vision_start|><|image_pad|><|vision_end|>",
-    ),
-    # InternVL -hf: no default system turn; the processor expands "<video>" into Frame lines.
-    "internvl": _chatml("", "<video>\n", "<IMG_CONTEXT>\n"),
-    # LLaVA-OneVision: "<video>\n" + text, as the published "<image>\n" + question.
-    "llava-onevision": _chatml("You are a helpful assistant.", "<video>\n", "<image>\n"),
-    "qwen2": _chatml("You are a helpful assistant.", "", ""),
-}
-"""Minimal ChatML templates for the offline tokenizers (see the module docstring)."""
 
 
 def qwen_bpe_file() -> Path:
@@ -198,16 +160,17 @@ def _base_file(bpe_file: Path, root: Path) -> Path:
     return target
 
 
-def _family_file(family: str, bpe_file: Path, root: Path) -> Path:
+def _family_file(family: Any, bpe_file: Path, root: Path) -> Path:
     """The base with ``family``'s special tokens appended at their ids, cached."""
-    target = root / f"{_FORMAT}-{_file_digest(bpe_file)}-{family}.json"
+    specials = tuple(family.special_tokens)
+    tokens = hashlib.sha256("\n".join(specials).encode()).hexdigest()[:8]
+    target = root / f"{_FORMAT}-{_file_digest(bpe_file)}-{family.name}-{tokens}.json"
     if target.is_file():
         return target
     from tokenizers import AddedToken, Tokenizer
 
     raw = Tokenizer.from_file(str(_base_file(bpe_file, root)))
     start = raw.get_vocab_size(with_added_tokens=False)
-    specials = FAMILY_SPECIAL_TOKENS[family]
     raw.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
     for i, t in enumerate(specials):
         got = raw.token_to_id(t)
@@ -217,34 +180,32 @@ def _family_file(family: str, bpe_file: Path, root: Path) -> Path:
     return target
 
 
-def _load(tokenizer_json: Path, family: str) -> Any:
+def _load(tokenizer_json: Path, family: Any) -> Any:
     from transformers import PreTrainedTokenizerFast
 
     tok = PreTrainedTokenizerFast(
         tokenizer_file=str(tokenizer_json),
-        eos_token="<|im_end|>" if family != "qwen2" else "<|endoftext|>",
+        eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         unk_token=None,
         bos_token=None,
-        additional_special_tokens=list(FAMILY_SPECIAL_TOKENS[family]),
+        additional_special_tokens=list(family.special_tokens),
         model_max_length=32768,
         clean_up_tokenization_spaces=False,
     )
-    tok.chat_template = CHAT_TEMPLATES[family]
-    tok.name_or_path = f"offline-qwen-bpe/{family}"
+    tok.chat_template = family.chat_template
+    tok.name_or_path = f"offline-qwen-bpe/{family.name}"
     return tok
 
 
-def build_tokenizer(
-    family: str = "qwen2.5-vl", *, cache_dir: str | os.PathLike | None = None
-) -> Any:
-    """A Qwen-BPE tokenizer with ``family``'s special tokens and a chat template.
+def build_tokenizer(family: Any, *, cache_dir: str | os.PathLike | None = None) -> Any:
+    """A Qwen-BPE tokenizer with a family's special tokens and chat template.
 
     Parameters
     ----------
     family
-        One of :data:`FAMILY_SPECIAL_TOKENS` (``"qwen2.5-vl"``, ``"internvl"``,
-        ``"llava-onevision"``, ``"qwen2"``).
+        A family spec (:func:`baglm_nb.models.families.family_spec`): its ``name``,
+        ``special_tokens`` (appended in id order from 151643) and ``chat_template``.
     cache_dir
         Where the converted tokenizers are kept; default :func:`tokenizer_cache_dir`.
 
@@ -255,10 +216,6 @@ def build_tokenizer(
         converts the BPE ranks). ``len(tokenizer)`` is 151,643 plus the
         family's special tokens.
     """
-    if family not in FAMILY_SPECIAL_TOKENS:
-        raise ValueError(
-            f"unknown tokenizer family {family!r}; use one of {sorted(FAMILY_SPECIAL_TOKENS)}"
-        )
     bpe = qwen_bpe_file()
     root = Path(cache_dir) if cache_dir is not None else tokenizer_cache_dir()
     root.mkdir(parents=True, exist_ok=True)

@@ -151,11 +151,8 @@ def _backend(args: argparse.Namespace):
     server = ServerOptions.from_args(args)
     return llm_openai.OpenAIBackend(
         args.model,
-        base_url=server.base_url,
-        api_key_env=server.api_key_env,
+        connection=server.connection(),
         top_logprobs=server.top_logprobs,
-        timeout=server.request_timeout,
-        max_attempts=server.request_attempts,
         concurrency=server.concurrency,
         **kw,
     )

@@ -250,6 +250,18 @@ class ServerOptions:
         """The options declared by :meth:`add_arguments`, as parsed."""
         return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
 
+    def connection(self) -> Any:
+        """The server, its key's variable, the timeout and the attempts, as the
+        :class:`~baglm_nb.models.openai_client.ConnectionOptions` of a client."""
+        from baglm_nb.models.openai_client import ConnectionOptions
+
+        return ConnectionOptions(
+            self.base_url,
+            self.api_key_env,
+            timeout=self.request_timeout,
+            max_attempts=self.request_attempts,
+        )
+
 
 def add_live_source_arguments(p: argparse.ArgumentParser) -> None:
     """The live-source options of ``follow`` (:mod:`baglm_nb.inputs.live`)."""
@@ -347,10 +359,12 @@ def add_served_arguments(p: argparse.ArgumentParser, *, timeout_option: str = "-
         top_logprobs_help="full-vocab: top_logprobs to ask for (default: the vocabulary size, "
         "else -1)",
     )
+    from baglm_nb.models.families import FAMILIES, in_words
+
     g.add_argument(
         "--family",
-        help="internvl, qwen2_5_vl or llava_onevision: how the frames "
-        "are laid out (default: from the model name)",
+        help=f"{in_words(FAMILIES)}: how the frames are laid out and sized "
+        "(default: from the model name)",
     )
     g.add_argument(
         "--strategy",
@@ -386,14 +400,11 @@ def served_scorer(args: argparse.Namespace, model: str) -> Any:
     return ServedScorer(
         model,
         family=args.family,
-        base_url=server.base_url,
-        api_key_env=server.api_key_env,
+        connection=server.connection(),
         strategy=args.strategy,
         allow_approx=args.allow_approx,
         top_logprobs=server.top_logprobs,
         concurrency=server.concurrency,
-        timeout=server.request_timeout,
-        max_attempts=server.request_attempts,
         tokenizer=tokenizer,
     )
 

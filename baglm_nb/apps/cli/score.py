@@ -27,14 +27,15 @@ from baglm_nb.apps.cli.options import add_served_arguments, check_range, served_
 def register(verbs) -> None:
     """Add the ``score`` verb."""
     from baglm_nb.inputs.datasets import DATASETS
+    from baglm_nb.models.families import FAMILIES, MODELS, in_words
 
     p = verbs.add_parser(
         "score",
         help="stream a dataset's videos through an LMM into the score cache",
         description="Resumes where a killed run stopped; failures are recorded and skipped. "
-        "--model takes a registry id (internvl2.5-8b, internvl3-8b, qwen2.5-vl-7b, "
-        "llava-onevision-7b), a local weights folder, random-init:<family> (a tiny random "
-        "model for testing the mechanics; its scores mean nothing), or, with --backend openai "
+        f"--model takes a registry id ({in_words(MODELS)}), a local weights folder, "
+        f"random-init:<family> (<family>: {in_words(FAMILIES)}; a tiny random model for "
+        "testing the mechanics; its scores mean nothing), or, with --backend openai "
         "(or as openai:NAME), the name of a model behind an OpenAI-compatible server.",
         epilog=__doc__.split("Examples::", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,

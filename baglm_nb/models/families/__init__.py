@@ -1,9 +1,11 @@
 """LMM families: one :class:`~.base.FamilySpec` per family, and every registry table derived.
 
 A family is one module: :mod:`.internvl` (InternVL 2.5 / 3), :mod:`.qwen2_5_vl` (Qwen2.5-VL),
-:mod:`.llava_onevision` (LLaVA-OneVision), each with its ``SPEC`` (registry rows, options,
-adapter, served layout, tiny test config; :mod:`.base`). Adding a family is one such module and
-its line in :data:`SPECS` (+ its tests); the tables below follow.
+:mod:`.llava_onevision` (LLaVA-OneVision), each with its ``SPEC`` (registry rows, options, frame
+preprocessing, adapter, special tokens, served layout and pixel bounds, tiny test config;
+:mod:`.base`). Adding a family is one such module and its line in :data:`SPECS` (+ its tests);
+the tables below, the tiny models, the served defaults and the command line's help strings
+follow. Importing the specs loads no heavy library (torch only inside their functions).
 
 **Prompt building.** ``prompt_style="chat"`` renders ``[system?, user: [video, text]]`` with the
 model's chat template and then expands the template's video placeholder the way each model
@@ -12,11 +14,13 @@ writes the published strings directly (:meth:`~.base.Adapter.published_text`).
 
 Exports :data:`SPECS` (family name -> spec), the derived :data:`FAMILIES`, :data:`MODELS`,
 :data:`ADAPTERS` and :data:`DEFAULT_SYSTEM`, :func:`family_spec`,
-:func:`family_of_model_type`, :func:`family_of_name` and :data:`INTERNVL_SYSTEM_MESSAGE`.
+:func:`family_of_model_type`, :func:`family_of_name`, :func:`in_words` (the families or models
+as a help string writes them) and :data:`INTERNVL_SYSTEM_MESSAGE`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import MappingProxyType
 
 from baglm_nb.models.families import internvl, llava_onevision, qwen2_5_vl
@@ -33,6 +37,7 @@ __all__ = [
     "family_of_model_type",
     "family_of_name",
     "family_spec",
+    "in_words",
 ]
 
 SPECS: MappingProxyType[str, FamilySpec] = MappingProxyType(
@@ -91,3 +96,10 @@ def family_of_name(model: str) -> str | None:
         if any(hint in name for hint in spec.served_names):
             return spec.name
     return None
+
+
+def in_words(names: Sequence[str]) -> str:
+    """``"a, b or c"``: names as a message or a help string lists them (``FAMILIES``, the ids
+    of ``MODELS``), so that no text lists them by hand."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"

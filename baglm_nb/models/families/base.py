@@ -3,31 +3,34 @@
 A :class:`FamilySpec` is everything the project knows about one model family: its registry rows
 (:class:`ModelSpec`), the config ``model_type`` values that name it, its transformers model
 class, its options (a frozen dataclass of the family's own settings, e.g. Qwen2.5-VL's fps and
-pixel bounds), its :class:`Adapter` (pixel preprocessing, prompt layout, model calls), its
-default system message, its served layout (the name fragments that tell it from a served model's
-name, the user turn's frames and question, the frames' size) and its tiny test config.
+pixel bounds), its frame preprocessing, its :class:`Adapter` (prompt layout, model calls), its
+default system message, its special tokens, its served layout (the name fragments that tell it
+from a served model's name, the user turn's frames and question, the frames' pixel bounds and
+resize) and its tiny test config.
 
 An :class:`Adapter` turns segments and question texts into what the family's transformers model
-expects, for :class:`baglm_nb.models.engine.TransformersScorer`: the pixel inputs
-(:mod:`baglm_nb.models.preprocess`), the visual features scattered into the token embeddings,
-the language model with a KV cache, the output head, and the model's own full forward pass.
+expects, for :class:`baglm_nb.models.engine.TransformersScorer`: the pixel inputs (the spec's
+``preprocess``), the visual features scattered into the token embeddings, the language model
+with a KV cache, the output head, and the model's own full forward pass.
 
-Exports :class:`FamilySpec`, :class:`ModelSpec`, :class:`Adapter`, :class:`NoOptions` and
-:func:`image_part`.
+The family specs load no heavy library when imported (torch only inside the functions that use
+it), so that the command line's help strings can list them (:mod:`baglm_nb.apps.cli`).
+
+Exports :class:`FamilySpec`, :class:`ModelSpec`, :class:`Adapter`, :class:`NoOptions`,
+:func:`image_part` and :func:`resized_frames`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import torch
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
 
-from baglm_nb.models.kv_prefix import cache_kwargs, returned_cache
-
-__all__ = ["Adapter", "FamilySpec", "ModelSpec", "NoOptions", "image_part"]
+__all__ = ["Adapter", "FamilySpec", "ModelSpec", "NoOptions", "image_part", "resized_frames"]
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,8 @@ class Adapter:
         self, emb: torch.Tensor, pos: torch.Tensor | None, cache: Any
     ) -> tuple[torch.Tensor, Any]:
         """The decoder over ``emb``: last hidden states and the (extended) cache."""
+        from baglm_nb.models.kv_prefix import cache_kwargs, returned_cache
+
         model = self.language_model()
         out = model(
             inputs_embeds=emb,
@@ -216,25 +221,36 @@ class FamilySpec:
     options
         The frozen dataclass of its options (:class:`NoOptions` when it has none); the default
         instance holds the published settings.
+    preprocess
+        Its frame preprocessing, a function of its module: uint8 frames ``(N, 3, H, W)`` (and
+        the family's sizes as keywords) -> the model's pixel values, float32; the adapter's
+        :meth:`Adapter.pixel_inputs` calls it with the model's sizes and options.
     system_message
         The default system turn of its prompts (``None``: none, or the template's own).
+    special_tokens
+        The special tokens its tokenizer appends after the 151,643 Qwen BPE tokens, in id order
+        (its tiny model's offline tokenizer: :func:`baglm_nb.models.tokenizers.build_tokenizer`).
+    chat_template
+        The minimal chat template of that offline tokenizer
+        (:func:`baglm_nb.models.tokenizers.chatml`); real checkpoints ship their own.
     served_names
         Lower-case fragments of a served model's name that tell this family.
     served_content
         The user turn of a served request: ``(question, image URLs) -> content parts``, the
         frames in the family's published order and count.
-    tokenizer
-        The name of its tiny model's offline tokenizer
-        (:func:`baglm_nb.models.tokenizers.build_tokenizer`).
+    served_pixels
+        The ``(min, max)`` pixels per frame its processor gives a frame: the default bounds
+        of :class:`baglm_nb.models.served.ServedScorer`'s ``pixels`` (frames resized by
+        ``served_frames`` before they are sent); ``None`` sends them as decoded.
+    served_frames
+        The resize to those bounds: ``(frames (S, F, 3, H, W) uint8, (min, max)) -> frames``,
+        the local preprocessing's own resize.
     tiny_config
         The config of its tiny random model: ``(tokenizer, text, vision, vision_layers,
         vision_heads, image_size) -> config`` (the shared sizes in the ``text`` / ``vision``
         dicts; :func:`baglm_nb.models.testing.make_random_scorer`).
     tiny_options
         The options of its tiny model for an ``image_size`` (default: the spec's defaults).
-    served_frames
-        Frames resized to the family's processor size before they are sent to a server:
-        ``(frames (S, F, 3, H, W) uint8, pixels) -> frames``; ``None`` sends them as decoded.
     remote_adapter, remote_model_types
         The adapter of the original repository format (``trust_remote_code``), family name
         ``"<name>-remote"``, and the ``model_type`` values that select it.
@@ -245,14 +261,17 @@ class FamilySpec:
     models: tuple[ModelSpec, ...]
     model_types: tuple[str, ...]
     model_class: str
+    preprocess: Callable[..., Any]
+    special_tokens: tuple[str, ...]
+    chat_template: str
     served_names: tuple[str, ...]
     served_content: Callable[[str, Sequence[str]], list[dict]]
-    tokenizer: str
     tiny_config: Callable[..., Any]
     options: type = NoOptions
     system_message: str | None = None
-    tiny_options: Callable[[int], Any] | None = None
+    served_pixels: tuple[int, int] | None = None
     served_frames: Callable[[np.ndarray, tuple[int, int]], np.ndarray] | None = None
+    tiny_options: Callable[[int], Any] | None = None
     remote_adapter: type[Adapter] | None = None
     remote_model_types: tuple[str, ...] = ()
 
@@ -260,3 +279,18 @@ class FamilySpec:
     def remote_name(self) -> str | None:
         """The family name of the original repository format, if the family has one."""
         return f"{self.name}-remote" if self.remote_adapter is not None else None
+
+
+def resized_frames(frames: np.ndarray, size: tuple[int, int], **resize: Any) -> np.ndarray:
+    """``(S, F, 3, H, W)`` uint8 frames resized to ``size = (h, w)`` by
+    :func:`~baglm_nb.models.preprocess.resize_uint8` (``resize``: its ``mode`` and
+    ``antialias``); unchanged when already at ``size``."""
+    import numpy as np
+    import torch
+
+    from baglm_nb.models.preprocess import resize_uint8
+
+    if tuple(frames.shape[-2:]) == tuple(size):
+        return frames
+    flat = torch.from_numpy(np.ascontiguousarray(frames.reshape(-1, *frames.shape[2:])))
+    return resize_uint8(flat, size, **resize).numpy().reshape(*frames.shape[:3], *size)

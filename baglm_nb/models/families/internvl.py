@@ -3,31 +3,89 @@
 Chat prompts expand the template's ``<video>`` placeholder into ``"Frame1: <img><IMG_CONTEXT>*n
 </img>\\nFrame2: ..."`` (§8.1); the published string is §8.1's FastChat string with the InternVL
 system message, tokenised with its BOS. Frames are one 448x448 tile each
-(:func:`~baglm_nb.models.preprocess.preprocess_internvl`). The ``-hf`` checkpoints run
+(:func:`preprocess_internvl`); a server gets them at that size too (:func:`served_frames`: a
+448x448 image is one tile for InternVL's dynamic tiling, no thumbnail, so a server's processor
+has nothing left to resize or split). The ``-hf`` checkpoints run
 ``InternVLForConditionalGeneration``; the original repository format (``model_type``
 ``internvl_chat``, ``trust_remote_code``) runs :class:`InternVLRemoteAdapter`, best effort.
 
-Exports :data:`SPEC`, :data:`INTERNVL_SYSTEM_MESSAGE`, :class:`InternVLAdapter` and
-:class:`InternVLRemoteAdapter`.
+Exports :data:`SPEC`, :data:`INTERNVL_SYSTEM_MESSAGE`, :data:`SPECIAL_TOKENS`,
+:class:`InternVLAdapter`, :class:`InternVLRemoteAdapter`, :func:`preprocess_internvl` and
+:func:`served_frames`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+from baglm_nb.models.families.base import (
+    Adapter,
+    FamilySpec,
+    ModelSpec,
+    image_part,
+    resized_frames,
+)
+from baglm_nb.models.tokenizers import QWEN25_SPECIAL, chatml
 
-from baglm_nb.models.families.base import Adapter, FamilySpec, ModelSpec, image_part
-from baglm_nb.models.preprocess import preprocess_internvl
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
 
-__all__ = ["INTERNVL_SYSTEM_MESSAGE", "SPEC", "InternVLAdapter", "InternVLRemoteAdapter"]
+__all__ = [
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
+    "INTERNVL_SYSTEM_MESSAGE",
+    "SPEC",
+    "SPECIAL_TOKENS",
+    "InternVLAdapter",
+    "InternVLRemoteAdapter",
+    "preprocess_internvl",
+    "served_frames",
+]
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+TILE_SIDE = 448
+"""The side of InternVL's tile, in pixels."""
+
+SPECIAL_TOKENS = (
+    *QWEN25_SPECIAL,
+    "<img>",
+    "</img>",
+    "<IMG_CONTEXT>",
+    "<quad>",
+    "</quad>",
+    "<ref>",
+    "</ref>",
+    "<box>",
+    "</box>",
+    "<video>",
+)
+"""The Qwen2.5 set, then InternVL3's own (the ``-hf`` layout), in id order from 151643."""
 
 INTERNVL_SYSTEM_MESSAGE = (
     "你是书生·万象，英文名是InternVL，"
     "是由上海人工智能实验室、清华大学及多家合作单位联合开发的多模态大语言模型。"
 )
 """InternVL 2.5/3 system message used by the published prompts (§8.1)."""
+
+
+def preprocess_internvl(frames: torch.Tensor, size: int = TILE_SIDE) -> torch.Tensor:
+    """InternVL frames: one ``size`` x ``size`` tile each, as the published code (§1.4).
+
+    Bicubic antialiased squash to ``size`` x ``size`` (no aspect preservation) on uint8, then
+    ``/255`` and ImageNet mean/std.
+
+    Returns
+    -------
+    torch.Tensor
+        float32 ``(N, 3, size, size)``.
+    """
+    from baglm_nb.models.preprocess import resize_and_normalize
+
+    return resize_and_normalize(frames, (size, size), IMAGENET_MEAN, IMAGENET_STD)
 
 
 class InternVLAdapter(Adapter):
@@ -143,6 +201,14 @@ def served_content(question: str, images: Sequence[str]) -> list[dict]:
     return [*parts, {"type": "text", "text": "\n" + question}]
 
 
+def served_frames(frames: np.ndarray, pixels: tuple[int, int]) -> np.ndarray:
+    """``(S, F, 3, H, W)`` uint8 frames squashed to one square tile of ``max`` pixels
+    (``pixels = (min, max)``; 448x448 by default), bicubic antialiased and rounded: the resize
+    of :func:`preprocess_internvl`."""
+    side = math.isqrt(int(pixels[1]))
+    return resized_frames(frames, (side, side))
+
+
 def tiny_config(
     tokenizer: Any, text: dict, vision: dict, vision_layers: int, vision_heads: int, image_size: int
 ) -> Any:
@@ -171,11 +237,16 @@ SPEC = FamilySpec(
     ),
     model_types=("internvl",),
     model_class="InternVLForConditionalGeneration",
+    preprocess=preprocess_internvl,
+    special_tokens=SPECIAL_TOKENS,
+    # no default system turn; the processor expands "<video>" into Frame lines
+    chat_template=chatml("", "<video>\n", "<IMG_CONTEXT>\n"),
     served_names=("internvl",),
     served_content=served_content,
-    tokenizer="internvl",
     tiny_config=tiny_config,
     system_message=INTERNVL_SYSTEM_MESSAGE,
+    served_pixels=(TILE_SIDE * TILE_SIDE, TILE_SIDE * TILE_SIDE),
+    served_frames=served_frames,
     remote_adapter=InternVLRemoteAdapter,
     remote_model_types=("internvl_chat",),
 )

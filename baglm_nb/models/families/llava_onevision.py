@@ -1,10 +1,13 @@
 """The LLaVA-OneVision family: its options, spec, adapter, served layout and tiny config.
 
 A segment is one video (F x pooled patches + 1 newline token) of SigLIP frames, bilinear
-384x384 and mean = std = 0.5 (:func:`~baglm_nb.models.preprocess.preprocess_llava_onevision`);
-the published prompt is the ``qwen_1_5`` conversation ``"<image>\\n" + question`` (§8.3).
+384x384 and mean = std = 0.5 (:func:`preprocess_llava_onevision`); the published prompt is the
+``qwen_1_5`` conversation ``"<image>\\n" + question`` (§8.3). A server gets the frames at
+384x384 too (:func:`served_frames`, the same bilinear squash: the size of one SigLIP crop, so
+the server's ``anyres`` processor keeps one crop and the base image, both that size).
 
-Exports :data:`SPEC`, :class:`LlavaOptions` and :class:`LlavaOneVisionAdapter`.
+Exports :data:`SPEC`, :data:`SPECIAL_TOKENS`, :class:`LlavaOptions`,
+:class:`LlavaOneVisionAdapter`, :func:`preprocess_llava_onevision` and :func:`served_frames`.
 """
 
 from __future__ import annotations
@@ -12,16 +15,35 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+from baglm_nb.models.families.base import (
+    Adapter,
+    FamilySpec,
+    ModelSpec,
+    image_part,
+    resized_frames,
+)
+from baglm_nb.models.tokenizers import QWEN2_SPECIAL, chatml
 
-from baglm_nb.models.families.base import Adapter, FamilySpec, ModelSpec, image_part
-from baglm_nb.models.preprocess import preprocess_llava_onevision
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
 
-__all__ = ["SPEC", "LlavaOneVisionAdapter", "LlavaOptions"]
+__all__ = [
+    "SPEC",
+    "SPECIAL_TOKENS",
+    "LlavaOneVisionAdapter",
+    "LlavaOptions",
+    "preprocess_llava_onevision",
+    "served_frames",
+]
 
 _HELPFUL = "You are a helpful assistant."
+FRAME_SIDE = 384
+"""The side of a SigLIP frame, in pixels."""
+SPECIAL_TOKENS = (*QWEN2_SPECIAL, "<image>", "<video>")
+"""The Qwen2 set, then LLaVA's image and video tokens, in id order from 151643."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +57,40 @@ class LlavaOptions:
     """
 
     skip_normalization_like_published: bool = False
+
+
+def preprocess_llava_onevision(
+    frames: torch.Tensor, size: int = FRAME_SIDE, skip_normalization_like_published: bool = False
+) -> torch.Tensor:
+    """LLaVA-OneVision frames (SigLIP): bilinear 384x384 and mean = std = 0.5 (§8.3).
+
+    ``float / 255`` first, then bilinear resize (``align_corners=False``, no antialias), then
+    ``(x - 0.5) / 0.5`` -> [-1, 1].
+
+    Parameters
+    ----------
+    skip_normalization_like_published
+        Leave pixels in [0, 1], reproducing the published code, whose normalisation result is
+        discarded (a bug).
+
+    Returns
+    -------
+    torch.Tensor
+        float32 ``(N, 3, size, size)``.
+    """
+    import torch.nn.functional as F
+
+    from baglm_nb.models.preprocess import check_frames
+
+    frames = check_frames(frames)
+    x = frames.float() / 255.0
+    if tuple(x.shape[-2:]) != (size, size):
+        x = F.interpolate(
+            x, size=(size, size), mode="bilinear", align_corners=False, antialias=False
+        )
+    if skip_normalization_like_published:
+        return x
+    return (x - 0.5) / 0.5
 
 
 class LlavaOneVisionAdapter(Adapter):
@@ -87,6 +143,14 @@ def served_content(question: str, images: Sequence[str]) -> list[dict]:
     return [*(image_part(url) for url in images), {"type": "text", "text": "\n" + question}]
 
 
+def served_frames(frames: np.ndarray, pixels: tuple[int, int]) -> np.ndarray:
+    """``(S, F, 3, H, W)`` uint8 frames squashed to a square of ``max`` pixels
+    (``pixels = (min, max)``; 384x384 by default), bilinear without antialiasing and rounded:
+    the resize of :func:`preprocess_llava_onevision`."""
+    side = math.isqrt(int(pixels[1]))
+    return resized_frames(frames, (side, side), mode="bilinear", antialias=False)
+
+
 def tiny_config(
     tokenizer: Any, text: dict, vision: dict, vision_layers: int, vision_heads: int, image_size: int
 ) -> Any:
@@ -118,11 +182,16 @@ SPEC = FamilySpec(
     ),
     model_types=("llava_onevision",),
     model_class="LlavaOnevisionForConditionalGeneration",
+    preprocess=preprocess_llava_onevision,
+    special_tokens=SPECIAL_TOKENS,
+    # "<video>\n" + text, as the published "<image>\n" + question
+    chat_template=chatml(_HELPFUL, "<video>\n", "<image>\n"),
     served_names=("llava-onevision", "llava_onevision"),
     served_content=served_content,
-    tokenizer="llava-onevision",
     tiny_config=tiny_config,
     options=LlavaOptions,
     system_message=_HELPFUL,
+    served_pixels=(FRAME_SIDE * FRAME_SIDE, FRAME_SIDE * FRAME_SIDE),
+    served_frames=served_frames,
 )
 """LLaVA-OneVision."""
