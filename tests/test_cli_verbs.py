@@ -208,7 +208,7 @@ def test_one_server_options_for_every_verb_that_talks_to_a_server():
     ]
     want = ServerOptions("http://127.0.0.1:9/v1", "K", 7, 3, 9.0, 5)
     assert [ServerOptions.from_args(args) for args in parsed] == [want, want, want]
-    assert parsed[1].timeout == 10.0  # follow's own --timeout: the stalled-source limit
+    assert parsed[1].timeout_s == 10.0  # follow's own --timeout: the stalled-source limit
     defaults = [ServerOptions.from_args(parser.parse_args(v)) for v in (score, follow, deps)]
     published = ServerOptions(top_logprobs=2, concurrency=1, request_timeout=30.0)
     assert defaults == [ServerOptions(), ServerOptions(), published]

@@ -22,7 +22,7 @@ from busy_machine import machine_stretch
 from range_server import serve
 
 from baglm_nb.apps.online import follow
-from baglm_nb.apps.online.report import latency_figure, write_html_report
+from baglm_nb.apps.online.report import RunReport, latency_figure, write_html_report
 from baglm_nb.core.online import OnlineGrounder
 from baglm_nb.core.simulate import write_simulated_cache
 from baglm_nb.inputs.datasets import load_dataset
@@ -131,7 +131,7 @@ def test_html_report_opens_in_headless_chromium(scorer, tmp_path):
             "Debian's chromium is not installed: apt-get install -y chromium (or make setup)"
         )
     ests = list(follow(CLIPS / "cup.mp4", grounder(scorer)))
-    page_path = write_html_report(ests, STEPS, tmp_path / "report.html", title="cup run")
+    page_path = write_html_report(RunReport(ests, STEPS, title="cup run"), tmp_path / "report.html")
     args = [
         "--no-sandbox",
         "--disable-gpu",
