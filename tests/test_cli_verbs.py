@@ -8,27 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cli_runs import ROOT, one_error_line, run_cli
+
 from baglm_nb.apps.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, main
 from baglm_nb.apps.render import WIDGET_VIEW
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "baglm_nb", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-
-
-def one_error_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert "Traceback" not in stderr, stderr
-    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
-    return lines[0]
 
 
 def write_executed_notebook(path: Path) -> None:

@@ -1,11 +1,12 @@
 """One ``follow`` run from start to end: set up, follow, print, log and report.
 
-:func:`run_follow` is what ``python -m baglm_nb follow`` does once its command line is parsed
-(:mod:`baglm_nb.apps.cli.follow`): it lists the videos a replay can play, or builds the
-grounder (:mod:`.run_setup`), follows the source or replays the scores (:mod:`.follow`),
-prints and logs what happens (:mod:`.terminal`), raises alerts (:mod:`.alert_setup`) and
-writes the HTML report (:mod:`.report`). A source that broke or gave no segment raises
-``RuntimeError`` after the log and the report are written.
+:func:`run_follow` is what ``python -m baglm_nb follow`` does once its command line became a
+:class:`~baglm_nb.apps.follow_config.FollowConfig` (:mod:`baglm_nb.apps.cli.follow`): it lists
+the videos a replay can play, or builds the grounder (:mod:`.run_setup`), follows the source or
+replays the scores (:mod:`.follow`), prints and logs what happens (:mod:`.terminal`), raises
+alerts (:mod:`.alert_setup`) and writes the HTML report (:mod:`.report`). A source that broke
+or gave no segment raises ``RuntimeError``, and Ctrl-C or SIGTERM
+:class:`~baglm_nb.apps.online.ending.Interrupted`, after the log and the report are written.
 """
 
 from __future__ import annotations
