@@ -32,12 +32,12 @@ def one_error_line(stderr: str, *, other_lines: bool = False) -> str:
     return lines[0]
 
 
-def one_error(capsys) -> str:
+def one_error(capsys, *, other_lines: bool = False) -> str:
     """:func:`one_error_line` of the last in-process run (``capsys``), which is no unexpected
     error (one the command line names as such)."""
     err = capsys.readouterr().err
     assert "unexpected" not in err, err
-    return one_error_line(err)
+    return one_error_line(err, other_lines=other_lines)
 
 
 def follow_args(uid: str | None = None, *, replay: str = "simulated", **flags) -> list[str]:
