@@ -601,13 +601,70 @@ def _modules_imported_by(path: Path) -> set[str]:
 
 
 def test_the_follow_verb_only_parses_and_calls():
-    """apps/cli/follow.py parses; the run lives in apps/online, which never calls back into
-    the command line; apps/render.py renders and parses no command line."""
-    assert len((PACKAGE / "apps" / "cli" / "follow.py").read_text().splitlines()) <= 150
+    """apps/cli/follow.py parses its flags into a FollowConfig and calls; the run lives in
+    apps/online, which never calls back into the command line; apps/render.py renders and
+    parses no command line."""
+    assert len((PACKAGE / "apps" / "cli" / "follow.py").read_text().splitlines()) <= 175
     for path in [*sorted((PACKAGE / "apps" / "online").glob("*.py")), PACKAGE / "apps/render.py"]:
         cli_imports = [m for m in _modules_imported_by(path) if m.startswith("baglm_nb.apps.cli")]
         assert not cli_imports, path
     assert "argparse" not in _modules_imported_by(PACKAGE / "apps" / "render.py")
+
+
+def _command_line_uses(source: str) -> list[str]:
+    """Where ``source`` sees a parsed command line: argparse imported, a ``Namespace`` named,
+    a parameter called ``args``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [getattr(node, "module", None) or ""] + [a.name for a in node.names]
+            if any(name.split(".")[0] == "argparse" for name in names):
+                found.append(f"{node.lineno}: imports argparse")
+        elif isinstance(node, ast.Name | ast.Attribute):
+            if (node.id if isinstance(node, ast.Name) else node.attr) == "Namespace":
+                found.append(f"{node.lineno}: a Namespace")
+        elif isinstance(node, ast.arg) and node.arg == "args":
+            found.append(f"{node.lineno}: a parameter 'args'")
+    return found
+
+
+def test_apps_online_never_sees_the_command_line():
+    """The command line builds a FollowConfig (apps/follow_config.py); apps/online reads it and
+    never the parsed flags: no module of it imports argparse, names a Namespace or takes
+    ``args``."""
+    paths = [*sorted((PACKAGE / "apps" / "online").glob("*.py")), PACKAGE / "apps/follow_config.py"]
+    found = [f"{_rel(p)}:{where}" for p in paths for where in _command_line_uses(p.read_text())]
+    assert not found, f"apps/online sees the command line: {found}"
+    # the check finds each kind of use
+    bad = "import argparse\ndef f(args: argparse.Namespace): pass\n"
+    assert [x.split(": ")[1] for x in _command_line_uses(bad)] == [
+        "imports argparse",
+        "a parameter 'args'",
+        "a Namespace",
+    ]
+    session = ast.parse((PACKAGE / "apps/online/session.py").read_text())
+    run = next(n for n in session.body if getattr(n, "name", "") == "run_follow")
+    assert ast.unparse(run.args.args[0].annotation) == "FollowConfig"
+
+
+def test_only_cli_main_turns_a_signal_into_an_exit_status():
+    """A followed run stopped by a signal raises ``Interrupted(signum)``; only apps/cli/main.py
+    turns it into 130 / 143: no other module adds 128 to a number or writes 130 or 143."""
+    found = []
+    for path in MODULES:
+        if _rel(path) == "baglm_nb/apps/cli/main.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            plus_128 = isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)
+            plus_128 = plus_128 and 128 in [
+                getattr(x, "value", None) for x in (node.left, node.right)
+            ]
+            status = isinstance(node, ast.Constant) and type(node.value) is int
+            if plus_128 or (status and node.value in (130, 143)):
+                found.append(f"{_rel(path)}:{node.lineno}")
+    assert not found, f"an exit status of a signal outside apps/cli/main.py: {found}"
+    main = ast.parse((PACKAGE / "apps/cli/main.py").read_text())
+    assert {130, 143} <= {n.value for n in ast.walk(main) if isinstance(n, ast.Constant)}
 
 
 def test_apps_online_has_no_import_circle():

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from cli_runs import one_error_line
 
 from baglm_nb.apps.cli.main import main
 from baglm_nb.core import sources
@@ -20,12 +21,6 @@ def _run(capsys, *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     out = capsys.readouterr()
     return code, out.out, out.err
-
-
-def _one_error(err: str) -> str:
-    lines = [x for x in err.strip().splitlines() if x.startswith("error") or "Traceback" in x]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
-    return lines[0]
 
 
 def test_evaluate_json_reports_the_online_metrics(capsys):
@@ -82,7 +77,7 @@ def test_evaluate_refuses_bad_lags(capsys, value, words):
         "1",
         f"--smoothing-lag-s={value}",
     )
-    line = _one_error(err)
+    line = one_error_line(err, other_lines=True)
     assert code == 2 and "--smoothing-lag-s" in line and repr(value) in line and words in line
 
 
@@ -101,7 +96,7 @@ def test_evaluate_refuses_smoothing_in_published_precision(capsys):
         "--smoothing-lag-s",
         "4",
     )
-    line = _one_error(err)
+    line = one_error_line(err, other_lines=True)
     assert code == 2 and "--smoothing-lag-s 4" in line and "float64 only" in line
 
 
@@ -109,7 +104,7 @@ def test_evaluate_refuses_a_lag_off_the_segment_grid(capsys):
     # the earlier spelling --smoothing-lag is still read; the message names the flag with its unit
     args = ["--limit", "1", "--stepping", "segment", "--smoothing-lag", "3"]
     code, _, err = _run(capsys, "evaluate", "--dataset", "htstep", "--scores", "simulated", *args)
-    line = _one_error(err)
+    line = one_error_line(err, other_lines=True)
     assert code == 2 and "--smoothing-lag-s 3" in line and "multiple of the segment" in line
 
 
@@ -131,7 +126,7 @@ def test_follow_refuses_bad_lags(capsys, value):
     code, _, err = _run(
         capsys, "follow", "--replay", "--dataset", "htstep", f"--lag-segments={value}", "--", UID
     )
-    line = _one_error(err)
+    line = one_error_line(err, other_lines=True)
     assert code == 2 and "--lag-segments" in line and repr(value) in line
 
 

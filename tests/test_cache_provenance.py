@@ -9,12 +9,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from authors_files import write_authors_files
+from cli_runs import one_error_line, run_cli
 from test_scoring import CLIPS, STEPS, scorer, write_annotations  # noqa: F401 (a fixture)
 
 from baglm_nb.core import sources
@@ -31,27 +31,15 @@ from baglm_nb.stores.provenance import (
 )
 from baglm_nb.stores.scores import ScoreCache
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def cli(data: Path, *args: str) -> subprocess.CompletedProcess:
     """``python -m baglm_nb ARGS`` reading the annotations under ``data`` (BAGLM_DATA_DIR)."""
-    env = {**os.environ, "BAGLM_DATA_DIR": str(data)}
-    return subprocess.run(
-        [sys.executable, "-m", "baglm_nb", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=300,
-    )
+    return run_cli(*args, env={**os.environ, "BAGLM_DATA_DIR": str(data)})
 
 
 def error_line(out: subprocess.CompletedProcess) -> str:
     """The one ``error:`` line (progress bars aside) of a run that failed."""
-    lines = [line for line in out.stderr.splitlines() if line.startswith("error")]
-    assert "Traceback" not in out.stderr and len(lines) == 1, out.stderr
-    return lines[0]
+    return one_error_line(out.stderr, other_lines=True)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from authors_files import write_authors_files
+from cli_runs import one_error
 from clips import score_argv
 from test_scoring import CLIPS, write_annotations
 
@@ -22,15 +23,6 @@ from baglm_nb.stores.dependencies import DependencyCache
 from baglm_nb.stores.keys import DependencyKey
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def one_error(capsys) -> str:
-    """The one ``error:`` line of the last in-process run (nothing on stdout)."""
-    captured = capsys.readouterr()
-    lines = [line for line in captured.err.splitlines() if line.strip() and "%|" not in line]
-    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
-    assert "Traceback" not in captured.err and "unexpected" not in captured.err
-    return lines[0]
 
 
 def test_import_of_an_empty_folder_is_an_error(tmp_path, capsys):

@@ -9,27 +9,9 @@ from pathlib import Path
 
 import pytest
 from busy_machine import machine_stretch
+from cli_runs import one_error_line, run_cli
 
 from baglm_nb.apps.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, error_line, exit_status, main
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "baglm_nb", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-
-
-def one_error_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert "Traceback" not in stderr, stderr
-    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
-    return lines[0]
 
 
 def test_missing_scores_folder_one_line_exit_2_and_debug_traceback(tmp_path):

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from cli_runs import one_error
 from clips import short_clips
 from test_scoring import CLIPS, write_annotations
 from test_served_protocol import GOAL, KEY_ENV, STEPS, Stub
@@ -56,13 +57,6 @@ def key(monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-stub-key")
 
 
-def one_error(capsys) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.startswith("error")]
-    assert len(lines) == 1 and "Traceback" not in err and "unexpected" not in err, err
-    return lines[0]
-
-
 def test_a_full_disk_names_the_path_and_is_a_failed_run(tmp_path):
     target = tmp_path / "cache" / "videos" / "v.parquet"
 
@@ -103,7 +97,7 @@ def test_a_base_url_without_scheme_is_bad_input(tmp_path, capsys, key):
         ]
     )
     assert code == EXIT_BAD_INPUT
-    line = one_error(capsys)
+    line = one_error(capsys, other_lines=True)
     assert "--base-url 'localhost:8000' is not an http(s) URL" in line
     assert "http://localhost:8000/v1" in line
     ann = write_annotations(tmp_path / "ann", ["cup"])
@@ -132,7 +126,7 @@ def test_a_base_url_without_scheme_is_bad_input(tmp_path, capsys, key):
         ]
     )
     assert code == EXIT_BAD_INPUT
-    assert "--base-url 'localhost:8000'" in one_error(capsys)
+    assert "--base-url 'localhost:8000'" in one_error(capsys, other_lines=True)
 
 
 def test_a_hanging_server_prints_a_waiting_line(monkeypatch, capsys, key):
@@ -180,7 +174,7 @@ def test_garbage_under_strategy_auto_is_not_called_a_top20_cap(tmp_path, capsys,
     finally:
         garbage.close()
     assert code == EXIT_FAILED
-    line = one_error(capsys)
+    line = one_error(capsys, other_lines=True)
     assert f"the server at {garbage.url} answered the probe with a malformed response" in line
     assert "top" not in line and "--allow-approx" not in line
 
@@ -213,7 +207,7 @@ def test_deps_on_truncated_json_names_the_server_and_the_pair(tmp_path, capsys, 
     finally:
         cut.close()
     assert code == EXIT_FAILED
-    line = one_error(capsys)
+    line = one_error(capsys, other_lines=True)
     assert f"the server at {cut.url} answered with a malformed body" in line
     assert "D[0, 0]" in line and "group" in line
 

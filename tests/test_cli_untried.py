@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runs import one_error, run_cli
 from clips import score_argv
-from test_cli_bad_input import one_error
 from test_scoring import write_annotations
 from test_served_protocol import KEY_ENV, Stub, chat_answer, entry
 
@@ -172,17 +172,6 @@ def test_a_file_where_the_cache_folder_should_be(verb, tmp_path, capsys, stub):
 
 
 # -- environment --------------------------------------------------------------------------------
-
-
-def run_cli(*argv: str, env: dict[str, str], cwd: Path | None = None):
-    return subprocess.run(
-        [sys.executable, "-m", "baglm_nb", *argv],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=cwd,
-    )
 
 
 def test_lang_c_no_home_and_a_repository_path_with_spaces(tmp_path):

@@ -8,27 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cli_runs import ROOT, one_error_line, run_cli
+
 from baglm_nb.apps.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, main
 from baglm_nb.apps.render import WIDGET_VIEW
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "baglm_nb", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-
-
-def one_error_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert "Traceback" not in stderr, stderr
-    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
-    return lines[0]
 
 
 def write_executed_notebook(path: Path) -> None:
@@ -208,7 +191,7 @@ def test_one_server_options_for_every_verb_that_talks_to_a_server():
     ]
     want = ServerOptions("http://127.0.0.1:9/v1", "K", 7, 3, 9.0, 5)
     assert [ServerOptions.from_args(args) for args in parsed] == [want, want, want]
-    assert parsed[1].timeout == 10.0  # follow's own --timeout: the stalled-source limit
+    assert parsed[1].timeout_s == 10.0  # follow's own --timeout: the stalled-source limit
     defaults = [ServerOptions.from_args(parser.parse_args(v)) for v in (score, follow, deps)]
     published = ServerOptions(top_logprobs=2, concurrency=1, request_timeout=30.0)
     assert defaults == [ServerOptions(), ServerOptions(), published]

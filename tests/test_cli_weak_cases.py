@@ -5,8 +5,6 @@ never printed or written."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -14,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from authors_files import write_authors_files
+from cli_runs import one_error, run_cli
 from clips import CUP
-from test_cli_bad_input import one_error
 from test_served_protocol import KEY_ENV, Stub
 
 from baglm_nb.apps.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, main
@@ -162,12 +160,6 @@ def shorten_first_video(folder: Path, drop: int = 3) -> Path:
     table = pq.read_table(path)
     pq.write_table(table.slice(0, table.num_rows - drop), path)
     return path
-
-
-def run_cli(*argv: str, **kw) -> subprocess.CompletedProcess:
-    """``python -m baglm_nb`` in a new process (warnings are shown as the user sees them)."""
-    cmd = [sys.executable, "-m", "baglm_nb", *argv]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
 
 
 def test_allow_length_mismatch_warns_in_one_clean_line(tmp_path):

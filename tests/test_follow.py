@@ -19,10 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from busy_machine import machine_stretch
+from cli_runs import one_error_line, run_cli
 from range_server import serve
 
 from baglm_nb.apps.online import follow
-from baglm_nb.apps.online.report import latency_figure, write_html_report
+from baglm_nb.apps.online.report import RunReport, latency_figure, write_html_report
 from baglm_nb.core.online import OnlineGrounder
 from baglm_nb.core.simulate import write_simulated_cache
 from baglm_nb.inputs.datasets import load_dataset
@@ -131,7 +132,7 @@ def test_html_report_opens_in_headless_chromium(scorer, tmp_path):
             "Debian's chromium is not installed: apt-get install -y chromium (or make setup)"
         )
     ests = list(follow(CLIPS / "cup.mp4", grounder(scorer)))
-    page_path = write_html_report(ests, STEPS, tmp_path / "report.html", title="cup run")
+    page_path = write_html_report(RunReport(ests, STEPS, title="cup run"), tmp_path / "report.html")
     args = [
         "--no-sandbox",
         "--disable-gpu",
@@ -209,9 +210,8 @@ ROOT = Path(__file__).resolve().parent.parent
 UID = "-25-1nbOki0"  # HT-Step, K = 10, six annotated steps
 
 
-def _cli(*args: str, cwd=None, timeout: float = 180) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "baglm_nb", "follow", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=timeout)
+def _cli(*args: str, **kw) -> subprocess.CompletedProcess:
+    return run_cli("follow", *args, **kw)
 
 
 def _announced(stdout: str) -> list[str]:
@@ -412,12 +412,6 @@ def _main(capsys, *args: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def _one_error(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
-    return lines[0]
-
-
 @pytest.fixture(scope="module")
 def task_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("task") / "task.json"
@@ -450,7 +444,7 @@ def test_a_source_that_cannot_be_followed_is_refused_before_the_model_loads(
     code, out, err = _main(
         capsys, str(path), "--task", str(task_file), "--model", "no-such-model", *extra
     )
-    line = _one_error(err)
+    line = one_error_line(err)
     assert code == 2 and str(path) in line and out == ""
     expected = {
         "missing": "no such video file",
@@ -483,7 +477,7 @@ def test_a_source_that_breaks_mid_run_exits_1_with_its_last_decode_error(tmp_pat
     log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
     args = ["--model", "random-init:internvl", "--jsonl", str(log), "--html", str(report)]
     code, out, err = _main(capsys, str(broken), "--task", str(task), *args)
-    line = _one_error(err)
+    line = one_error_line(err)
     assert code == 1 and "source broke after 1 segments" in line and str(broken) in line
     assert "frame 100 at 3.735 s cannot be decoded" in line
     assert len(log.read_text().splitlines()) == 1 and "frame 100" in report.read_text()

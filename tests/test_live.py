@@ -254,7 +254,7 @@ def test_the_filter_steps_over_a_gap(gaps):
 
 
 def test_the_report_lists_gaps_and_leaves_their_rows_blank():
-    from baglm_nb.apps.online.report import _rows, render_html
+    from baglm_nb.apps.online.report import RunReport, _rows, render_html
 
     rng = np.random.default_rng(1)
     g = grounder(None)
@@ -264,7 +264,7 @@ def test_the_report_lists_gaps_and_leaves_their_rows_blank():
     ests.append(g.push_scores(rng.random(4), rng.dirichlet(np.ones(10), size=3)))
     beliefs, said = _rows(ests, STEPS)
     assert beliefs.shape == (12, 4) and not beliefs[4:10].any() and beliefs[10:].sum() == 2
-    page = render_html(ests, STEPS, title="t", gaps=[gap])
+    page = render_html(RunReport(ests, STEPS, title="t", gaps=[gap]))
     assert '<table id="gaps">' in page and "3 segments not scored" in page
     assert "00:04\u201300:10</td><td>3</td><td>skipped to keep up with live" in page
 
@@ -718,8 +718,6 @@ def test_the_ctrl_c_handler_sets_the_flag_and_is_restored():
 def test_a_dropped_interrupt_still_stops_the_consumer(tmp_path, capsys):
     """The interrupt raised by the handler was lost (e.g. inside a finaliser): the flag alone
     ends the run at the next segment, as Ctrl-C does, with the log complete."""
-    from argparse import Namespace
-
     from baglm_nb.apps.online.terminal import consume
 
     pressed, seen = threading.Event(), []
@@ -731,8 +729,8 @@ def test_a_dropped_interrupt_still_stops_the_consumer(tmp_path, capsys):
                 pressed.set()  # what the handler does before its raise went missing
             yield Gap(n, 1, 2.0 * n, 2.0 * n + 2, "lag")
 
-    args = Namespace(jsonl=str(tmp_path / "events.jsonl"))
-    estimates, gaps, reason, interrupted = consume(endless(), args, [], pressed)
+    log = str(tmp_path / "events.jsonl")
+    estimates, gaps, reason, interrupted = consume(endless(), log, [], pressed)
     assert interrupted and reason == "interrupted (Ctrl-C)" and len(seen) == 4
     lines = (tmp_path / "events.jsonl").read_text().splitlines()
     assert [json.loads(x)["first_segment"] for x in lines] == [0, 1, 2]  # not the one after

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from baglm_nb.apps.online import replay
-from baglm_nb.apps.online.report import render_html
+from baglm_nb.apps.online.report import RunReport, render_html
 from baglm_nb.core.filtering import run_filter
 from baglm_nb.core.online import Hysteresis, OnlineGrounder
 from baglm_nb.core.oracles import oracle_dependency
@@ -127,7 +127,7 @@ def test_html_report_is_self_contained(video_and_scores):
     video, sim = video_and_scores
     g = OnlineGrounder(None, video.goal, video.steps, oracle_dependency(video), threshold=0.3)
     ests = [g.push_scores(v, p) for v, p in zip(sim.vsg[:60], sim.progress[:60], strict=False)]
-    page = render_html(ests, video.steps, title="Run <1>")
+    page = render_html(RunReport(ests, video.steps, title="Run <1>"))
     assert "Run &lt;1&gt;" in page and page.count("data:image/png;base64,") == 1  # no latency bars
     assert 'id="no-truth"' in page and page.count("<tr>") >= video.num_steps  # steps table
     assert "http://" not in page and "https://" not in page and "<script" not in page

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+from cli_runs import run_cli
 
 from baglm_nb.analyses.simulation_check import (
     gain_bars,
@@ -86,11 +84,6 @@ def test_order_of_and_held_out_of():
     assert held_out_of("simulated-llm:gpt:held-out") is None and held_out_of("oracle") is None
 
 
-def _cli(*args: str) -> str:
-    cmd = [sys.executable, "-m", "baglm_nb", *args]
-    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-
-
 def test_calibrate_prints_the_stored_default_and_its_recall():
     """The calibration finds the stored signal again and the stored signal's R@1 is within the
     tolerance of the paper's; computed values are read from the output and compared with
@@ -100,7 +93,7 @@ def test_calibrate_prints_the_stored_default_and_its_recall():
 
     from baglm_nb.inputs.datasets import dataset_spec
 
-    out = _cli("calibrate", "--dataset", "coin", "--twin", "iid")
+    out = run_cli("calibrate", "--dataset", "coin", "--twin", "iid", check=True).stdout
     stored, target = dataset_spec("coin").calibrated_signal, paper_value("off_the_shelf", "coin")
     found = re.search(
         r"\[iid twin\] \[simulated\] calibration on coin: signal = ([\d.]+) gives", out
@@ -119,7 +112,7 @@ def test_calibrate_prints_the_stored_default_and_its_recall():
 
 
 def test_calibrate_stored_reports_both_twins_fit():
-    out = _cli("calibrate", "--stored", "--dataset", "htstep")
+    out = run_cli("calibrate", "--stored", "--dataset", "htstep", check=True).stdout
     for twin in ("iid", "pinned"):
         assert f"stored {twin} twin" in out
         for k in ("@0.3", "@0.5", "@0.7"):
@@ -132,7 +125,7 @@ def test_calibrate_stored_reports_both_twins_fit():
 def test_sim_check_prints_the_tables_and_both_twins_errors():
     from baglm_nb.core.simulate import DEFAULT_TWIN
 
-    out = _cli("sim-check", "--dataset", "htstep", "coin", "--limit", "4")
+    out = run_cli("sim-check", "--dataset", "htstep", "coin", "--limit", "4", check=True).stdout
     assert (
         f"**BaGLM's gain beside the paper's (twin: {DEFAULT_TWIN}, the default) (simulated "
         "observations, not a real model)**"

@@ -11,16 +11,18 @@ or a score-cache folder (or a folder above one). Without a uid, ``--replay`` lis
 it can replay. A dataset video's D is ``--deps``, by default the notebooks' (the simulated
 LLaMA's, ``simulated-llm:llama``); the first lines printed and the report's banner name the
 observations, D, threshold, patience and smoothing lag
-(:mod:`baglm_nb.apps.online.run_settings`). The run itself is
-:func:`baglm_nb.apps.online.session.run_follow`; bad input raises ``ValueError`` /
-``FileNotFoundError`` naming the path or uid, which :func:`baglm_nb.apps.cli.main.main` turns
-into one ``error:`` line and exit code 2 (``--debug``
+(:mod:`baglm_nb.apps.online.run_settings`). The flags are checked and become one
+:class:`~baglm_nb.apps.follow_config.FollowConfig` (:func:`follow_config`; the defaults are its
+own), which the run itself, :func:`baglm_nb.apps.online.session.run_follow`, reads; bad input
+raises ``ValueError`` / ``FileNotFoundError`` naming the path or uid, which
+:func:`baglm_nb.apps.cli.main.main` turns into one ``error:`` line and exit code 2 (``--debug``
 shows the traceback).
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 from typing import Any
 
 from baglm_nb.apps.cli.options import (
@@ -29,12 +31,12 @@ from baglm_nb.apps.cli.options import (
     add_served_arguments,
     add_stay_argument,
 )
+from baglm_nb.apps.follow_config import DEFAULT, FollowConfig
 from baglm_nb.inputs.variants import TRANSITIONS
 
 
 def register(verbs) -> None:
     """Add the ``follow`` verb."""
-    from baglm_nb.core.simulate_deps import SIMULATED_LLM
     from baglm_nb.inputs.datasets import DATASETS
 
     p = verbs.add_parser(
@@ -52,6 +54,7 @@ def register(verbs) -> None:
     )
     p.add_argument(
         "--task",
+        dest="task_path",
         help="task file (JSON or YAML); with --replay or a dataset video, "
         "defaults to the video's annotation",
     )
@@ -78,15 +81,15 @@ def register(verbs) -> None:
     )
     p.add_argument(
         "--deps",
-        default=SIMULATED_LLM,
+        default=DEFAULT.deps,
         help=f"for a dataset video without --task: D, as the notebooks take it: "
-        f"'{SIMULATED_LLM}' (default, the notebooks' D), 'simulated-llm:gpt', 'oracle', "
+        f"'{DEFAULT.deps}' (default, the notebooks' D), 'simulated-llm:gpt', 'oracle', "
         "'none' or a dependency cache folder",
     )
     p.add_argument(
         "--pace",
         choices=["fast", "realtime"],
-        default="fast",
+        default=DEFAULT.pace,
         help="--replay, or a file read with --live: 'realtime' plays it at its own "
         "rate (as a camera would)",
     )
@@ -94,15 +97,16 @@ def register(verbs) -> None:
     p.add_argument(
         "--timeout",
         type=float,
-        default=10.0,
+        default=DEFAULT.timeout_s,
+        dest="timeout_s",
         help="seconds without new frames before a growing file ends, or before a "
         "live source counts as stalled (an error)",
     )
     add_live_source_arguments(p)
     _add_online_filter_options(p)
     add_alert_arguments(p)
-    p.add_argument("--jsonl", help="write the event log here (JSON lines)")
-    p.add_argument("--html", help="write a self-contained HTML report here")
+    p.add_argument("--jsonl", dest="jsonl_path", help="write the event log here (JSON lines)")
+    p.add_argument("--html", dest="html_path", help="write a self-contained HTML report here")
     p.add_argument("--trust-remote-code", action="store_true")
     add_served_arguments(p, timeout_option="--request-timeout")
     p.set_defaults(func=run, quick_exit=True)  # a person waits for its end (main.end_process)
@@ -110,32 +114,49 @@ def register(verbs) -> None:
 
 def _add_online_filter_options(p: argparse.ArgumentParser) -> None:
     """The online filter's options: transition, hysteresis, fixed-lag smoothing and stay."""
-    p.add_argument("--transition", default="both", choices=TRANSITIONS)
-    p.add_argument("--threshold", type=float, default=0.5, help="hysteresis confidence")
-    p.add_argument("--patience", type=int, default=2, help="hysteresis segments")
+    p.add_argument("--transition", default=DEFAULT.transition, choices=TRANSITIONS)
+    p.add_argument(
+        "--threshold", type=float, default=DEFAULT.threshold, help="hysteresis confidence"
+    )
+    p.add_argument(
+        "--patience",
+        type=int,
+        default=DEFAULT.patience_segments,
+        dest="patience_segments",
+        help="hysteresis segments",
+    )
     p.add_argument(
         "--lag-segments",
+        default=DEFAULT.lag_segments,
         dest="lag_segments",
         metavar="N",
         help="fixed-lag smoothing, N in segments (not seconds): each segment's belief from "
         "the N segments after it, emitted N segments late (lag_s, in seconds, in the event "
-        "log); the announcements are made on the smoothed beliefs (default 0: the filter)",
+        "log); the announcements are made on the smoothed beliefs "
+        f"(default {DEFAULT.lag_segments}; 0: the filter)",
     )
     # the earlier spelling, whose unit the name did not say: still read, not shown
     p.add_argument("--smoothing-lag", dest="lag_segments", help=argparse.SUPPRESS)
     add_stay_argument(p)
 
 
+def follow_config(args: argparse.Namespace) -> FollowConfig:
+    """The parsed flags as a :class:`FollowConfig` (the dests are its field names); a bad
+    value is refused here, before anything loads."""
+    from baglm_nb.apps.cli.options import check_live_source_options, smoothing_lag, stay_from_args
+
+    check_live_source_options(args)
+    values = {f.name: getattr(args, f.name) for f in fields(FollowConfig)}
+    values["lag_segments"] = smoothing_lag(args.lag_segments, "--lag-segments", allow_inf=False)
+    values["stay"] = stay_from_args(args)
+    return FollowConfig(**values)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the ``follow`` verb (errors: :func:`baglm_nb.apps.cli.main.main`'s rule)."""
-    from baglm_nb.apps.cli.options import check_live_source_options, smoothing_lag, stay_from_args
     from baglm_nb.apps.online.session import run_follow
 
-    # a bad value is refused before anything loads
-    check_live_source_options(args)
-    args.lag_segments = smoothing_lag(args.lag_segments, "--lag-segments", allow_inf=False)
-    stay_from_args(args)
-    return run_follow(args, lambda: _scorer(args))
+    return run_follow(follow_config(args), lambda: _scorer(args))
 
 
 def _scorer(args: argparse.Namespace) -> Any:

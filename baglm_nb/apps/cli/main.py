@@ -5,7 +5,9 @@ Errors follow one rule, here only (:func:`main`): the verbs raise, and a failure
 (:data:`BAD_INPUT`: a missing, unreadable or invalid file, a bad option value, a folder that
 cannot be written: :data:`BAD_PLACE`) or **1** for a run that failed (a server that went away,
 a video that could not be scored, a full disk). An operating-system error that names a file says
-what to do (:data:`OS_ADVICE`). ``--debug``
+what to do (:data:`OS_ADVICE`). A verb stopped by Ctrl-C exits **130**, and a run that stopped
+on a signal itself (``follow``'s :class:`~baglm_nb.apps.online.ending.Interrupted`) 130 after
+Ctrl-C or **143** after SIGTERM (:func:`interrupted_status`). ``--debug``
 (after the verb) prints the Python traceback too.
 
 Library warnings (transformers' ``FutureWarning``s and advice, torch's notes) stay out of the
@@ -22,6 +24,7 @@ import contextlib
 import errno
 import importlib
 import os
+import signal
 import sys
 import traceback
 import warnings
@@ -50,6 +53,10 @@ EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
 #: Exit status after Ctrl-C.
 EXIT_INTERRUPTED = 130
+#: Exit status after SIGTERM.
+EXIT_TERMINATED = 143
+#: Exit status of a run a signal stopped, by signal: 128 + its number, as a shell reports it.
+EXIT_SIGNALLED = {signal.SIGINT: EXIT_INTERRUPTED, signal.SIGTERM: EXIT_TERMINATED}
 
 #: Exceptions that mean the input is wrong, not the run: the one type of bad input every verb
 #: raises (no verb prints an ``error:`` line or picks an exit status itself). ``ValueError``
@@ -118,6 +125,17 @@ def error_line(exc: BaseException) -> str:
     return text if text.startswith("error: ") else f"error: {text}"
 
 
+def interrupted_status(exc: KeyboardInterrupt) -> tuple[str | None, int]:
+    """``(the error line or None, the exit status)`` of a verb a signal stopped: Ctrl-C
+    anywhere (``error: interrupted``, :data:`EXIT_INTERRUPTED`), or a run that stopped itself
+    and said so (:class:`~baglm_nb.apps.online.ending.Interrupted`, which carries ``signum``:
+    no line, :data:`EXIT_SIGNALLED` of its signal, 130 for Ctrl-C and 143 for SIGTERM)."""
+    signum = getattr(exc, "signum", None)
+    if signum is None:
+        return "error: interrupted", EXIT_INTERRUPTED
+    return None, EXIT_SIGNALLED.get(signum, 128 + signum)
+
+
 def exit_status(exc: BaseException) -> int:
     """:data:`EXIT_BAD_INPUT` for bad input, else :data:`EXIT_FAILED` (also for an error that
     says it is a failed run with ``failed_run = True``: a model's unusable answer)."""
@@ -181,7 +199,8 @@ def main(argv: list[str] | None = None, *, exit_process: bool = False) -> int:
     try:
         status = args.func(args)
     except KeyboardInterrupt as exc:
-        error, line, status = exc, "error: interrupted", EXIT_INTERRUPTED
+        line, status = interrupted_status(exc)
+        error = exc if line else None
     except Exception as exc:
         error, line, status = exc, error_line(exc), exit_status(exc)
     else:

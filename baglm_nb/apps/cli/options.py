@@ -264,7 +264,10 @@ class ServerOptions:
 
 
 def add_live_source_arguments(p: argparse.ArgumentParser) -> None:
-    """The live-source options of ``follow`` (:mod:`baglm_nb.inputs.live`)."""
+    """The live-source options of ``follow`` (:mod:`baglm_nb.inputs.live`), parsed under the
+    names and with the defaults of :class:`~baglm_nb.apps.follow_config.FollowConfig`."""
+    from baglm_nb.apps.follow_config import DEFAULT
+
     live = p.add_argument_group("live sources (streams and cameras)")
     live.add_argument("--camera", type=int, metavar="N", help="follow the V4L2 camera /dev/videoN")
     live.add_argument(
@@ -278,6 +281,7 @@ def add_live_source_arguments(p: argparse.ArgumentParser) -> None:
     live.add_argument(
         "--lag",
         choices=["drop", "queue"],
+        dest="lag_policy",
         help="when scoring is slower than real time: 'drop' skips to the newest "
         "segment and logs the skipped span as a gap (default for live sources); "
         "'queue' keeps every segment (default for files)",
@@ -285,7 +289,7 @@ def add_live_source_arguments(p: argparse.ArgumentParser) -> None:
     live.add_argument(
         "--reconnect",
         type=int,
-        default=0,
+        default=DEFAULT.reconnect,
         metavar="N",
         help="reopen a lost or stalled live source up to N times (per loss), "
         "waiting 0.5, 1, 2, 4, then 5 s before each attempt; the lost span is "
@@ -294,21 +298,25 @@ def add_live_source_arguments(p: argparse.ArgumentParser) -> None:
     live.add_argument(
         "--reconnect-window",
         type=float,
-        default=0.0,
+        default=DEFAULT.reconnect_window_s,
+        dest="reconnect_window_s",
         metavar="SECONDS",
         help="keep reopening a lost live source until SECONDS after the loss "
         "(e.g. 30 to ride out a server or camera restart)",
     )
     live.add_argument(
-        "--transport", choices=["tcp", "udp"], default="tcp", help="RTSP transport (default: tcp)"
+        "--transport",
+        choices=["tcp", "udp"],
+        default=DEFAULT.transport,
+        help=f"RTSP transport (default: {DEFAULT.transport})",
     )
 
 
 def check_live_source_options(args: argparse.Namespace) -> None:
     """Bad input naming the one option of :func:`add_live_source_arguments` out of range."""
     check_range("--reconnect", args.reconnect, 0)
-    check_range("--reconnect-window", args.reconnect_window, 0)
-    check_range("--timeout", args.timeout, 0, low_open=True)
+    check_range("--reconnect-window", args.reconnect_window_s, 0)
+    check_range("--timeout", args.timeout_s, 0, low_open=True)
 
 
 def add_alert_threshold(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

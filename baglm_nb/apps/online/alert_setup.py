@@ -8,32 +8,33 @@ naming the flag).
 
 from __future__ import annotations
 
-import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from baglm_nb.apps.follow_config import FollowConfig
     from baglm_nb.core.alerts import AlertMonitor
     from baglm_nb.core.online import OnlineGrounder
 
 __all__ = ["alert_monitor", "alert_setting"]
 
 
-def _no_dependency_reason(args: argparse.Namespace) -> str | None:
+def _no_dependency_reason(config: FollowConfig) -> str | None:
     """Why this run has no D (a task file without 'dependency' or with no prerequisite in it,
     or --deps none), else None."""
     from baglm_nb.core.alerts import has_dependencies
     from baglm_nb.inputs.tasks import load_task
 
-    if args.task:
-        dependency = load_task(args.task).dependency
+    path = config.task_path
+    if path:
+        dependency = load_task(path).dependency
         if dependency is None:
-            return f"the task file {args.task} has no 'dependency' field"
+            return f"the task file {path} has no 'dependency' field"
         if not has_dependencies(dependency):
-            return f"the task file {args.task} has no prerequisite in 'dependency' " + _why(
+            return f"the task file {path} has no prerequisite in 'dependency' " + _why(
                 len(dependency)
             )
         return None
-    return "--deps none gives no prerequisites" if args.deps == "none" else None
+    return "--deps none gives no prerequisites" if config.deps == "none" else None
 
 
 def _why(num_steps: int) -> str:
@@ -43,25 +44,25 @@ def _why(num_steps: int) -> str:
     return "(all zero off the diagonal)"
 
 
-def alert_setting(args: argparse.Namespace) -> tuple[bool, str]:
+def alert_setting(config: FollowConfig) -> tuple[bool, str]:
     """``(on, the line to print once)`` from ``--alerts`` and the run's D; checked before
     anything loads. ``--alert-threshold`` outside [0, 1], or ``--alerts`` without a D, is bad
     input (``ValueError`` naming the flag)."""
     from baglm_nb.core.alerts import check_level
 
-    check_level("--alert-threshold", args.alert_threshold)
-    missing = _no_dependency_reason(args)
-    if missing and args.alerts:
+    check_level("--alert-threshold", config.alert_threshold)
+    missing = _no_dependency_reason(config)
+    if missing and config.alerts:
         raise ValueError(f"--alerts needs a dependency matrix D, and {missing}")
     if missing:
         return False, f"alerts: off ({missing})"
-    if args.alerts is False:
+    if config.alerts is False:
         return False, "alerts: off (--no-alerts)"
-    return True, f"alerts: on (from D, --alert-threshold {args.alert_threshold:g})"
+    return True, f"alerts: on (from D, --alert-threshold {config.alert_threshold:g})"
 
 
 def alert_monitor(
-    args: argparse.Namespace, grounder: OnlineGrounder, on: bool, line: str
+    config: FollowConfig, grounder: OnlineGrounder, on: bool, line: str
 ) -> tuple[AlertMonitor | None, str]:
     """``(AlertMonitor or None, the line to print)``; a D with no prerequisite gives none."""
     from baglm_nb.core.alerts import AlertMonitor, has_dependencies
@@ -71,7 +72,7 @@ def alert_monitor(
     dependency = grounder.state.dependency
     if not has_dependencies(dependency):
         why = _why(len(dependency))
-        if args.alerts:
+        if config.alerts:
             raise ValueError(
                 f"--alerts needs a dependency matrix D, and this run's D has no prerequisite {why}"
             )
@@ -79,7 +80,7 @@ def alert_monitor(
     monitor = AlertMonitor(
         dependency,
         grounder.steps,
-        threshold=args.alert_threshold,
+        threshold=config.alert_threshold,
         segment_duration=grounder.segment_duration,
     )
     return monitor, line

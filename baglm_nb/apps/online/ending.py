@@ -3,7 +3,7 @@
 :class:`EndReason` is what :func:`~baglm_nb.apps.online.follow.follow` and
 :func:`~baglm_nb.apps.online.live.follow_live` report when a source ends or breaks;
 :func:`ctrl_c_sets` turns Ctrl-C and SIGTERM into a flag that the follow loops check with
-:func:`raise_if_stopped` at every segment and poll.
+:func:`raise_if_stopped` at every segment and poll; the run then ends with :class:`Interrupted`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["EndReason", "ctrl_c_sets", "raise_if_stopped"]
+__all__ = ["EndReason", "Interrupted", "ctrl_c_sets", "raise_if_stopped"]
 
 
 class EndReason(str):
@@ -25,6 +25,16 @@ class EndReason(str):
         obj = super().__new__(cls, text)
         obj.failed = failed
         return obj
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by a signal (Ctrl-C: SIGINT, or SIGTERM), raised once its event log and
+    report are written and its end was printed. ``signum`` says which signal;
+    :func:`baglm_nb.apps.cli.main.main` alone turns it into an exit status."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = int(signum)
+        super().__init__(signal.Signals(self.signum).name)
 
 
 def raise_if_stopped(stop: threading.Event | None) -> None:

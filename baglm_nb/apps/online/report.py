@@ -24,6 +24,7 @@ import html
 import io
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +48,7 @@ from baglm_nb.inputs.grid import ground_truth, per_second
 from baglm_nb.inputs.metric_specs import metric_spec
 from baglm_nb.stores.atomic import atomic_write_text
 
-__all__ = ["latency_figure", "render_html", "video_quality", "write_html_report"]
+__all__ = ["RunReport", "latency_figure", "render_html", "video_quality", "write_html_report"]
 
 STYLE = (
     "body{font-family:sans-serif;max-width:1150px;margin:2em auto;color:#222}img{max-width:100%}"
@@ -460,68 +461,64 @@ def _settings_table(settings: Sequence[tuple[str, str]]) -> str:
     return f'<table id="settings"><tr>{head}</tr><tr>{cells}</tr></table>'
 
 
-def render_html(
-    estimates: Sequence[Estimate],
-    steps: Sequence[str],
-    *,
-    title: str,
-    note: str = "",
-    video: Video | None = None,
-    source: str = "",
-    gaps: Sequence = (),
-    hysteresis: tuple[float, int] | None = None,
-    alerts: Sequence | None = None,
-    alerts_note: str = "",
-    settings: Sequence[tuple[str, str]] = (),
-    quality: dict | None = None,
-) -> str:
-    """The report as one HTML string (figures inline).
+@dataclass(frozen=True)
+class RunReport:
+    """One online run as its report shows it: :func:`render_html` draws it and
+    :func:`write_html_report` writes it."""
 
-    Parameters
-    ----------
-    estimates, steps
-        The run's estimates and the task's step texts.
-    title : str
-        Page title and heading; it should name the source (``title_for``).
-    note : str
-        A line under the source banner (what was followed, why it ended).
-    video : Video, optional
-        The dataset video, for the ground truth (tables, outlines, right/wrong strips).
-    source : str
-        The observation source (``"simulated"`` in it gets the simulated banner).
-    gaps : sequence of Gap
-        A live run's unscored spans (listed; blank rows in the belief view).
-    hysteresis : (threshold, patience), optional
-        What the announcements were made with (shown beside the online metrics).
-    alerts : sequence of Alert, optional
-        The run's alerts (:mod:`baglm_nb.core.alerts`); None when alerts were off.
-    alerts_note : str
-        Whether alerts were on, and why (an "Alerts" section shows it when given).
-    settings : sequence of (name, value)
-        What the run used (observations, D, threshold, patience, smoothing lag), shown under
-        the source banner.
-    quality : dict, optional
-        The video's online metrics when already computed (:func:`video_quality`).
-    """
-    parts = [_source_banner(source or "unknown")]
-    if settings:
-        parts.append(_settings_table(settings))
-    parts.append(f'<p id="note">{html.escape(note)}</p>')
+    #: The run's estimates.
+    estimates: Sequence[Estimate]
+    #: The task's step texts.
+    steps: Sequence[str]
+    #: Page title and heading; it should name the source (``title_for``).
+    title: str
+    #: A line under the source banner (what was followed, why it ended).
+    note: str = ""
+    #: The dataset video, for the ground truth (tables, outlines, right/wrong strips).
+    video: Video | None = None
+    #: The observation source (``"simulated"`` in it gets the simulated banner).
+    source: str = ""
+    #: A live run's unscored spans, :class:`~baglm_nb.inputs.live.Gap` (listed; blank rows in
+    #: the belief view).
+    gaps: Sequence = ()
+    #: ``(threshold, patience)``: what the announcements were made with (shown beside the
+    #: online metrics).
+    hysteresis: tuple[float, int] | None = None
+    #: The run's alerts (:mod:`baglm_nb.core.alerts`); None when alerts were off.
+    alerts: Sequence | None = None
+    #: Whether alerts were on, and why (an "Alerts" section shows it when given).
+    alerts_note: str = ""
+    #: What the run used, ``(name, value)`` (observations, D, threshold, patience, smoothing
+    #: lag), shown under the source banner.
+    settings: Sequence[tuple[str, str]] = ()
+    #: The video's online metrics when already computed (:func:`video_quality`).
+    quality: dict | None = None
+
+
+def render_html(run: RunReport) -> str:
+    """The report of ``run`` as one HTML string (figures inline)."""
+    estimates, steps, video = run.estimates, run.steps, run.video
+    parts = [_source_banner(run.source or "unknown")]
+    if run.settings:
+        parts.append(_settings_table(run.settings))
+    parts.append(f'<p id="note">{html.escape(run.note)}</p>')
     if not estimates:
         parts.append("<p>No segment was processed.</p>")
     else:
         beliefs, said = _rows(estimates, steps)
         parts.append(f"<p>{len(estimates)} segments, {estimates[-1].t_end:.0f} s of video.</p>")
-        parts.append(_truth_section(estimates, steps, beliefs, said, video, hysteresis, quality))
-        image, reading = _belief_view(beliefs, said, steps, video, title)
-        if gaps:
-            parts.append(_gaps_table(gaps))
+        parts.append(
+            _truth_section(estimates, steps, beliefs, said, video, run.hysteresis, run.quality)
+        )
+        image, reading = _belief_view(beliefs, said, steps, video, run.title)
+        if run.gaps:
+            parts.append(_gaps_table(run.gaps))
         parts += [
             "<h2>Step changes</h2>",
             _changes(estimates, steps, video),
         ]
-        if alerts is not None or alerts_note:
-            parts.append(_alerts_section(alerts, alerts_note, steps, estimates[-1].t_end))
+        if run.alerts is not None or run.alerts_note:
+            parts.append(_alerts_section(run.alerts, run.alerts_note, steps, estimates[-1].t_end))
         parts += [
             f'<h2>Beliefs</h2><p id="reading">{html.escape(reading)}</p>',
             f'<img id="beliefs" alt="belief views" src="data:image/png;base64,{image}">',
@@ -529,40 +526,11 @@ def render_html(
         parts.append(_latency_section(estimates))
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>{''.join(parts)}</body></html>\n"
+        f"<title>{html.escape(run.title)}</title><style>{STYLE}</style></head><body>"
+        f"<h1>{html.escape(run.title)}</h1>{''.join(parts)}</body></html>\n"
     )
 
 
-def write_html_report(
-    estimates: Sequence[Estimate],
-    steps: Sequence[str],
-    path: str | os.PathLike,
-    *,
-    title: str,
-    note: str = "",
-    video: Video | None = None,
-    source: str = "",
-    gaps: Sequence = (),
-    hysteresis: tuple[float, int] | None = None,
-    alerts: Sequence | None = None,
-    alerts_note: str = "",
-    settings: Sequence[tuple[str, str]] = (),
-    quality: dict | None = None,
-) -> Path:
-    """Write :func:`render_html` to ``path`` atomically; returns the path."""
-    page = render_html(
-        estimates,
-        steps,
-        title=title,
-        note=note,
-        video=video,
-        source=source,
-        gaps=gaps,
-        hysteresis=hysteresis,
-        alerts=alerts,
-        alerts_note=alerts_note,
-        settings=settings,
-        quality=quality,
-    )
-    return atomic_write_text(path, page)
+def write_html_report(run: RunReport, path: str | os.PathLike) -> Path:
+    """Write :func:`render_html` of ``run`` to ``path`` atomically; returns the path."""
+    return atomic_write_text(path, render_html(run))

@@ -3,36 +3,37 @@ the filter's stay.
 
 :func:`run_settings` lists them as ``(name, value)`` fields, in the order both the terminal's
 first lines (:func:`settings_line`) and the HTML report's banner
-(:func:`baglm_nb.apps.online.report.render_html`, ``settings``) show them, so a field added to
+(:class:`baglm_nb.apps.online.report.RunReport`, ``settings``) show them, so a field added to
 the list shows in both. A value that is missing prints as
 :data:`~baglm_nb.analyses.display.MISSING` ("–").
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from baglm_nb.apps.follow_config import FollowConfig
     from baglm_nb.core.online import OnlineGrounder
 
 __all__ = ["dependency_label", "run_settings", "settings_line"]
 
 
-def dependency_label(args: argparse.Namespace) -> str:
+def dependency_label(config: FollowConfig) -> str:
     """The D a run used: ``--deps`` for a dataset video, or what the task file gives."""
     from baglm_nb.core.simulate_deps import SIMULATED_LLM
     from baglm_nb.inputs.tasks import load_task
 
-    if not args.task:
-        return str(args.deps or SIMULATED_LLM)
-    task = load_task(args.task)
+    path = config.task_path
+    if not path:
+        return str(config.deps or SIMULATED_LLM)
+    task = load_task(path)
     if task.dependency is not None:
-        return f"the task file's 'dependency' ({args.task})"
+        return f"the task file's 'dependency' ({path})"
     if task.ordered:
-        return f"the task file's step order, a chain ({args.task})"
-    return f"none: the task file has no 'dependency' and is not ordered ({args.task})"
+        return f"the task file's step order, a chain ({path})"
+    return f"none: the task file has no 'dependency' and is not ordered ({path})"
 
 
 def _segments(count: int, segment_duration: int) -> str:
@@ -48,17 +49,17 @@ def _stay(stay: float) -> str:
     return stay_label(stay).removeprefix("stay ") if stay else "0 (the paper's filter)"
 
 
-def run_settings(args: argparse.Namespace, grounder: OnlineGrounder) -> list[tuple[str, str]]:
+def run_settings(config: FollowConfig, grounder: OnlineGrounder) -> list[tuple[str, str]]:
     """The ``(name, value)`` fields of what the run used, in the order they are shown."""
     d = grounder.segment_duration
     h = grounder.hysteresis
     return [
         ("observations", grounder.source),
-        ("D", dependency_label(args)),
+        ("D", dependency_label(config)),
         ("threshold", f"{h.threshold:g}"),
         ("patience", _segments(h.patience, d)),
-        ("smoothing lag", _segments(int(args.lag_segments or 0), d)),
-        ("stay", _stay(float(getattr(args, "stay", 0.0) or 0.0))),
+        ("smoothing lag", _segments(config.lag_segments, d)),
+        ("stay", _stay(config.stay)),
     ]
 
 

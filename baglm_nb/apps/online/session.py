@@ -1,98 +1,119 @@
 """One ``follow`` run from start to end: set up, follow, print, log and report.
 
-:func:`run_follow` is what ``python -m baglm_nb follow`` does once its command line is parsed
-(:mod:`baglm_nb.apps.cli.follow`): it lists the videos a replay can play, or builds the
-grounder (:mod:`.run_setup`), follows the source or replays the scores (:mod:`.follow`),
-prints and logs what happens (:mod:`.terminal`), raises alerts (:mod:`.alert_setup`) and
-writes the HTML report (:mod:`.report`). A source that broke or gave no segment raises
-``RuntimeError`` after the log and the report are written.
+:func:`run_follow` is what ``python -m baglm_nb follow`` does once its command line became a
+:class:`~baglm_nb.apps.follow_config.FollowConfig` (:mod:`baglm_nb.apps.cli.follow`): it lists
+the videos a replay can play, or builds the grounder (:mod:`.run_setup`), follows the source or
+replays the scores (:mod:`.follow`), prints and logs what happens (:mod:`.terminal`), raises
+alerts (:mod:`.alert_setup`) and writes the HTML report (:mod:`.report`). A source that broke
+or gave no segment raises ``RuntimeError``, and Ctrl-C or SIGTERM
+:class:`~baglm_nb.apps.online.ending.Interrupted`, after the log and the report are written.
 """
 
 from __future__ import annotations
 
-import argparse
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from baglm_nb.apps.online.alert_setup import alert_monitor, alert_setting
-from baglm_nb.apps.online.ending import ctrl_c_sets
+from baglm_nb.apps.online.ending import Interrupted, ctrl_c_sets
 from baglm_nb.apps.online.follow import follow, replay, smoothed
 from baglm_nb.apps.online.run_settings import run_settings, settings_line
 from baglm_nb.apps.online.run_setup import model_setup, replay_setup, replay_target
 from baglm_nb.apps.online.terminal import consume, list_videos, one_line
 
 if TYPE_CHECKING:
+    from baglm_nb.apps.follow_config import FollowConfig
     from baglm_nb.core.online import Estimate, OnlineGrounder
     from baglm_nb.inputs.datasets import Video
-    from baglm_nb.inputs.live import Gap
 
 __all__ = ["run_follow"]
 
 
-def run_follow(args: argparse.Namespace, build_scorer: Callable[[], Any]) -> int:
-    """Run ``follow`` for the parsed command line ``args`` (``lag_segments`` already a whole
-    number); ``build_scorer()`` loads the model of ``--model`` once the source is checked.
+def run_follow(config: FollowConfig, build_scorer: Callable[[], Any]) -> int:
+    """Run ``follow`` with ``config``; ``build_scorer()`` loads the model of ``--model`` once
+    the source is checked.
 
-    Returns the exit status (0, or 128 + the signal after Ctrl-C / SIGTERM); bad input raises
-    ``ValueError`` / ``FileNotFoundError``, a failed run ``RuntimeError``.
+    Returns 0; after Ctrl-C / SIGTERM (the log and the report written) raises
+    :class:`~baglm_nb.apps.online.ending.Interrupted`; bad input raises ``ValueError`` /
+    ``FileNotFoundError``, a failed run ``RuntimeError``.
     """
-    ended: list[str] = []
-    pressed = threading.Event()
-    alerts_on, alerts_line = alert_setting(args)
-    if args.html:  # loaded now, not when the run ends: the report is written while a person waits
+    alerts_on, alerts_line = alert_setting(config)
+    if config.html_path:  # loaded now, not at the end: the report is written while a person waits
         import matplotlib.pyplot  # noqa: F401
 
         import baglm_nb.apps.online.report  # noqa: F401
-    if args.replay:
-        dataset, scores, cached = replay_target(args)
-        if not args.source:
-            return list_videos(args.replay, dataset, scores, cached)
-        grounder, scored, truth = replay_setup(args, dataset, scores, cached)
-        stream = replay(grounder, *scored, pace=args.pace)
-    else:
-        grounder, truth, reader = model_setup(args, build_scorer)
-        stream = follow(
-            reader or args.source,
-            grounder,
-            growing=args.growing,
-            timeout=args.timeout,
-            on_end=ended.append,
-            stop=pressed,
-        )
+    if config.replay and not config.source:
+        return list_videos(config.replay, *replay_target(config))
+    ended: list[str] = []
+    pressed = threading.Event()
+    grounder, truth, stream, source = _opened(config, build_scorer, ended, pressed)
     stream = smoothed(stream, grounder)
     print(
-        f"following {one_line(args.source)} ({grounder.source}); goal: {one_line(grounder.goal)}",
+        f"following {one_line(source)} ({grounder.source}); goal: {one_line(grounder.goal)}",
         flush=True,
     )
-    settings = run_settings(args, grounder)
+    settings = run_settings(config, grounder)
     print(settings_line(settings), flush=True)
-    monitor, alerts_line = alert_monitor(args, grounder, alerts_on, alerts_line)
+    monitor, alerts_line = alert_monitor(config, grounder, alerts_on, alerts_line)
     print(alerts_line, flush=True)
     with ctrl_c_sets(pressed):
-        estimates, gaps, reason, interrupted = consume(stream, args, ended, pressed, monitor)
+        estimates, gaps, reason, interrupted = consume(
+            stream, config.jsonl_path, ended, pressed, monitor
+        )
     quality = _quality(estimates, grounder, truth)
-    if args.html:
-        _report(
-            args,
-            grounder,
+    if config.html_path:
+        from baglm_nb.apps.online.report import RunReport, write_html_report
+
+        h = grounder.hysteresis
+        report = RunReport(
             estimates,
-            gaps,
-            truth,
-            reason,
+            grounder.steps,
+            title=_title(grounder),
+            note=f"followed: {_followed(truth, source)}; {reason}",
+            video=truth,
+            source=grounder.source,
+            gaps=gaps,
+            hysteresis=(h.threshold, h.patience),
             alerts=None if monitor is None else monitor.raised,
             alerts_note=alerts_line,
             settings=settings,
             quality=quality,
         )
+        write_html_report(report, config.html_path)
+        print(f"report: {config.html_path}", flush=True)
     if interrupted:
-        return 128 + getattr(pressed, "signum", signal.SIGINT)  # 130 Ctrl-C, 143 SIGTERM
+        raise Interrupted(getattr(pressed, "signum", signal.SIGINT))
     if getattr(reason, "failed", False):
         raise RuntimeError(reason)
     if not estimates:
         raise RuntimeError(f"no segment was followed: {reason}")
     return 0
+
+
+def _opened(
+    config: FollowConfig,
+    build_scorer: Callable[[], Any],
+    ended: list[str],
+    pressed: threading.Event,
+) -> tuple[OnlineGrounder, Video | None, Iterator, str | None]:
+    """``(grounder, ground-truth video or None, stream of estimates and gaps, the source as
+    named to the person)``: the scores replayed, or the source followed (its end appended to
+    ``ended``; ``pressed`` stops it)."""
+    if config.replay:
+        grounder, scored, truth = replay_setup(config, *replay_target(config))
+        return grounder, truth, replay(grounder, *scored, pace=config.pace), config.source
+    grounder, truth, reader, source = model_setup(config, build_scorer)
+    stream = follow(
+        reader or config.source,
+        grounder,
+        growing=config.growing,
+        timeout=config.timeout_s,
+        on_end=ended.append,
+        stop=pressed,
+    )
+    return grounder, truth, stream, source
 
 
 def _quality(
@@ -110,41 +131,15 @@ def _quality(
     return values
 
 
-def _report(
-    args: argparse.Namespace,
-    grounder: OnlineGrounder,
-    estimates: list[Estimate],
-    gaps: list[Gap],
-    truth: Video | None,
-    reason: str,
-    *,
-    alerts: list | None = None,
-    alerts_note: str = "",
-    settings: list[tuple[str, str]] = (),
-    quality: dict | None = None,
-) -> None:
-    """Write the HTML report of ``--html`` and say where."""
+def _title(grounder: OnlineGrounder) -> str:
+    """The report's title: the goal, the stay when beyond the paper, and the source."""
     from baglm_nb.analyses.tables import title_for
-    from baglm_nb.apps.online.report import write_html_report
     from baglm_nb.inputs.variants import with_stay
 
     heading = with_stay(f"Online step grounding: {one_line(grounder.goal, 120)}", grounder.stay)
-    title = title_for(heading, grounder.label)
-    what = f"{truth.dataset} video {truth.uid}" if truth is not None else one_line(args.source)
-    h = grounder.hysteresis
-    write_html_report(
-        estimates,
-        grounder.steps,
-        args.html,
-        title=title,
-        video=truth,
-        source=grounder.source,
-        note=f"followed: {what}; {reason}",
-        gaps=gaps,
-        hysteresis=(h.threshold, h.patience),
-        alerts=alerts,
-        alerts_note=alerts_note,
-        settings=settings,
-        quality=quality,
-    )
-    print(f"report: {args.html}", flush=True)
+    return title_for(heading, grounder.label)
+
+
+def _followed(truth: Video | None, source: str | None) -> str:
+    """What was followed: the dataset video, or the source as the person named it."""
+    return f"{truth.dataset} video {truth.uid}" if truth is not None else one_line(source)

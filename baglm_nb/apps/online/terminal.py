@@ -8,7 +8,6 @@ and the final status with why the run ended; :func:`list_videos` prints the vide
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
 import threading
@@ -64,20 +63,20 @@ def list_videos(
 
 def consume(
     stream: Iterator,
-    args: argparse.Namespace,
+    jsonl_path: str | None,
     ended: list[str],
     pressed: threading.Event,
     monitor: AlertMonitor | None = None,
 ) -> tuple[list[Estimate], list[Gap], str, bool]:
     """Print the announcements, the gaps, the alerts (``monitor``: an
     :class:`~baglm_nb.core.alerts.AlertMonitor`, or None) and the status line; returns
-    (estimates, gaps, reason, interrupted). ``args.jsonl``: the event log's path, or None."""
+    (estimates, gaps, reason, interrupted). ``jsonl_path``: the event log's path, or None."""
     from baglm_nb.apps.online.ending import raise_if_stopped
     from baglm_nb.apps.online.events import EventLog
     from baglm_nb.inputs.live import Gap
 
     estimates, gaps = [], []
-    log = EventLog(args.jsonl) if args.jsonl else None
+    log = EventLog(jsonl_path) if jsonl_path else None
     tty = sys.stdout.isatty()
     interrupted = False
     try:

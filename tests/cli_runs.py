@@ -1,0 +1,56 @@
+"""The command line as the tests run it: :func:`run_cli` starts ``python -m baglm_nb`` in a new
+process, :func:`one_error_line` reads the one ``error:`` line of a run that failed
+(:func:`one_error`: of a run in this process), and :func:`follow_args` spells a
+``follow --replay`` command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*argv: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+    """``python -m baglm_nb ARGV`` in a new process, from the repository root unless ``kw``
+    names a ``cwd`` (``kw``: :func:`subprocess.run`'s, e.g. ``env``, ``check``); its stdout and
+    stderr as text."""
+    kw.setdefault("cwd", ROOT)
+    cmd = [sys.executable, "-m", "baglm_nb", *argv]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def one_error_line(stderr: str, *, other_lines: bool = False) -> str:
+    """The one ``error: ...`` line of a run that failed, with no traceback, beside progress
+    bars at most; ``other_lines``: other lines that are no error may be there too."""
+    lines = [line for line in stderr.splitlines() if line.strip() and "%|" not in line]
+    if other_lines:
+        lines = [line for line in lines if line.startswith("error") or "Traceback" in line]
+    assert "Traceback" not in stderr, stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    return lines[0]
+
+
+def one_error(capsys, *, other_lines: bool = False) -> str:
+    """:func:`one_error_line` of the last in-process run (``capsys``), which is no unexpected
+    error (one the command line names as such)."""
+    err = capsys.readouterr().err
+    assert "unexpected" not in err, err
+    return one_error_line(err, other_lines=other_lines)
+
+
+def follow_args(uid: str | None = None, *, replay: str = "simulated", **flags) -> list[str]:
+    """``follow --replay REPLAY [flags] [-- UID]``: each flag by its name, underscores for
+    dashes (``alert_threshold=0.3``: ``--alert-threshold 0.3``; True: the bare flag, False: its
+    ``--no-`` form); the uid after ``--``, as uids may start with '-'."""
+    argv = ["follow", "--replay", replay]
+    for name, value in flags.items():
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        elif value is False:
+            argv.append("--no-" + flag[2:])
+        else:
+            argv += [flag, str(value)]
+    return argv if uid is None else [*argv, "--", uid]
