@@ -29,6 +29,7 @@ from baglm_nb.apps.cli.options import (
     add_served_arguments,
     add_stay_argument,
 )
+from baglm_nb.inputs import follow_defaults as chosen
 from baglm_nb.inputs.variants import TRANSITIONS
 
 
@@ -109,16 +110,17 @@ def register(verbs) -> None:
 
 
 def _add_online_filter_options(p: argparse.ArgumentParser) -> None:
-    """The online filter's options: transition, hysteresis, fixed-lag smoothing and stay."""
+    """The online filter's options (announcements: :mod:`~baglm_nb.inputs.follow_defaults`)."""
     p.add_argument("--transition", default="both", choices=TRANSITIONS)
-    p.add_argument("--threshold", type=float, default=0.5, help="hysteresis confidence")
-    p.add_argument("--patience", type=int, default=2, help="hysteresis segments")
+    p.add_argument("--threshold", type=float, default=chosen.FOLLOW_THRESHOLD, help="confidence")
+    p.add_argument("--patience", type=int, default=chosen.FOLLOW_PATIENCE_SEGMENTS, help="segments")
     p.add_argument(
         "--smoothing-lag",
         metavar="N",
+        default=str(chosen.FOLLOW_LAG_SEGMENTS),
         help="fixed-lag smoothing: each segment's belief from the N segments after "
         "it, emitted N segments late (lag_s in the event log); the announcements "
-        "are made on the smoothed beliefs (default 0: the filter)",
+        f"are made on the smoothed beliefs (default {chosen.FOLLOW_LAG_SEGMENTS}; 0: the filter)",
     )
     add_stay_argument(p)
 
