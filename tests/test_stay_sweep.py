@@ -151,14 +151,18 @@ def test_named_twins_are_told_apart():
     plt.close(fig)
 
 
-def test_follows_defaults_are_its_parsed_defaults():
-    """``follow``'s command line takes its threshold, patience and lag from the one place."""
-    from baglm_nb.apps.cli.main import build_parser
-    from baglm_nb.apps.cli.options import smoothing_lag
+def test_follows_defaults_are_what_it_runs_with(monkeypatch):
+    """``follow`` runs with the threshold, patience and lag of the one place, unless given."""
+    from baglm_nb.apps.cli.main import main
+    from baglm_nb.apps.online import session
 
-    args = build_parser().parse_args(["follow", "--replay", "simulated"])
-    lag = smoothing_lag(args.smoothing_lag, "--smoothing-lag", allow_inf=False)
-    assert (args.threshold, args.patience, lag) == stay.FOLLOW_ANNOUNCEMENT
+    used = []
+    monkeypatch.setattr(session, "run_follow", lambda args, scorer: used.append(args) or 0)
+    for extra in ([], ["--smoothing-lag", "0"], ["--threshold", "0.5"]):
+        assert main(["follow", "--replay", "simulated", *extra, "--", "uid"]) == 0
+    runs = [(a.threshold, a.patience, a.smoothing_lag) for a in used]
+    threshold, patience, lag = stay.FOLLOW_ANNOUNCEMENT
+    assert runs == [(threshold, patience, lag), (threshold, patience, 0), (0.5, patience, lag)]
     assert stay.FOLLOW_ANNOUNCEMENT != stay.PREVIOUS_ANNOUNCEMENT
 
 

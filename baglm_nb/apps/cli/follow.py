@@ -118,9 +118,9 @@ def _add_online_filter_options(p: argparse.ArgumentParser) -> None:
         "--smoothing-lag",
         metavar="N",
         default=str(chosen.FOLLOW_LAG_SEGMENTS),
-        help="fixed-lag smoothing: each segment's belief from the N segments after "
-        "it, emitted N segments late (lag_s in the event log); the announcements "
-        f"are made on the smoothed beliefs (default {chosen.FOLLOW_LAG_SEGMENTS}; 0: the filter)",
+        help="fixed-lag smoothing: each segment's belief from the N segments after it, emitted N "
+        "segments late (lag_s in the event log), announced on the smoothed beliefs (default "
+        f"{chosen.FOLLOW_LAG_SEGMENTS}; 0: the filter)",
     )
     add_stay_argument(p)
 
