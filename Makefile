@@ -116,7 +116,7 @@ lint:
 # (the dataset specs) or an annotation file changes.
 data: $(PREPARED)
 
-$(PREPARED): baglm_nb/core/simulate.py baglm_nb/inputs/datasets.py $(wildcard data/annotations/*.json)
+$(PREPARED): baglm_nb/core/simulate.py baglm_nb/core/twins.py baglm_nb/inputs/datasets.py $(wildcard data/annotations/*.json)
 	$(require_venv)
 	rm -rf $(addprefix data/cache/scores/,$(addsuffix /simulated,$(DATASETS)))
 	$(VPY) -m baglm_nb simulate --dataset $(DATASETS) --cache-root data/cache --manifest $@

@@ -222,6 +222,14 @@ def test_dependency_quality_table_from_the_oracle_chain_to_noise():
     assert set(items["D"]) == {*table["D"], "not used"}
 
 
-def test_simulation_params_default_is_the_calibrated_one():
-    assert SimulationParams().signal == default_params("htstep").signal == pytest.approx(1.2439)
-    assert default_params("coin").signal == pytest.approx(0.8032)
+def test_simulation_params_default_is_the_iid_htstep_twin():
+    """The dataclass's defaults are the i.i.d. twin of HT-Step; ``default_params`` gives the
+    default twin's fitted values per dataset."""
+    from baglm_nb.core.simulate import DEFAULT_TWIN, twin_params
+
+    assert SimulationParams() == twin_params("htstep", "iid")
+    assert SimulationParams().signal == pytest.approx(1.2439)
+    assert twin_params("coin", "iid").signal == pytest.approx(0.8032)
+    assert twin_params("coin", "pinned").signal == pytest.approx(0.8691)
+    for name in ("htstep", "coin"):
+        assert default_params(name) == twin_params(name, DEFAULT_TWIN)

@@ -159,7 +159,10 @@ def test_follow_smoothing_emits_lagged_smoothed_estimates(capsys, tmp_path):
     k = len(obs.videos[0].steps)
     assert all(e["step_number"] == (None if e["step"] == k else e["step"] + 1) for e in events)
     html = page.read_text()
-    assert 'id="quality"' in html and "threshold 0.5, patience 2" in html
+    from baglm_nb.inputs.follow_defaults import FOLLOW_PATIENCE_SEGMENTS, FOLLOW_THRESHOLD
+
+    said = f"threshold {FOLLOW_THRESHOLD:g}, patience {FOLLOW_PATIENCE_SEGMENTS}"  # follow's
+    assert 'id="quality"' in html and said in html
     assert "fixed lag of 6 s (3 segments)" in html and "step_number" in html
     assert "on screen: step" in html  # a wrong announcement names the step truly on screen
 

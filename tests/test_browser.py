@@ -351,7 +351,7 @@ def test_follow_report_in_chromium(tmp_path):
             settings = page.locator("#settings").inner_text()
             for field in ("observations", "D", "threshold", "patience", "smoothing lag"):
                 assert field in settings
-            assert "simulated-llm:llama" in settings and "0 segments (0 s)" in settings
+            assert "simulated-llm:llama" in settings and "1 segment (2 s)" in settings  # lag
             quality = page.locator("#quality").inner_text()
             assert "nan" not in quality.lower().split()
             rows = page.locator("#truth tr")

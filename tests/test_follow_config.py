@@ -38,7 +38,7 @@ def test_each_flag_sets_its_field():
         *("--deps", "oracle", "--pace", "realtime", "--growing", "--timeout", "3"),
         *("--camera", "0", "--live", "--lag", "drop", "--reconnect", "2"),
         *("--reconnect-window", "30", "--transport", "udp", "--transition", "static"),
-        *("--threshold", "0.7", "--patience", "4", "--smoothing-lag", "5", "--stay", "0.25"),
+        *("--threshold", "0.7", "--patience", "4", "--lag-segments", "5", "--stay", "0.25"),
         *("--no-alerts", "--alert-threshold", "0.3", "--jsonl", "e.jsonl", "--html", "r.html"),
     )
     assert given == FollowConfig(
@@ -77,8 +77,8 @@ def test_each_flag_sets_its_field():
 @pytest.mark.parametrize(
     ("argv", "flag"),
     [
-        (["--smoothing-lag", "-1"], "--smoothing-lag"),
-        (["--smoothing-lag", "inf"], "--smoothing-lag"),
+        (["--lag-segments", "-1"], "--lag-segments"),
+        (["--lag-segments", "inf"], "--lag-segments"),
         (["--stay", "1"], "--stay"),
         (["--timeout", "0"], "--timeout"),
         (["--reconnect-window", "-2"], "--reconnect-window"),

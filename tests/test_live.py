@@ -332,6 +332,8 @@ def test_the_command_line_follows_an_rtsp_stream_as_it_follows_the_file(
                 "random-init:internvl",
                 "--lag",
                 "queue",
+                "--lag-segments",
+                "0",  # the filter's beliefs, as the reference's
                 "--jsonl",
                 str(log),
                 "--html",

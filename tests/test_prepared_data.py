@@ -67,3 +67,27 @@ def test_one_make_rule_per_notebook_reads_the_prepared_file(stem):
     out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout
     line = next(x for x in out.splitlines() if "run_notebooks.sh" in x)
     assert "PARAMS_FILE=data/cache/prepared.json" in line and f"notebooks/{stem}.ipynb" in line
+
+
+def test_make_data_runs_again_when_the_default_twin_changes():
+    """``make data`` writes the default twin's caches and the notebooks read whatever
+    ``prepared.json`` names: so the rule depends on every module that decides the default
+    parameters (the simulation, the twins with ``DEFAULT_TWIN``, the datasets' fitted signals),
+    and a ``prepared.json`` made under another default twin is remade, not read."""
+    import inspect
+
+    from baglm_nb.core import simulate, twins
+    from baglm_nb.inputs import datasets
+
+    out = subprocess.run(
+        ["make", "-pnq", "data"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    ).stdout
+    rule = next(
+        line.split(":", 1)[1].split()
+        for line in out.splitlines()
+        if line.startswith("data/cache/prepared.json:") and "SHELLSTATUS" not in line
+    )
+    for module in (simulate, twins, datasets):
+        path = Path(inspect.getsourcefile(module)).resolve().relative_to(ROOT).as_posix()
+        assert path in rule, path
+    assert simulate.DEFAULT_TWIN is twins.DEFAULT_TWIN  # decided in a file of the rule

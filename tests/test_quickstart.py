@@ -228,10 +228,11 @@ def _notebook_parameters(stem: str) -> dict:
 @pytest.mark.slow
 def test_the_quick_start_follow_line_agrees_with_notebook_09s_timeline(tmp_path):
     """The README's ``follow`` line, run as written, names its D and settings and prints the
-    same video metrics as notebook 09's timeline of that video (its filter panel, computed
-    here in the same run with the notebook's own parameters)."""
+    same video metrics as notebook 09's timeline of that video (its smoothed panel, computed
+    here in the same run with the notebook's own parameters: ``follow``'s defaults)."""
     from baglm_nb.analyses.assistance import quality_text, timeline_data
     from baglm_nb.core import sources
+    from baglm_nb.inputs.follow_defaults import FOLLOW_ANNOUNCEMENT
 
     command = next(
         c
@@ -251,19 +252,19 @@ def test_the_quick_start_follow_line_agrees_with_notebook_09s_timeline(tmp_path)
     nb = _notebook_parameters("09_assistance")
     uid, dataset = words[-1], words[words.index("--dataset") + 1]
     assert (dataset, uid) == (nb["timeline_dataset"], nb["timeline_video"])
-    obs = sources.observations(dataset, "simulated")  # the notebook: every video
-    data = timeline_data(
-        obs, nb["deps"], uid, nb["timeline_lag"], threshold=nb["threshold"],
-        patience=nb["patience"],
+    threshold, patience, lag = FOLLOW_ANNOUNCEMENT  # the notebook's timeline: follow's defaults
+    assert (nb["timeline_threshold"], nb["timeline_patience"], nb["timeline_lag"]) == (
+        threshold, patience, lag,
     )  # fmt: skip
+    obs = sources.observations(dataset, "simulated")  # the notebook: every video
+    data = timeline_data(obs, nb["deps"], uid, lag, threshold=threshold, patience=patience)
     lines = out.stdout.splitlines()
     settings = next(x for x in lines if x.startswith("settings: "))
-    assert f"D: {nb['deps']}; threshold: {nb['threshold']:g}; patience: {nb['patience']} " in (
-        settings
-    )
+    assert f"D: {nb['deps']}; threshold: {threshold:g}; patience: {patience} " in settings
     assert lines.index(settings) < 3  # among the first lines
-    assert f"quality on this video: {quality_text(data['filter']['metrics'])} " in out.stdout
+    panel = data["smoothed" if lag else "filter"]
+    assert f"quality on this video: {quality_text(panel['metrics'])} " in out.stdout
     assert " nan" not in out.stdout.lower()
     report = (tmp_path / words[words.index("--html") + 1]).read_text()
     assert f"<td>{nb['deps']}</td>" in report and ">nan<" not in report.lower()
-    assert "<th>smoothing lag</th>" in report and "<td>0 segments (0 s)</td>" in report
+    assert "<th>smoothing lag</th>" in report and f"<td>{lag} segment" in report

@@ -163,11 +163,14 @@ def test_off_step_progress_noisy_or_zero() -> None:
 
 
 def test_default_params_are_calibrated_per_dataset() -> None:
-    """Each dataset's stored signal gives the paper's off-the-shelf R@1 within 0.3 points."""
+    """Each dataset's stored signal gives the paper's off-the-shelf R@1 within 0.3 points (the
+    default twin's; ``calibrate --stored`` checks both twins)."""
+    from baglm_nb.core.simulate import DEFAULT_TWIN, IID, twin_params
+
     assert SimulationParams().signal == CALIBRATED_SIGNAL["htstep"]
     for name, signal in CALIBRATED_SIGNAL.items():
-        params = default_params(name)
-        assert params.signal == signal and params == SimulationParams(signal=signal)
+        assert twin_params(name, IID) == SimulationParams(signal=signal)
+        assert default_params(name) == twin_params(name, DEFAULT_TWIN)
         value = offline_recall(name)  # params None: the dataset's default
         assert abs(value - paper_value("off_the_shelf", name)) <= 0.3, (name, value)
     assert default_params("coin", seed=4).seed == 4
@@ -208,26 +211,31 @@ def test_offline_recall_monotone_and_calibrate(htstep60: list[Video]) -> None:
 
 @pytest.mark.parametrize("dataset", ["htstep", "crosstask", "ego4d_goalstep", "coin"])
 def test_noise_corr_zero_is_the_iid_simulation_bit_for_bit(dataset, monkeypatch) -> None:
-    """At ``noise_corr = 0`` (the default) the simulation is the i.i.d. one, bit for bit: the
-    same arrays as with the AR(1) step removed altogether, computed in the same run (a stored
-    digest of floats would be machine-specific: numpy's SIMD exp and log differ between CPU
-    families). The prepared caches and the CSV tables are built from these arrays."""
+    """At ``noise_corr = 0`` (the i.i.d. twin) the simulation is the i.i.d. one, bit for bit:
+    the same arrays as with the AR(1) step removed altogether, computed in the same run (a
+    stored digest of floats would be machine-specific: numpy's SIMD exp and log differ between
+    CPU families). The i.i.d. twin's caches keep their folders (no ``corr`` in the key)."""
     from baglm_nb.core import simulate as sim_module
-    from baglm_nb.core.simulate import cache_key, default_params
+    from baglm_nb.core.simulate import IID, PINNED, PINNED_NOISE_CORR, cache_key, twin_params
 
     video = load_dataset(dataset)[0]
-    with_ar1 = [simulate_video(video, p) for p in (None, default_params(dataset, noise_corr=0.0))]
-    correlated = simulate_video(video, default_params(dataset, noise_corr=0.8))
+    iid_params = twin_params(dataset, IID)
+    with_ar1 = [simulate_video(video, iid_params)]
+    with_ar1.append(simulate_video(video, twin_params(dataset, PINNED, signal=iid_params.signal,
+                                                      noise_corr=0.0)))  # fmt: skip
+    correlated = simulate_video(video, twin_params(dataset, IID, noise_corr=0.8))
     monkeypatch.setattr(sim_module, "ar1", lambda x, corr: x)  # the i.i.d. simulation
-    iid = simulate_video(video, None)
-    patched = simulate_video(video, default_params(dataset, noise_corr=0.8))
+    iid = simulate_video(video, iid_params)
+    patched = simulate_video(video, twin_params(dataset, IID, noise_corr=0.8))
     np.testing.assert_array_equal(patched.vsg, iid.vsg)  # the patch took: no AR(1) step left
     for sim in with_ar1:
         np.testing.assert_array_equal(sim.vsg, iid.vsg)
         np.testing.assert_array_equal(sim.progress, iid.progress)
     assert not np.array_equal(correlated.vsg, iid.vsg)  # the AR(1) step is on the path
-    assert "corr" not in cache_key(dataset).prompt_version
-    assert cache_key(dataset, default_params(dataset, noise_corr=0.8)).prompt_version.endswith(
+    assert "corr" not in cache_key(dataset, iid_params).prompt_version
+    pinned = cache_key(dataset, twin_params(dataset, PINNED)).prompt_version
+    assert pinned.endswith(f"_corr{PINNED_NOISE_CORR:g}")
+    assert cache_key(dataset, twin_params(dataset, IID, noise_corr=0.8)).prompt_version.endswith(
         "_corr0.8"
     )
 
@@ -287,7 +295,7 @@ def test_noise_corr_through_the_observations_setting() -> None:
 
     params = default_params("htstep", noise_corr=ILLUSTRATIVE_NOISE_CORR)
     corr = sources.observations("htstep", "simulated", limit=2, params=params)
-    iid = sources.observations("htstep", "simulated", limit=2)
+    iid = sources.observations("htstep", "simulated:iid", limit=2)
     uid = corr.uids()[0]
     assert corr.label == iid.label == "simulated" and corr.uids() == iid.uids()
     assert corr.vsg[uid].shape == iid.vsg[uid].shape

@@ -246,15 +246,16 @@ def test_explore_notebook_is_clean_with_one_parameters_cell():
 
 
 def test_explorer_simulates_each_dataset_with_its_calibrated_signal():
+    """The default twin's fitted parameters of each dataset (signal and noise_corr)."""
     from baglm_nb.apps.widgets import Explorer
-    from baglm_nb.core.simulate import CALIBRATED_SIGNAL
+    from baglm_nb.core.simulate import DEFAULT_TWIN, twin_params
 
     ex = Explorer(datasets=["htstep", "coin"], max_videos=3)
-    assert ex.params.signal == CALIBRATED_SIGNAL["htstep"]
-    assert ex.signal.value == pytest.approx(round(CALIBRATED_SIGNAL["htstep"], 2))
-    ex.dataset.value = "coin"
-    assert ex.params.signal == CALIBRATED_SIGNAL["coin"]
-    assert ex.signal.value == pytest.approx(round(CALIBRATED_SIGNAL["coin"], 2))
+    for name in ("htstep", "coin"):
+        ex.dataset.value = name
+        fitted = twin_params(name, DEFAULT_TWIN)
+        assert ex.params == fitted
+        assert ex.signal.value == pytest.approx(round(fitted.signal, 2))
     assert "simulated" in ex.status.value
 
 

@@ -14,9 +14,12 @@ each given observation setting (a "twin": ``"simulated"``, or a score cache) sid
   smoothing lag) swept on one dataset's observations;
 - :func:`choose_announcement`: the grid's setting with the best announcement F1 among those
   with a median delay of at most ``max_delay_s`` (chosen on one dataset, then reported unchanged
-  on the others with :func:`announcement_table`).
+  on the others with :func:`announcement_table`). The choice on HT-Step is ``follow``'s default
+  (:data:`FOLLOW_ANNOUNCEMENT`, :mod:`baglm_nb.inputs.follow_defaults`), reported beside the
+  defaults before it (:data:`PREVIOUS_ANNOUNCEMENT`).
 
-Exports :data:`STAYS`, :data:`SWEEP_METRICS`, :data:`CURRENT_ANNOUNCEMENT`,
+Exports :data:`STAYS`, :data:`SWEEP_METRICS`, :data:`FOLLOW_ANNOUNCEMENT`,
+:data:`PREVIOUS_ANNOUNCEMENT`, :data:`MAX_DELAY_S`,
 :func:`stay_table`, :func:`stay_view`, :func:`stay_lines`, :func:`announcement_grid`,
 :func:`choose_announcement` and :func:`announcement_table`.
 """
@@ -49,9 +52,16 @@ from baglm_nb.core import sources
 from baglm_nb.core.observations import Observations
 from baglm_nb.core.online_metrics import measure, online_keys
 from baglm_nb.core.pipeline import run_baglm
+from baglm_nb.inputs.follow_defaults import (
+    FOLLOW_ANNOUNCEMENT,
+    MAX_DELAY_S,
+    PREVIOUS_ANNOUNCEMENT,
+)
 
 __all__ = [
-    "CURRENT_ANNOUNCEMENT",
+    "FOLLOW_ANNOUNCEMENT",
+    "MAX_DELAY_S",
+    "PREVIOUS_ANNOUNCEMENT",
     "STAYS",
     "SWEEP_METRICS",
     "announcement_grid",
@@ -81,9 +91,6 @@ SWEEP_METRICS = {
 
 #: The :data:`SWEEP_METRICS` stored as fractions, drawn in percent (one unit with R@1).
 PERCENT_OF_FRACTION = tuple(k for k in SWEEP_METRICS if in_percent(k))
-
-#: ``follow``'s announcement defaults: threshold, patience (segments), smoothing lag (segments).
-CURRENT_ANNOUNCEMENT: tuple[float, int, int] = (0.5, 2, 0)
 
 
 def _rounded(metrics: Mapping[str, float]) -> dict[str, float]:
@@ -298,7 +305,9 @@ def announcement_grid(
     return pd.DataFrame(rows)
 
 
-def choose_announcement(grid: pd.DataFrame, max_delay_s: float = 10.0) -> tuple[float, int, int]:
+def choose_announcement(
+    grid: pd.DataFrame, max_delay_s: float = MAX_DELAY_S
+) -> tuple[float, int, int]:
     """The ``(threshold, patience, lag)`` of :func:`announcement_grid`'s row with the best
     announcement F1 among those whose median delay is at most ``max_delay_s``; ties go to the
     smaller lag, then the smaller patience, then the higher threshold (the more cautious).
@@ -321,7 +330,7 @@ def announcement_table(
 ) -> ResultTable:
     """R@1 and the online metrics of BaGLM under each named announcement setting
     (``{name: (threshold, patience, lag in segments)}``, e.g. the chosen one beside
-    :data:`CURRENT_ANNOUNCEMENT`) on every dataset of ``observations``.
+    :data:`PREVIOUS_ANNOUNCEMENT`) on every dataset of ``observations``.
 
     Columns: ``dataset``, ``method``, ``workbench`` (R@1 % of the smoothed beliefs), ``paper``
     (NaN), ``videos``, ``source``, ``setting``, ``threshold``, ``patience``, ``lag``, the

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from baglm_nb.core.alerts import DEFAULT_THRESHOLD
 from baglm_nb.core.simulate_deps import SIMULATED_LLM
+from baglm_nb.inputs import follow_defaults as chosen
 
 __all__ = ["DEFAULT", "FollowConfig"]
 
@@ -26,7 +27,7 @@ class FollowConfig:
     The flag of each field is its name with dashes, except where the unit is spelled out:
     ``--task`` (``task_path``), ``--timeout`` (``timeout_s``), ``--lag`` (``lag_policy``),
     ``--reconnect-window`` (``reconnect_window_s``), ``--patience`` (``patience_segments``),
-    ``--smoothing-lag`` (``lag_segments``), ``--jsonl`` (``jsonl_path``) and ``--html``
+    ``--lag-segments`` (``lag_segments``), ``--jsonl`` (``jsonl_path``) and ``--html``
     (``html_path``).
     """
 
@@ -70,11 +71,11 @@ class FollowConfig:
     #: ``--transition``: the filter's transition (:data:`baglm_nb.inputs.variants.TRANSITIONS`).
     transition: str = "both"
     #: ``--threshold``: the confidence an announcement needs (hysteresis).
-    threshold: float = 0.5
+    threshold: float = chosen.FOLLOW_THRESHOLD
     #: ``--patience``: the segments in a row an announcement needs (hysteresis).
-    patience_segments: int = 2
-    #: ``--smoothing-lag``: fixed-lag smoothing, in segments (0: the filter).
-    lag_segments: int = 0
+    patience_segments: int = chosen.FOLLOW_PATIENCE_SEGMENTS
+    #: ``--lag-segments``: fixed-lag smoothing, in segments (0: the filter).
+    lag_segments: int = chosen.FOLLOW_LAG_SEGMENTS
     #: ``--stay``: beyond the paper, each transition row mixed with staying (0: the paper's).
     stay: float = 0.0
 

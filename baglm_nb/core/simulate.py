@@ -56,7 +56,7 @@ are kept by name (:mod:`baglm_nb.core.twins`, :func:`twin_params`): ``iid`` (``n
 to the off-the-shelf R@1 of all four datasets and the HT-Step mAP at tIoU 0.3 / 0.5 / 0.7:
 :mod:`baglm_nb.analyses.twin_fit`, ``python -m baglm_nb calibrate --twin pinned``). BaGLM's
 rows check both out of sample (``sim-check``); ``"simulated"`` gives the one with the smaller
-error.
+error on BaGLM's R@1 gains (:data:`DEFAULT_TWIN`: ``pinned``).
 
 With ``confusion = 0`` and a fixed seed, each (video, step) hit of the off-the-shelf R@1 is a
 non-decreasing function of ``signal`` (the true rows' probability rises, every other row's falls),
@@ -147,8 +147,8 @@ class SimulationParams:
     Attributes
     ----------
     signal : float
-        Logit bonus of the true step in the VSG scores. The class default is HT-Step's
-        calibrated value; :func:`default_params` gives each dataset's (:data:`CALIBRATED_SIGNAL`).
+        Logit bonus of the true step in the VSG scores. The class defaults are the i.i.d.
+        twin's for HT-Step; :func:`default_params` gives :data:`DEFAULT_TWIN`'s per dataset.
     noise : float
         Standard deviation of the i.i.d. Gaussian noise added to every VSG logit.
     confusion : float

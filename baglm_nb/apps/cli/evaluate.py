@@ -47,7 +47,8 @@ def register(verbs) -> None:
         "--threshold",
         type=float,
         default=0.5,
-        help="announcement confidence of the online metrics (as follow's)",
+        help="announcement confidence of the online metrics (follow's --threshold; its default "
+        "differs: baglm_nb.inputs.follow_defaults)",
     )
     p.add_argument(
         "--patience", type=int, default=2, help="announcement patience in segments (as follow's)"
