@@ -12,7 +12,7 @@ import pytest
 
 from baglm_nb.analyses.display import axis_label, header, in_percent
 from baglm_nb.apps.cli.main import main
-from baglm_nb.apps.online.report import render_html
+from baglm_nb.apps.online.report import RunReport, render_html
 from baglm_nb.core import sources
 from baglm_nb.core.online import OnlineGrounder
 from baglm_nb.core.online_metrics import announcements, measure, online_keys
@@ -81,7 +81,9 @@ def test_a_new_metric_is_one_spec(new_metric, capsys):
     g = OnlineGrounder(None, video.goal, video.steps, dep)
     vsg, prog = obs.vsg[video.uid][::2], obs.progress[video.uid][::2]
     estimates = [g.push_scores(v, p) for v, p in zip(vsg, prog, strict=True)]
-    page = render_html(estimates, video.steps, title="t", video=video, hysteresis=(0.5, 2))
+    page = render_html(
+        RunReport(estimates, video.steps, title="t", video=video, hysteresis=(0.5, 2))
+    )
     quality = page.split('<table id="quality">')[1].split("</table>")[0]
     assert f"<td>{new_metric.key}</td>" in quality and new_metric.description in quality
 
