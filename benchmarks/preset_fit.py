@@ -1,7 +1,8 @@
 """The simulated LLM's full preset fit: every starting point, its time, and the stored values.
 
-``python -m baglm_nb calibrate --deps llama gpt`` runs :func:`baglm_nb.analyses.violations.fit_preset`
-from each of :data:`~baglm_nb.analyses.violations.FIT_STARTS` and keeps the point of lowest loss.
+``python -m baglm_nb calibrate --deps llama gpt`` runs
+:func:`baglm_nb.analyses.violations.fit_preset` from each of
+:data:`~baglm_nb.analyses.violations.FIT_STARTS` and keeps the point of lowest loss.
 The test suite checks the fit from the winning start only
 (``tests/test_simulate_deps.py::test_fit_from_its_best_start_reproduces_the_stored_gpt_preset``)
 and the choice among starts on a closed-form loss; this script runs the whole fit: for each
