@@ -64,7 +64,7 @@ def xdist_group(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # a hook of pytest-xdist
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """``--dist loadfile`` (``make test``) by :func:`xdist_group` rather than by file alone.
 
