@@ -28,9 +28,12 @@ LINT_PATHS := baglm_nb tests benchmarks
 
 PYTEST_ARGS ?=
 # pytest-xdist: most slow tests wait on subprocesses (notebooks, servers, Ray, chromium); a file's
-# tests stay on one worker, so its module fixtures (models, servers, clusters) are built once.
+# tests stay on one worker, so its module fixtures (models, servers, clusters) are built once;
+# a notebook's run and the tests of its page are one group of their own (tests/conftest.py:
+# xdist_group), and the longest groups start first (the conftest's order, kept by
+# --no-loadscope-reorder).
 TEST_WORKERS ?= 2
-XDIST_ARGS := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+XDIST_ARGS := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 NOTEBOOKS ?=
 PAPERMILL_ARGS ?=
 export PAPERMILL_ARGS

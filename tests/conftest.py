@@ -36,6 +36,86 @@ def one_torch_thread():
     torch.set_num_threads(n)
 
 
+# --------------------------------------------------------------------------------------------
+# make test: which worker runs what, and in which order (pytest-xdist, --dist loadfile)
+
+#: The tests that look at one notebook's run, each parametrized by the notebook's stem: they go
+#: to that notebook's group rather than their file's, so that one worker runs the notebook once
+#: for all of them (``test_notebooks.rendered``), while the other worker runs other notebooks.
+NOTEBOOK_RUN_TESTS = (
+    "tests/test_notebooks.py::test_notebook_runs_on_small_parameters",
+    "tests/test_page_widths.py::test_no_table_is_wider_than_the_page_column",
+    "tests/test_browser.py::test_shared_pages_fit_the_column",
+)
+
+#: The groups that take longest, started first so that the two workers end together; the
+#: other groups follow, those with more tests first. Order only: no test depends on it, and a
+#: group missing here only starts later. From ``--durations`` (the notebooks: per group, one
+#: process, load average 15) and the longest tests named in the suite's timing issue.
+LONGEST_FIRST: tuple[str, ...] = (
+    "tests/test_ray.py",
+    "tests/test_browser.py",
+    "tests/test_quickstart.py",
+    "tests/test_live.py",
+    "notebook 05_analysis",
+    "tests/test_served_protocol.py",
+    "tests/test_served.py",
+    "tests/test_dependencies.py",
+    "tests/test_deps_server.py",
+    "tests/test_scoring.py",
+    "notebook 04_ablations",
+    "notebook 07_timing",
+    "tests/test_twin_fit.py",
+    "notebook 01_score_segments",
+    "notebook 09_assistance",
+    "notebook 08_qualitative",
+    "tests/test_follow.py",
+    "tests/test_cli_untried.py",
+    "notebook 03_main_results",
+    "notebook 06_localization",
+    "notebook 02_dependencies",
+    "notebook 00_dataset_statistics",
+)
+
+
+def xdist_group(nodeid: str) -> str:
+    """The group of a test (``make test``: its tests run on one worker, one after the other):
+    ``notebook <stem>`` for the tests of :data:`NOTEBOOK_RUN_TESTS`, else the test's file, so
+    that a file's module fixtures (models, servers, clusters) are built once."""
+    test, _, parameter = nodeid.partition("[")
+    if test in NOTEBOOK_RUN_TESTS:
+        return f"notebook {parameter.removesuffix(']')}"
+    return nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # a hook of pytest-xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadfile`` (``make test``) by :func:`xdist_group` rather than by file alone.
+
+    (pytest-xdist's own ``--dist loadgroup`` marks a group in the test's id, which the pytest
+    of this project no longer lets a plugin change.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid)
+
+    return GroupScheduling(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests in their groups' order: :data:`LONGEST_FIRST`, then by number of tests (each
+    group's tests in their own order). ``make test`` keeps it (``--no-loadscope-reorder``)."""
+    groups: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        groups.setdefault(xdist_group(item.nodeid), []).append(item)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    order = sorted(groups, key=lambda g: (rank.get(g, len(rank)), -len(groups[g])))
+    items[:] = [item for name in order for item in groups[name]]
+
+
 def _skip_reason(longrepr) -> str:
     if isinstance(longrepr, tuple) and len(longrepr) == 3:
         return str(longrepr[2]).removeprefix("Skipped: ")

@@ -17,8 +17,9 @@
 * Notebook 08 executed (papermill) and converted to HTML (nbconvert): its belief figure is an
   image, not the text ``<Figure size ...>``. Screenshot: ``tests/artifacts/08_qualitative.png``.
 * The shared pages of notebooks 01, 07 and 08 (``scripts/run_notebooks.sh`` on small
-  parameters): no table wider than the page's column and no code or text line cut off
-  (:mod:`browser_checks`). Screenshots: ``tests/artifacts/page_<stem>.png``.
+  parameters; the runs that ``tests/test_notebooks.py`` checks, one per test session): no table
+  wider than the page's column and no code or text line cut off (:mod:`browser_checks`).
+  Screenshots: ``tests/artifacts/page_<stem>.png``.
 
 Needs the ``playwright`` Python package and ``apt-get install -y chromium`` (both installed by
 ``make setup``); fails, naming the install command, when either is missing. Marked ``slow`` and
@@ -41,8 +42,7 @@ from pathlib import Path
 
 import pytest
 from browser_checks import launch, open_page, screenshot, wide_code, wide_tables
-from test_notebooks import SMALL, check_shareable
-from test_notebooks import render as render_page
+from test_notebooks import check_shareable, rendered
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -402,10 +402,10 @@ def test_notebook_08_html_shows_its_figure(tmp_path):
 
 
 @pytest.mark.parametrize("stem", ["01_score_segments", "07_timing", "08_qualitative"])
-def test_shared_pages_fit_the_column(stem, tmp_path):
-    """The page ``make figures`` shares: every table and code line fits a 1280-px window."""
-    params = SMALL[stem][0]
-    folder = render_page(ROOT / "notebooks" / f"{stem}.ipynb", tmp_path, params)
+def test_shared_pages_fit_the_column(stem, tmp_path_factory):
+    """The page ``make figures`` shares: every table and code line fits a 1280-px window (the
+    run that ``tests/test_notebooks.py`` checks, on its small parameters: ``rendered``)."""
+    folder = rendered(stem, tmp_path_factory)
     check_shareable(folder, stem)
     with open_page(folder / f"{stem}.html") as page:
         shot = screenshot(page, ARTIFACTS / f"page_{stem}.png")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import re
@@ -16,11 +17,14 @@ import pytest
 
 from baglm_nb.apps.render import WIDGET_VIEW, format_parameters, relative_paths, strip_widgets
 from baglm_nb.apps.render import render as render_notebook
+from baglm_nb.inputs.datasets import DATASETS
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 
 #: Small parameters per notebook, and the files each must write into its working folder.
+#: Notebooks 02-06 keep their default datasets and sources (small limits only), so that their
+#: tables have the columns of the full run: ``tests/test_page_widths.py`` measures these pages.
 SMALL = {
     "00_dataset_statistics": (
         {"datasets": ["coin"]},
@@ -31,7 +35,7 @@ SMALL = {
         ["score_summary.json", "timings_per_video.csv"],
     ),
     "02_dependencies": (
-        {"group_limit": 5, "thresholds": [0.0, 0.5, 1.0]},
+        {"group_limit": 5},
         [
             "dependency_violations.csv",
             "dependency_violations.md",
@@ -41,7 +45,7 @@ SMALL = {
         ],
     ),
     "03_main_results": (
-        {"datasets": ["htstep", "crosstask"], "limit": 6},
+        {"limit": 3},
         [
             "main_results.csv",
             "main_results.md",
@@ -56,12 +60,7 @@ SMALL = {
         ],
     ),
     "04_ablations": (
-        {
-            "datasets": ["htstep", "crosstask"],
-            "limit": 5,
-            "durations": [1, 2],
-            "duration_datasets": ["htstep"],
-        },
+        {"limit": 3, "duration_limit": 2, "durations": [1, 2]},
         [
             "prior_ablation.csv",
             "prior_ablation.md",
@@ -78,15 +77,7 @@ SMALL = {
         ],
     ),
     "05_analysis": (
-        {
-            "limit": 6,
-            "signals": [0.5, 2.0],
-            "sensitivity_datasets": ["htstep"],
-            "breakdown_datasets": ["htstep"],
-            "check_datasets": ["htstep", "coin"],
-            "quality_datasets": ["htstep"],
-            "noise_levels": [0.0, 1.0],
-        },
+        {"limit": 3, "signals": [1.0], "noise_levels": [0.0, 1.0], "sensitivity_limit": 2},
         [
             "sensitivity.csv",
             "sensitivity.md",
@@ -111,7 +102,7 @@ SMALL = {
         ],
     ),
     "06_localization": (
-        {"limit": 4},
+        {"limit": 3},
         [
             "localization.csv",
             "localization.md",
@@ -230,6 +221,39 @@ def render(notebook: Path, figures: Path, params: dict) -> Path:
     # run alone, the runner numbers its one notebook [1/1], at its start and its end
     assert done.stdout.count(f"[1/1] {notebook.name} ") == 2, done.stdout
     return figures / notebook.stem
+
+
+def notebook_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This test session's folder of notebook runs, one for all pytest-xdist workers."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's folder, above each worker's popen-gwN
+    return base / "notebook-runs"
+
+
+def rendered(stem: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Notebook ``stem`` rendered on its :data:`SMALL` parameters, once per test session.
+
+    The first test that asks runs :func:`render`; the others (this file's checks, the page
+    widths and the browser's view of the same page, on either worker) get the same folder.
+    A worker that asks while the other is running it waits for it (a lock per notebook). A
+    failed run fails every test that asks, with the runner's output, without running again.
+    """
+    folder = notebook_runs(tmp_path_factory)
+    folder.mkdir(parents=True, exist_ok=True)
+    done, failed = folder / f"{stem}.done", folder / f"{stem}.failed"
+    with open(folder / f"{stem}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if failed.exists():
+            pytest.fail(f"notebook {stem} failed in an earlier test:\n{failed.read_text()}")
+        if not done.exists():
+            try:
+                render(ROOT / "notebooks" / f"{stem}.ipynb", folder, SMALL[stem][0])
+            except AssertionError as exc:
+                failed.write_text(str(exc))
+                raise
+            done.touch()
+    return folder / stem
 
 
 def html_images(html: str) -> list[str]:
@@ -375,66 +399,67 @@ def test_render_makes_paths_relative_and_the_page_offline(tmp_path):
     assert sibling.cells[0].outputs[0].text == f"{ROOT}x/a .\n"
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_on_small_parameters(notebook, tmp_path):
-    params, outputs = SMALL.get(notebook.stem, ({}, []))
-    tmp_path = render(notebook, tmp_path, params)
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)  # conftest: xdist_group
+def test_notebook_runs_on_small_parameters(notebook, tmp_path_factory):
+    """Each notebook as ``make figures`` runs it (:func:`rendered`), on small parameters."""
+    outputs = SMALL[notebook.stem][1]
+    folder = rendered(notebook.stem, tmp_path_factory)
     for name in outputs:
-        assert (tmp_path / name).stat().st_size > 0, name
+        assert (folder / name).stat().st_size > 0, name
     if notebook.stem == "03_main_results":
-        text = (tmp_path / "main_results.md").read_text()
+        text = (folder / "main_results.md").read_text()
         assert "simulated observations, not a real model" in text
         # like with like: every BaGLM row names its D, the simulated LLaMA by default
         assert "D: simulated-llm:llama" in text and "| simulated-llm:llama |" in text
-        oracles = (tmp_path / "oracles.md").read_text()
+        oracles = (folder / "oracles.md").read_text()
         assert "| LLM D, oracle progress |" in oracles and "| oracle | oracle |" in oracles
         # the paper's form: its other methods (paper only), check-mark columns on the page
         assert "| HT-Step | VINA | offline |  | 39.1 | 0 | paper |" in text
-        page = (tmp_path / "03_main_results.html").read_text()
+        page = (folder / "03_main_results.html").read_text()
         assert "Readiness" in page and "Dep. matrix oracle" in page and "\u2713" in page
         assert "calibrated to the paper" in page
         # the summary records the code's commit and the parameters that produced the table
-        summary = json.loads((tmp_path / "main_results.summary.json").read_text())
+        summary = json.loads((folder / "main_results.summary.json").read_text())
         head = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
         ).stdout.strip()
-        assert summary["commit"] == head and summary["parameters"]["limit"] == 6
-        assert summary["parameters"]["datasets"] == ["htstep", "crosstask"]
+        assert summary["commit"] == head and summary["parameters"]["limit"] == 3
+        assert summary["parameters"]["datasets"] == list(DATASETS)
         assert summary["parameters"]["deps"] == "simulated-llm:llama"
         assert summary["dependency_sources"] == ["simulated-llm:llama"]
     for name in SIMULATED_TITLES.get(notebook.stem, []):
-        assert "simulated observations, not a real model" in (tmp_path / name).read_text(), name
+        assert "simulated observations, not a real model" in (folder / name).read_text(), name
     if notebook.stem == "04_ablations":
-        text = (tmp_path / "prior_ablation.md").read_text()
+        text = (folder / "prior_ablation.md").read_text()
         assert "slot:" in text and "next-step" in text  # simulated: no next-step scores
     if notebook.stem == "02_dependencies":
-        text = (tmp_path / "dependency_violations.md").read_text()
+        text = (folder / "dependency_violations.md").read_text()
         assert "| simulated-llm:llama |" in text and "| paper: LLaMA-3.3-70B |" in text
-        assert "The oracle D violates" in (tmp_path / "02_dependencies.html").read_text()
+        assert "The oracle D violates" in (folder / "02_dependencies.html").read_text()
     if notebook.stem == "05_analysis":
-        text = (tmp_path / "simulation_check_gains.md").read_text()
+        text = (folder / "simulation_check_gains.md").read_text()
         assert "| HT-Step | simulated-llm:llama |" in text and "held-out" in text
-        page = (tmp_path / "05_analysis.html").read_text()
+        page = (folder / "05_analysis.html").read_text()
         assert "gain_difference" not in page.split("<table", 1)[1]  # headers in words
         assert page.count("<h2") >= 5  # five sections
     if notebook.stem == "06_localization":
-        text = (tmp_path / "localization.md").read_text()
+        text = (folder / "localization.md").read_text()
         assert "| simulated (compared with internvl2.5-8b) |" in text and "| internvl3-8b |" in text
         assert "| internvl2.5-8b |" not in text  # simulated is not InternVL2.5-8B's output
     if notebook.stem == "07_timing":  # a real run on the sample clips, labelled, as a figure
-        text = (tmp_path / "timing_by_steps.md").read_text()
+        text = (folder / "timing_by_steps.md").read_text()
         assert "lmm:random-init/" in text and "| 3 | 2 |" in text  # K = 3, both clips
-        assert "no timings available" not in (tmp_path / "timing.md").read_text()
-        html = (tmp_path / "07_timing.html").read_text()
+        assert "no timings available" not in (folder / "timing.md").read_text()
+        html = (folder / "07_timing.html").read_text()
         assert len(html_images(html)) == 1 and "timings given: timing random-init" in html
     if notebook.stem == "01_score_segments":
-        summary = json.loads((tmp_path / "score_summary.json").read_text())
+        summary = json.loads((folder / "score_summary.json").read_text())
         assert summary["label"] == "random-init" and summary["scored"] == ["cup"]
-        html = (tmp_path / "01_score_segments.html").read_text()
+        html = (folder / "01_score_segments.html").read_text()
         assert "random-init: a tiny random model" in html
     if notebook.stem == "08_qualitative":  # D named in the table, its title and the figure's
-        text = (tmp_path / "qualitative.md").read_text()
+        text = (folder / "qualitative.md").read_text()
         assert "D: simulated-llm:llama" in text and "| simulated-llm:llama |" in text
-        html = (tmp_path / "08_qualitative.html").read_text()
+        html = (folder / "08_qualitative.html").read_text()
         assert "<caption>Qualitative videos: per-video R@1 (%); D: simulated-llm:llama" in html
-    check_shareable(tmp_path, notebook.stem)
+    check_shareable(folder, notebook.stem)

@@ -1,10 +1,12 @@
 """Notebooks 02-06 as a reader opens them: no table wider than the page's column (chromium).
 
 Each notebook runs with small limits but its default datasets and sources (the columns of a
-table come from those, not from the number of videos), is rendered to HTML as ``make figures``
-renders it, and is opened in headless chromium (Debian's, driven by Playwright, as in
-``tests/test_browser.py``) at a 1280-px-wide window; every ``<table>`` must fit the column it
-sits in. A screenshot of each page is kept under ``tests/artifacts/`` to look at.
+table come from those, not from the number of videos: ``test_notebooks.SMALL``), is rendered to
+HTML as ``make figures`` renders it, and is opened in headless chromium (Debian's, driven by
+Playwright, as in ``tests/test_browser.py``) at a 1280-px-wide window; every ``<table>`` must
+fit the column it sits in. A screenshot of each page is kept under ``tests/artifacts/`` to look
+at. The run is the one ``tests/test_notebooks.py`` checks (:func:`test_notebooks.rendered`: one
+run per notebook and test session), and this test goes to the same worker (its xdist group).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from browser_checks import TABLES_JS, VIEWPORT
-from test_notebooks import render
+from test_notebooks import rendered
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -31,19 +33,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
-#: Small limits, default datasets: the tables have the columns they have on the full run.
-PARAMETERS = {
-    "02_dependencies": {"limit": 6},
-    "03_main_results": {"limit": 3},
-    "04_ablations": {"limit": 3, "duration_limit": 2, "durations": [1, 2]},
-    "05_analysis": {
-        "limit": 3,
-        "signals": [1.0],
-        "noise_levels": [0.0, 1.0],
-        "sensitivity_limit": 2,
-    },
-    "06_localization": {"limit": 3},
-}
+#: The notebooks whose pages are measured here.
+STEMS = ["02_dependencies", "03_main_results", "04_ablations", "05_analysis", "06_localization"]
 
 
 def measure_tables(html: Path, screenshot: Path) -> list[dict]:
@@ -66,9 +57,9 @@ def measure_tables(html: Path, screenshot: Path) -> list[dict]:
     return tables
 
 
-@pytest.mark.parametrize("stem", sorted(PARAMETERS))
-def test_no_table_is_wider_than_the_page_column(stem, tmp_path):
-    folder = render(ROOT / "notebooks" / f"{stem}.ipynb", tmp_path, PARAMETERS[stem])
+@pytest.mark.parametrize("stem", STEMS)  # tests/conftest.py: xdist_group
+def test_no_table_is_wider_than_the_page_column(stem, tmp_path_factory):
+    folder = rendered(stem, tmp_path_factory)
     tables = measure_tables(folder / f"{stem}.html", ARTIFACTS / f"page_{stem}.png")
     assert tables, f"{stem}: no table on the page"
     assert all(t["column"] > 600 for t in tables), tables  # measured in the page's column

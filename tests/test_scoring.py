@@ -149,17 +149,15 @@ def test_find_video_file_ignores_sidecars(tmp_path):
     assert find_video_file(tmp_path, "v.1") == tmp_path / "v.1.mkv"  # dots in the uid
 
 
-def test_killed_run_resumes_without_redoing_videos(tmp_path):
+def test_killed_run_resumes_without_redoing_videos(tmp_path, capsys):
+    """``score`` killed (SIGKILL) after its first video: the same command again (here in this
+    process, as ``python -m baglm_nb`` runs it) scores only the missing videos."""
+    from baglm_nb.apps.cli.main import main
+
     uids = ["cup", "Megamind_bugy", "box"]
     ann = write_annotations(tmp_path / "ann", uids)
-    cmd = [
-        sys.executable,
-        "-m",
-        "baglm_nb",
-        *score_argv(ann, tmp_path / "cache"),
-        "--batch-segments",
-        "1",
-    ]
+    argv = [*score_argv(ann, tmp_path / "cache"), "--batch-segments", "1"]
+    cmd = [sys.executable, "-m", "baglm_nb", *argv]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
     files: list[Path] = []
@@ -175,8 +173,9 @@ def test_killed_run_resumes_without_redoing_videos(tmp_path):
     stamps = {u: os.stat(cache.file(u)).st_mtime_ns for u in first}
     for u in first:
         cache.read_video(u)  # every file present is complete
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    summary = json.loads(out)
+    capsys.readouterr()
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
     assert summary["already_cached"] == len(first) and summary["scored"] == 3 - len(first)
     assert sorted(cache.uids()) == sorted(uids)
     assert {u: os.stat(cache.file(u)).st_mtime_ns for u in first} == stamps
