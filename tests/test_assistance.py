@@ -159,7 +159,7 @@ def test_quality_text_marks_a_missing_value():
 
 
 def test_correlated_observations_keep_the_signal_and_correlate_the_noise():
-    from baglm_nb.core.simulate import ILLUSTRATIVE_NOISE_CORR
+    from baglm_nb.core.simulate import ILLUSTRATIVE_NOISE_CORR, PINNED_NOISE_CORR
 
     (plain,) = sources.observations_for(["coin"], {}, limit=3)
     (corr,) = assistance.correlated_observations(["coin"], ILLUSTRATIVE_NOISE_CORR, limit=3)
@@ -168,8 +168,9 @@ def test_correlated_observations_keep_the_signal_and_correlate_the_noise():
     uid = plain.videos[0].uid
     assert corr.vsg[uid].shape == plain.vsg[uid].shape
     assert not np.array_equal(corr.vsg[uid], plain.vsg[uid])
-    (zero,) = assistance.correlated_observations(["coin"], 0.0, limit=3)
-    assert np.array_equal(zero.vsg[uid], plain.vsg[uid])
+    # the default twin is the pinned one: its own correlation gives its own observations
+    (same,) = assistance.correlated_observations(["coin"], PINNED_NOISE_CORR, limit=3)
+    assert np.array_equal(same.vsg[uid], plain.vsg[uid])
 
 
 def test_lag_lines_take_the_palette_hues(table):

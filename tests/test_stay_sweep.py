@@ -160,7 +160,7 @@ def test_follows_defaults_are_what_it_runs_with(monkeypatch):
     monkeypatch.setattr(session, "run_follow", lambda args, scorer: used.append(args) or 0)
     for extra in ([], ["--lag-segments", "0"], ["--threshold", "0.5"]):
         assert main(["follow", "--replay", "simulated", *extra, "--", "uid"]) == 0
-    runs = [(a.threshold, a.patience, a.smoothing_lag) for a in used]
+    runs = [(c.threshold, c.patience_segments, c.lag_segments) for c in used]
     threshold, patience, lag = stay.FOLLOW_ANNOUNCEMENT
     assert runs == [(threshold, patience, lag), (threshold, patience, 0), (0.5, patience, lag)]
     assert stay.FOLLOW_ANNOUNCEMENT != stay.PREVIOUS_ANNOUNCEMENT

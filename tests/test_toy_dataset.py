@@ -285,7 +285,7 @@ def test_toy_dataset_passes_through_every_notebooks_tables(toy):
     sweep = stay.stay_table(["simulated:iid"], ["toy"], deps, [0.0, 0.5]).frame
     assert set(sweep["dataset"]) == {name} and len(stay.stay_view(sweep)) == len(sweep)
     grid = stay.announcement_grid(obs, deps, thresholds=(0.3, 0.5), patiences=(1,), lags=(0,))
-    settings = {"current": stay.CURRENT_ANNOUNCEMENT, "chosen": stay.choose_announcement(grid)}
+    settings = {"previous": stay.PREVIOUS_ANNOUNCEMENT, "chosen": stay.choose_announcement(grid)}
     assert len(stay.announcement_table(observations, deps, settings).frame) == 2
     # the notebooks' figures of these tables draw the toy too
     duration = tables["duration"]

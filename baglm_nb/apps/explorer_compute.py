@@ -20,7 +20,7 @@ from baglm_nb.core import sources
 from baglm_nb.core.evaluation import video_hits
 from baglm_nb.core.observations import Observations
 from baglm_nb.core.pipeline import run_baglm
-from baglm_nb.core.simulate import SimulationParams, per_second, simulate_video
+from baglm_nb.core.simulate import SimulationParams, default_params, per_second, simulate_video
 from baglm_nb.inputs.datasets import Video
 
 __all__ = ["VideoResult", "binarise", "compute_video", "format_recall", "video_recall"]
@@ -83,7 +83,7 @@ def compute_video(
         Per-second observation rows (a score cache); without them the video is simulated
         with ``params`` (label ``simulated``).
     params : SimulationParams, optional
-        Simulation parameters (default: the calibrated CPU default); their
+        Simulation parameters (default: the default twin's for the video's dataset); their
         ``segment_duration`` is also the segment length for ``stepping="segment"``.
     label : str
         The source label of ``rows``.
@@ -101,7 +101,7 @@ def compute_video(
         float64 only). Recorded in the result.
     """
     start = time.perf_counter()
-    params = SimulationParams() if params is None else params
+    params = default_params(video.dataset) if params is None else params
     if rows is None:
         vsg, progress = per_second(simulate_video(video, params))
         label = "simulated"
