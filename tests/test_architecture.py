@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import re
 from pathlib import Path
@@ -34,6 +35,13 @@ def test_stable_import_paths(module):
         assert getattr(home, name) is obj and home.__name__ != module  # a re-export
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The parsed source of ``path``, parsed once for all the tests of this file (read-only:
+    no test changes a tree)."""
+    return ast.parse(path.read_text())
+
+
 def _rel(path: Path) -> str:
     return str(path.relative_to(PACKAGE.parent))
 
@@ -43,14 +51,14 @@ def test_modules_are_small_and_documented():
         _rel(p): n for p in MODULES if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
     }
     assert not too_long, f"modules over {MAX_MODULE_LINES} lines: {too_long}"
-    undocumented = [_rel(p) for p in MODULES if not ast.get_docstring(ast.parse(p.read_text()))]
+    undocumented = [_rel(p) for p in MODULES if not ast.get_docstring(_tree(p))]
     assert not undocumented, f"modules without a docstring: {undocumented}"
 
 
 def test_functions_are_short():
     long = {}
     for path in MODULES:
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 n = node.end_lineno - node.lineno + 1
                 if n > MAX_FUNCTION_LINES:
@@ -90,7 +98,7 @@ def test_paper_values_are_not_copied_into_code():
     for path in MODULES:
         if path.name == "paper.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.Constant) and isinstance(node.value, float):
                 if node.value in HEADLINE:
                     copies.append(f"{_rel(path)}:{node.lineno}")
@@ -127,7 +135,7 @@ def _import_graph() -> dict[str, dict[str, int]]:
     graph: dict[str, dict[str, int]] = {}
     for name, path in paths.items():
         edges = graph.setdefault(name, {})
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             for target in _imported(node, name, path.name == "__init__.py"):
                 if target in paths and target != name:
                     edges.setdefault(target, node.lineno)
@@ -351,7 +359,7 @@ def test_importing_changes_no_global_state():
     constant (``.setflags(write=False)``) is allowed."""
     calls = []
     for path in MODULES:
-        for node in ast.parse(path.read_text()).body:
+        for node in _tree(path).body:
             targets = node.targets if isinstance(node, ast.Assign) else []
             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
                 func = node.value.func
@@ -365,7 +373,7 @@ def test_importing_changes_no_global_state():
 def _imports_of(path: Path) -> set[str]:
     """The ``baglm_nb`` modules one module imports, function-level imports included."""
     out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("baglm_nb"):
             out |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
         elif isinstance(node, ast.Import):
@@ -398,7 +406,7 @@ def test_served_model_strings_are_recognised_in_one_place():
     found = [
         f"{_rel(p)}:{node.lineno}"
         for p in MODULES
-        for node in ast.walk(ast.parse(p.read_text()))
+        for node in ast.walk(_tree(p))
         if isinstance(node, ast.Constant) and node.value == "openai:"
     ]
     assert [f.split(":")[0] for f in found] == ["baglm_nb/models/served.py"], found
@@ -414,7 +422,7 @@ def test_scorer_and_engine_parameters_are_typed():
     is untyped or typed ``Any``."""
     loose = []
     for path in MODULES:
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for a in [*node.args.args, *node.args.kwonlyargs]:
                     if a.arg in ("deps", "scores", "source", "scorer", "engine", "backend") and (
@@ -495,7 +503,7 @@ def _cache_opens(path: Path) -> list[int]:
     """Lines of ``path`` that call ``ScoreCache.open`` or ``DependencyCache.open``."""
     return [
         node.lineno
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in ast.walk(_tree(path))
         if isinstance(node, ast.Attribute)
         and node.attr == "open"
         and isinstance(node.value, ast.Name)
@@ -532,7 +540,7 @@ def _calls(path: Path, names: tuple[str, ...]) -> list[int]:
     """Lines of ``path`` that call a name of ``names`` (``f(...)`` or ``x.f(...)``)."""
     return [
         node.lineno
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in ast.walk(_tree(path))
         if isinstance(node, ast.Call)
         and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) in names
     ]
@@ -568,7 +576,7 @@ def test_only_cli_main_maps_errors_to_exit_codes():
     for path in _cli_modules():
         if path.name == "main.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             text = None
             if isinstance(node, ast.Name) and node.id == "SystemExit":
                 text = "SystemExit"
@@ -592,7 +600,7 @@ def test_server_flags_are_declared_once():
 def _modules_imported_by(path: Path) -> set[str]:
     """The modules ``path`` imports, at any level."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.ImportFrom):
             names.add(node.module or "")
         elif isinstance(node, ast.Import):
@@ -654,7 +662,7 @@ def test_only_cli_main_turns_a_signal_into_an_exit_status():
     for path in MODULES:
         if _rel(path) == "baglm_nb/apps/cli/main.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             plus_128 = isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)
             plus_128 = plus_128 and 128 in [
                 getattr(x, "value", None) for x in (node.left, node.right)
@@ -674,7 +682,7 @@ def test_apps_online_has_no_import_circle():
     for path in package.glob("*.py"):
         graph[path.stem] = {
             node.module.rsplit(".", 1)[1]
-            for node in ast.walk(ast.parse(path.read_text()))
+            for node in ast.walk(_tree(path))
             if isinstance(node, ast.ImportFrom)
             and (node.module or "").startswith("baglm_nb.apps.online.")
         }
@@ -751,7 +759,7 @@ def _vocabulary_copies(path: Path, vocabularies) -> list[str]:
     """Where ``path`` writes >= 2 names of one vocabulary outside its home: a literal
     collection, a dict literal's keys (but in the paper's record), or a help string."""
     rel = _rel(path) if path.is_relative_to(PACKAGE.parent) else path.name
-    tree = ast.parse(path.read_text())
+    tree = _tree(path)
     copies = []
     for lineno, names in _string_collections(tree, dict_keys=rel != PAPER_RECORD):
         for what, (vocabulary, home) in vocabularies.items():
@@ -794,7 +802,7 @@ def test_no_code_branches_on_a_dataset_name():
 
     branches = []
     for path in MODULES:
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.Compare):
                 for side in (node.left, *node.comparators):
                     if isinstance(side, ast.Constant) and side.value in DATASETS:
