@@ -92,6 +92,16 @@ if [[ -n "${PARAMS_FILE:-}" && ! -f "$PARAMS_FILE" ]]; then
 fi
 [[ -n "${PARAMS_FILE:-}" ]] && PARAMS_FILE="$(realpath "$PARAMS_FILE")"
 
+# papermill's own command line, in a Python process that skips the IRI grammar jsonschema would
+# compile at import (baglm_nb.apps.render.skip_iri_grammar; the render verb skips it too).
+run_papermill() {
+    python -c 'import sys
+from baglm_nb.apps.render import skip_iri_grammar
+skip_iri_grammar()
+from papermill.cli import papermill
+sys.exit(papermill(prog_name="papermill"))' "$@"
+}
+
 n=${#notebooks[@]}
 i=0
 t_all=$SECONDS
@@ -137,7 +147,7 @@ for nb in "${notebooks[@]}"; do
     index=$(next_index)
     echo "[$index/$total] $name (elapsed $(elapsed))"
     t0=$SECONDS
-    if ! papermill "$nb" "$out" -k python3 --cwd "$outdir" --no-progress-bar \
+    if ! run_papermill "$nb" "$out" -k python3 --cwd "$outdir" --no-progress-bar \
         --log-level WARNING "${params[@]}" "${extra[@]}" >"$log" 2>&1; then
         echo "[$index/$total] $name FAILED after $((SECONDS - t0)) s (elapsed $(elapsed))"
         echo "---- papermill output ----" >&2

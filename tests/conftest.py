@@ -14,11 +14,17 @@ import os
 import pytest
 import torch
 
+from baglm_nb.apps.render import skip_iri_grammar
+
 SETUP_HINT = "`make setup` installs everything the test suite needs"
 
 # Figures are drawn headless in every test (baglm_nb sets no backend at import); the notebooks'
 # runner sets its own (scripts/run_notebooks.sh).
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+# Test modules import papermill and nbformat: like the notebooks' runner, without the IRI grammar
+# that jsonschema would compile at import (no notebook schema uses it).
+skip_iri_grammar()
 
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     # Parallel workers (make test): one compute thread each, and in the processes they start,

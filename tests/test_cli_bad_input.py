@@ -303,27 +303,12 @@ def test_check_parameters_returns_the_parameters_not_what_ipython_adds():
 
 
 def test_a_notebook_run_with_a_wrong_parameter_type_names_it(tmp_path):
+    from test_notebooks import papermill_cli  # papermill's command line, in this process
+
     notebook = ROOT / "notebooks" / "03_main_results.ipynb"
-    done = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "papermill"),
-            str(notebook),
-            str(tmp_path / "out.ipynb"),
-            "-k",
-            "python3",
-            "--cwd",
-            str(tmp_path),
-            "--no-progress-bar",
-            "-p",
-            "limit",
-            "five",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=280,
-    )
-    assert done.returncode != 0
-    assert "ValueError: notebook parameter limit='five': expected a whole number >= 1" in (
-        done.stderr
-    )
+    argv = [str(notebook), str(tmp_path / "out.ipynb"), "-k", "python3", "--cwd", str(tmp_path),
+            "--no-progress-bar", "-p", "limit", "five"]  # fmt: skip
+    status, last = papermill_cli(argv)
+    assert status != 0
+    assert "ValueError: notebook parameter limit='five': expected a whole number >= 1" in last
     assert not list(tmp_path.glob("*.csv"))  # stopped before any work

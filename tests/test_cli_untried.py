@@ -237,13 +237,12 @@ def test_two_processes_writing_one_cache_at_once(verb, tmp_path, stub):
 
 
 def test_papermill_with_a_folder_that_does_not_exist_names_the_parameter(tmp_path):
-    out = tmp_path / "out.ipynb"
-    cmd = [sys.executable, "-m", "papermill", str(ROOT / "notebooks" / "03_main_results.ipynb"),
-           str(out), "-p", "scores", "/nonexistent", "--cwd", str(ROOT / "notebooks")]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-    assert proc.returncode != 0
-    last = [line for line in proc.stderr.splitlines() if line.strip()][-1]
+    from test_notebooks import papermill_cli  # papermill's command line, in this process
+
+    argv = [str(ROOT / "notebooks" / "03_main_results.ipynb"), str(tmp_path / "out.ipynb"),
+            "-p", "scores", "/nonexistent", "--cwd", str(ROOT / "notebooks")]  # fmt: skip
+    status, last = papermill_cli(argv, PYTHONPATH=str(ROOT))
+    assert status != 0
     assert last == (
         "ValueError: notebook parameter scores='/nonexistent': no such folder '/nonexistent' "
         "(nor a named setting such as 'simulated' or 'oracle')"

@@ -25,6 +25,8 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 #: Small parameters per notebook, and the files each must write into its working folder.
 #: Notebooks 02-06 keep their default datasets and sources (small limits only), so that their
 #: tables have the columns of the full run: ``tests/test_page_widths.py`` measures these pages.
+#: Two videos per dataset (``limit``) is the least that still has a spread across videos: each
+#: table and figure goes through the code a full run does, only over fewer videos.
 SMALL = {
     "00_dataset_statistics": (
         {"datasets": ["coin"]},
@@ -45,7 +47,7 @@ SMALL = {
         ],
     ),
     "03_main_results": (
-        {"limit": 3},
+        {"limit": 2},
         [
             "main_results.csv",
             "main_results.md",
@@ -60,7 +62,7 @@ SMALL = {
         ],
     ),
     "04_ablations": (
-        {"limit": 3, "duration_limit": 2, "durations": [1, 2]},
+        {"limit": 2, "duration_limit": 2, "durations": [1, 2]},
         [
             "prior_ablation.csv",
             "prior_ablation.md",
@@ -77,7 +79,7 @@ SMALL = {
         ],
     ),
     "05_analysis": (
-        {"limit": 3, "signals": [1.0], "noise_levels": [0.0, 1.0], "sensitivity_limit": 2},
+        {"limit": 2, "signals": [1.0], "noise_levels": [0.0, 1.0], "sensitivity_limit": 2},
         [
             "sensitivity.csv",
             "sensitivity.md",
@@ -102,7 +104,7 @@ SMALL = {
         ],
     ),
     "06_localization": (
-        {"limit": 3},
+        {"limit": 2},
         [
             "localization.csv",
             "localization.md",
@@ -128,10 +130,10 @@ SMALL = {
     "09_assistance": (
         {
             "datasets": ["htstep", "coin"],
-            "limit": 3,
+            "limit": 2,
             "lags": [0, 2, None],
             "timeline_lag": 2,
-            "alert_limit": 3,
+            "alert_limit": 2,
             "stays": [0.0, 0.9],
             "announce_thresholds": [0.5, 0.7],
             "announce_patiences": [1, 2],
@@ -221,6 +223,26 @@ def render(notebook: Path, figures: Path, params: dict) -> Path:
     # run alone, the runner numbers its one notebook [1/1], at its start and its end
     assert done.stdout.count(f"[1/1] {notebook.name} ") == 2, done.stdout
     return figures / notebook.stem
+
+
+def papermill_cli(argv: list[str], **env: str) -> tuple[int, str]:
+    """papermill's command line (``papermill ARGV``) run in this process, with ``env`` set
+    for the run (its kernel is a process of its own): the exit status and the last line that
+    the uncaught error prints (a real process's last line of stderr), ``""`` with none.
+
+    In-process, the run skips starting Python and importing papermill again; what is tested,
+    the kernel's error as papermill reports it, is the same."""
+    import traceback
+
+    from click.testing import CliRunner
+    from papermill.cli import papermill
+
+    result = CliRunner().invoke(papermill, argv, env=env, prog_name="papermill")
+    error = result.exception
+    if error is None or isinstance(error, SystemExit):
+        return result.exit_code, ""
+    lines = "".join(traceback.format_exception_only(error)).splitlines()
+    return result.exit_code, [line for line in lines if line.strip()][-1]
 
 
 def notebook_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -423,7 +445,8 @@ def test_notebook_runs_on_small_parameters(notebook, tmp_path_factory):
         head = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
         ).stdout.strip()
-        assert summary["commit"] == head and summary["parameters"]["limit"] == 3
+        assert summary["commit"] == head
+        assert summary["parameters"]["limit"] == SMALL[notebook.stem][0]["limit"]
         assert summary["parameters"]["datasets"] == list(DATASETS)
         assert summary["parameters"]["deps"] == "simulated-llm:llama"
         assert summary["dependency_sources"] == ["simulated-llm:llama"]

@@ -18,9 +18,13 @@ notebook: ``python -m baglm_nb render figures/<stem>/<stem>.ipynb`` (the verb is
   Markdown formula stays as its TeX source). The page loads nothing from the network.
 - :func:`render` does all of this for a notebook file, in place, and writes ``<stem>.html``
   beside it.
+- :func:`skip_iri_grammar`: a process that only reads, runs and exports notebooks (the
+  runner's papermill and ``render``) imports jsonschema (through nbformat) without the grammar
+  that ``rfc3987_syntax`` compiles at import for jsonschema's ``iri`` format (seconds of CPU
+  each time, jsonschema issue 1392); a notebook's schema uses no such format.
 
 Exports :data:`WIDGET_VIEW`, :data:`INJECTED`, :func:`strip_widgets`, :func:`relative_paths`,
-:func:`format_parameters`, :func:`to_html` and :func:`render`.
+:func:`format_parameters`, :func:`to_html`, :func:`render` and :func:`skip_iri_grammar`.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import os
 import pprint
 import re
 import site
+import sys
 from pathlib import Path
 
 __all__ = [
@@ -39,6 +44,7 @@ __all__ = [
     "format_parameters",
     "relative_paths",
     "render",
+    "skip_iri_grammar",
     "strip_widgets",
     "to_html",
 ]
@@ -58,6 +64,18 @@ OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 """
+
+
+def skip_iri_grammar() -> None:
+    """Keep jsonschema, when this process first imports it, from loading ``rfc3987_syntax``.
+
+    That package compiles an IRI grammar (lark, Earley) at import, for jsonschema's ``iri`` and
+    ``iri-reference`` formats, which no notebook schema uses; jsonschema then leaves those two
+    formats unchecked, as it does when the package is not installed. A process that has
+    imported jsonschema already, or ``rfc3987_syntax`` itself, is left as it is.
+    """
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)  # None: "import rfc3987_syntax" fails
 
 
 def strip_widgets(nb) -> int:

@@ -25,6 +25,7 @@ written atomically (a family's file is named by a digest of its special tokens t
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import tempfile
 from pathlib import Path
@@ -102,19 +103,22 @@ def chatml(default_system: str, video: str, image: str) -> str:
 def qwen_bpe_file() -> Path:
     """Path of ``qwen.tiktoken`` inside the installed ``dashscope`` package.
 
+    The package is found, not imported (its ``__init__`` loads an HTTP client stack that the
+    file does not need).
+
     Raises
     ------
     ImportError
         If ``dashscope`` is not installed (``pip install dashscope``).
     """
-    try:
-        import dashscope
-    except ImportError as exc:  # pragma: no cover - depends on the environment
+    spec = importlib.util.find_spec("dashscope")
+    if spec is None or not spec.submodule_search_locations:
         raise ImportError(
             "building an offline Qwen tokenizer needs the 'dashscope' package, which ships "
             "qwen.tiktoken: pip install dashscope tiktoken"
-        ) from exc
-    path = Path(dashscope.__file__).resolve().parent / "resources" / "qwen.tiktoken"
+        )
+    folder = Path(next(iter(spec.submodule_search_locations))).resolve()
+    path = folder / "resources" / "qwen.tiktoken"
     if not path.is_file():  # pragma: no cover - depends on the package version
         raise FileNotFoundError(f"{path} not found in the installed dashscope package")
     return path

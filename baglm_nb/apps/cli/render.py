@@ -25,8 +25,9 @@ def register(verbs) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``render`` verb: render each notebook given, printing its HTML path."""
-    from baglm_nb.apps.render import render
+    from baglm_nb.apps.render import render, skip_iri_grammar
 
+    skip_iri_grammar()  # this process only reads and exports notebooks
     for name in args.notebooks:
         print(render(name))
     return 0
