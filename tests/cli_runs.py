@@ -1,12 +1,16 @@
 """The command line as the tests run it: :func:`run_cli` starts ``python -m baglm_nb`` in a new
-process, :func:`one_error_line` reads the one ``error:`` line of a run that failed
-(:func:`one_error`: of a run in this process), and :func:`follow_args` spells a
-``follow --replay`` command."""
+process (:func:`run_main`: the same in this process), :func:`one_error_line` reads the one
+``error:`` line of a run that failed (:func:`one_error`: of a run in this process), and
+:func:`follow_args` spells a ``follow --replay`` command."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,6 +23,32 @@ def run_cli(*argv: str, timeout: float = 300, **kw) -> subprocess.CompletedProce
     kw.setdefault("cwd", ROOT)
     cmd = [sys.executable, "-m", "baglm_nb", *argv]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def run_main(*argv: str) -> subprocess.CompletedProcess:
+    """``main(ARGV)`` in this process, as :func:`run_cli` reports a run (its exit status, its
+    stdout and stderr as text), without a new interpreter's imports: for tests of a verb's
+    behaviour, not of the process boundary (signals, a fresh shell, library warnings that a
+    process shows once). The warnings filters and the environment that ``main`` sets for
+    its run are restored."""
+    from baglm_nb.apps.cli.main import main
+
+    out, err, env = io.StringIO(), io.StringIO(), dict(os.environ)
+    try:
+        with (
+            warnings.catch_warnings(),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+        ):
+            try:
+                code = main(list(argv))
+            except SystemExit as exc:  # argparse's usage errors
+                code = exc.code
+    finally:
+        for name in set(os.environ) - set(env):
+            del os.environ[name]
+        os.environ.update(env)
+    return subprocess.CompletedProcess(["baglm_nb", *argv], code, out.getvalue(), err.getvalue())
 
 
 def one_error_line(stderr: str, *, other_lines: bool = False) -> str:

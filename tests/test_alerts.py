@@ -9,7 +9,7 @@ import zlib
 
 import numpy as np
 import pytest
-from cli_runs import follow_args, one_error_line, run_cli
+from cli_runs import follow_args, one_error_line, run_main
 
 from baglm_nb.analyses.alerts import alert_table, video_alerts
 from baglm_nb.analyses.mistakes import dependent_pairs, inject, mistakes_of
@@ -305,20 +305,20 @@ def test_alert_table_rows_are_what_their_items_give():
 
 @pytest.mark.parametrize("value", ["1.5", "-0.1", "nan"])
 def test_an_alert_threshold_outside_0_1_is_bad_input(value):
-    out = run_cli(*follow_args(UID, dataset="htstep", alert_threshold=value))
+    out = run_main(*follow_args(UID, dataset="htstep", alert_threshold=value))
     line = one_error_line(out.stderr)
     assert out.returncode == 2 and line.startswith("error: --alert-threshold") and value in line
 
 
 def test_alerts_asked_for_without_a_dependency_matrix_is_bad_input(tmp_path):
-    out = run_cli(*follow_args(UID, dataset="htstep", deps="none", alerts=True))
+    out = run_main(*follow_args(UID, dataset="htstep", deps="none", alerts=True))
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
         "error: --alerts needs a dependency matrix D, and --deps none gives no prerequisites"
     ]
     video = next(v for v in load_dataset("htstep") if v.uid == UID)
     task = tmp_path / "task.json"
     task.write_text(json.dumps({"goal": video.goal, "steps": list(video.steps)}))
-    out = run_cli(*follow_args(UID, dataset="htstep", task=task, alerts=True))
+    out = run_main(*follow_args(UID, dataset="htstep", task=task, alerts=True))
     assert out.returncode == 2 and "'dependency' field" in out.stderr
     zero = tmp_path / "zero.json"
     zero.write_text(
@@ -330,13 +330,13 @@ def test_alerts_asked_for_without_a_dependency_matrix_is_bad_input(tmp_path):
             }
         )
     )
-    out = run_cli(*follow_args(UID, dataset="htstep", task=zero, alerts=True))
+    out = run_main(*follow_args(UID, dataset="htstep", task=zero, alerts=True))
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
         f"error: --alerts needs a dependency matrix D, and the task file {zero} has no "
         "prerequisite in 'dependency' (all zero off the diagonal)"
     ]
     log = tmp_path / "events.jsonl"
-    out = run_cli(*follow_args(UID, dataset="htstep", task=task, jsonl=log))
+    out = run_main(*follow_args(UID, dataset="htstep", task=task, jsonl=log))
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("alerts: off") == 1 and "has no 'dependency' field" in out.stdout
     events = [json.loads(x)["event"] for x in log.read_text().splitlines()]
@@ -345,7 +345,7 @@ def test_alerts_asked_for_without_a_dependency_matrix_is_bad_input(tmp_path):
 
 def test_follow_writes_alert_events_printed_and_in_the_report(tmp_path):
     log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
-    out = run_cli(
+    out = run_main(
         *follow_args(UID, dataset="htstep", deps="simulated-llm:llama", jsonl=log, html=report)
     )
     assert out.returncode == 0, out.stderr
@@ -372,17 +372,17 @@ def test_follow_writes_alert_events_printed_and_in_the_report(tmp_path):
     task.write_text(
         json.dumps({"goal": video.goal, "steps": list(video.steps), "dependency": d.tolist()})
     )
-    out = run_cli(*follow_args(UID, dataset="htstep", task=task, jsonl=again))
+    out = run_main(*follow_args(UID, dataset="htstep", task=task, jsonl=again))
     assert out.returncode == 0 and "alerts: on" in out.stdout
     repeated = [json.loads(x) for x in again.read_text().splitlines()]
     assert [e for e in repeated if e["event"] == "alert"] == alerts
 
 
 def test_no_alerts_option_and_the_alerts_verb(tmp_path):
-    out = run_cli(*follow_args(UID, dataset="htstep", deps="simulated-llm:llama", alerts=False))
+    out = run_main(*follow_args(UID, dataset="htstep", deps="simulated-llm:llama", alerts=False))
     assert out.returncode == 0 and "alerts: off (--no-alerts)" in out.stdout
     assert "] alert: " not in out.stdout
-    out = run_cli(
+    out = run_main(
         "alerts",
         "--dataset",
         "htstep",
@@ -398,7 +398,7 @@ def test_no_alerts_option_and_the_alerts_verb(tmp_path):
     assert (tmp_path / "alerts.csv").is_file() and (tmp_path / "alerts.items.parquet").is_file()
     params = json.loads((tmp_path / "alerts.summary.json").read_text())["parameters"]
     assert params["limit"] == 3 and params["deps"] == ["oracle"]
-    bad = run_cli("alerts", "--alert-threshold", "2")
+    bad = run_main("alerts", "--alert-threshold", "2")
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         "error: --alert-threshold must be in [0, 1], got 2"
     ]

@@ -11,7 +11,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from busy_machine import machine_stretch
-from cli_runs import one_error_line, run_cli
+from cli_runs import one_error_line, run_cli, run_main
 from range_server import serve
 
 from baglm_nb.apps.online import follow
@@ -92,11 +91,14 @@ def test_follow_a_growing_file(scorer, tmp_path):
     live.write_bytes(data[: len(data) // 3])
 
     def record():
-        time.sleep(1.5)
+        time.sleep(0.8)
         with open(live, "ab") as f:
             f.write(data[len(data) // 3 :])
 
-    timeout = round(4.0 * machine_stretch(), 1)  # longer than the pause on a busy machine
+    # longer than the pause on a busy machine; the stall after the last frame is the test's
+    # wait, so it is kept short (the pause is still a wait at the file's end: the first third
+    # holds one segment, decoded and scored within it)
+    timeout = round(2.0 * machine_stretch(), 1)
     threading.Thread(target=record, daemon=True).start()
     ends: list[str] = []
     ests = list(
@@ -211,7 +213,13 @@ UID = "-25-1nbOki0"  # HT-Step, K = 10, six annotated steps
 
 
 def _cli(*args: str, **kw) -> subprocess.CompletedProcess:
+    """``python -m baglm_nb follow ARGS`` in a new process."""
     return run_cli("follow", *args, **kw)
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    """``follow ARGS`` in this process: the verb's behaviour, without a new interpreter."""
+    return run_main("follow", *args)
 
 
 def _announced(stdout: str) -> list[str]:
@@ -241,7 +249,7 @@ def _cells(page: str, table: str) -> list[list[str]]:
 
 def test_replay_simulated_shows_the_ground_truth_and_the_source(tmp_path, htstep_cache):
     report, log = tmp_path / "report.html", tmp_path / "events.jsonl"
-    out = _cli(
+    out = _run(
         "--replay",
         "simulated",
         "--dataset",
@@ -256,7 +264,7 @@ def test_replay_simulated_shows_the_ground_truth_and_the_source(tmp_path, htstep
     assert out.returncode == 0, out.stderr
     assert "status: 283 segments" in out.stdout and "replay of simulated scores" in out.stdout
     _, cache = htstep_cache  # simulating on demand = replaying the written cache
-    assert _announced(_cli("--replay", str(cache), "--", UID).stdout) == _announced(out.stdout)
+    assert _announced(_run("--replay", str(cache), "--", UID).stdout) == _announced(out.stdout)
 
     page = report.read_text()
     video = load_dataset("htstep")[0]
@@ -293,19 +301,19 @@ def test_replay_simulated_shows_the_ground_truth_and_the_source(tmp_path, htstep
 
 def test_replay_lists_the_videos_without_a_uid(htstep_cache):
     root, cache = htstep_cache
-    out = _cli("--replay", str(cache))
+    out = _run("--replay", str(cache))
     assert out.returncode == 0, out.stderr
     listed = [line.split()[0] for line in out.stdout.splitlines() if line.startswith("  ")]
     assert listed == [v.uid for v in load_dataset("htstep")[:2]]
-    coin = _cli("--replay", "simulated", "--dataset", "coin")
+    coin = _run("--replay", "simulated", "--dataset", "coin")
     lines = [line for line in coin.stdout.splitlines() if line.startswith("  ")]
     assert coin.returncode == 0 and len(lines) == len(load_dataset("coin"))
     assert lines[0].split() == ["xZecGPPhbHE", "K=3", "PutOnHairExtensions"]
-    bare = _cli("--replay")
+    bare = _run("--replay")
     assert bare.returncode == 0
     for name in ("htstep", "crosstask", "ego4d_goalstep", "coin"):
         assert f"  {name}: " in bare.stdout
-    above = _cli("--replay", str(root / "scores" / "htstep"), "--", UID)  # a folder above it
+    above = _run("--replay", str(root / "scores" / "htstep"), "--", UID)  # a folder above it
     assert above.returncode == 0 and "status: 283 segments" in above.stdout
 
 
@@ -324,14 +332,14 @@ def test_replay_lists_the_videos_without_a_uid(htstep_cache):
 def test_bad_input_is_one_clear_line(args, names, tmp_path, htstep_cache):
     _, cache = htstep_cache
     fill = {"tmp": str(tmp_path), "cache": str(cache)}
-    out = _cli(*[a.format(**fill) for a in args])
+    out = _run(*[a.format(**fill) for a in args])
     assert out.returncode == 2, out.stdout + out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr
     for name in names:
         assert name.format(**fill) in lines[0]
     if "missing" in args[1]:  # --debug shows the traceback
-        debug = _cli("--debug", *[a.format(**fill) for a in args])
+        debug = _run("--debug", *[a.format(**fill) for a in args])
         assert debug.returncode == 2 and "Traceback" in debug.stderr
 
 
@@ -350,19 +358,11 @@ def test_the_readme_follow_commands_run_as_written(tmp_path):
 
     commands = _readme_follow_commands()
     assert len(commands) >= 3 and sum("--replay" in c for c in commands) >= 3
-    prepare = [
-        sys.executable,
-        "-m",
-        "baglm_nb",
-        "simulate",
-        "--dataset",
-        "htstep",
-        "--limit",
-        "1",
-        "--cache-root",
-        "data/cache",
-    ]
-    subprocess.run(prepare, cwd=tmp_path, check=True, capture_output=True, timeout=180)
+    # the set-up, in this process (the README's commands are what runs as written): its
+    # --cache-root made absolute, where the folder's data/cache is
+    prepare = ["simulate", "--dataset", "htstep", "--limit", "1"]
+    made = run_main(*prepare, "--cache-root", str(tmp_path / "data" / "cache"))
+    assert made.returncode == 0, made.stderr
     for command in commands:
         argv = shlex.split(command)[3:]
         args = build_parser().parse_args(argv)
@@ -523,11 +523,13 @@ def test_a_growing_mpegts_remux_is_followed_like_its_mp4(
 
     def record():  # the rest in two parts, cut inside packets
         for part in (data[len(data) // 3 : 2 * len(data) // 3], data[2 * len(data) // 3 :]):
-            time.sleep(1.2)
+            time.sleep(0.7)
             with open(live, "ab") as f:
                 f.write(part)
 
-    timeout = round(3.0 * machine_stretch(), 1)  # longer than the pauses on a busy machine
+    # longer than the pauses on a busy machine (the stall after the last frame is the test's
+    # wait, so it is kept short)
+    timeout = round(1.8 * machine_stretch(), 1)
     threading.Thread(target=record, daemon=True).start()
     ends: list[str] = []
     ests = list(
@@ -545,11 +547,11 @@ def test_replay_of_a_named_twin():
     refused in one line."""
     from baglm_nb.core.simulate import DEFAULT_TWIN, TWINS
 
-    out = {t: _cli("--replay", f"simulated:{t}", "--dataset", "htstep", "--", UID) for t in TWINS}
+    out = {t: _run("--replay", f"simulated:{t}", "--dataset", "htstep", "--", UID) for t in TWINS}
     for twin, run in out.items():
         assert run.returncode == 0, run.stderr
         assert f"replay of simulated:{twin} scores" in run.stdout
-    default = _cli("--replay", "simulated", "--dataset", "htstep", "--", UID)
+    default = _run("--replay", "simulated", "--dataset", "htstep", "--", UID)
     assert _announced(default.stdout) == _announced(out[DEFAULT_TWIN].stdout)
-    bad = _cli("--replay", "simulated:sticky", "--dataset", "htstep", "--", UID)
+    bad = _run("--replay", "simulated:sticky", "--dataset", "htstep", "--", UID)
     assert bad.returncode == 2 and "error: scores 'simulated:sticky'" in bad.stderr

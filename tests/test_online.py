@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+from cli_runs import run_main
 
 from baglm_nb.apps.online import replay
 from baglm_nb.apps.online.report import RunReport, render_html
@@ -148,14 +149,13 @@ def test_cli_replay_writes_log_and_report(tmp_path):
     video = load_dataset("htstep")[0]
     cache = write_simulated_cache("htstep", tmp_path, videos=[video])
     log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
-    run = subprocess.run(
-        _follow_cmd(
+    # in this process (the verb's output; test_cli_ctrl_c_keeps_a_complete_log runs a process)
+    run = run_main(
+        *_follow_cmd(
             cache, video.uid, "--jsonl", str(log), "--html", str(report), "--threshold", "0.5"
-        ),
-        check=True,
-        capture_output=True,
-        text=True,
+        )[3:]
     )
+    assert run.returncode == 0, run.stderr
     out = run.stdout
     assert run.stderr == ""  # nothing but the announcements, on stdout
     events = [json.loads(x) for x in log.read_text().splitlines()]
@@ -194,7 +194,7 @@ def test_cli_ctrl_c_keeps_a_complete_log(tmp_path):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not log.exists() or len(log.read_text()) < 10):
         time.sleep(0.2)
-    time.sleep(2.5)
+    time.sleep(0.5)  # a line logged, the next one on its way: Ctrl-C mid-run
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted (Ctrl-C)" in out

@@ -220,12 +220,10 @@ def test_localize_names_the_stay(capsys):
 def test_follow_replay_with_a_stay(tmp_path):
     """The banner, the report's title and banner name the stay; the announcements are the
     online grounder's on the mixed transitions; --stay 0 is the paper's run."""
-    import subprocess
-    import sys
+    from cli_runs import run_main
 
-    def follow(*extra):
-        cmd = [sys.executable, "-m", "baglm_nb", *FOLLOW, *extra, "--", UID]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    def follow(*extra):  # in this process: the verb's output, without a new interpreter
+        out = run_main(*FOLLOW, *extra, "--", UID)
         assert out.returncode == 0, out.stderr
         return out.stdout
 
