@@ -52,6 +52,7 @@ NOTEBOOK_RUN_TESTS = (
     "tests/test_notebooks.py::test_notebook_runs_on_small_parameters",
     "tests/test_page_widths.py::test_no_table_is_wider_than_the_page_column",
     "tests/test_browser.py::test_shared_pages_fit_the_column",
+    "tests/test_browser.py::test_notebook_08_html_shows_its_figure",
 )
 
 #: The groups that take longest, started first so that the two workers end together; the

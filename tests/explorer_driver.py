@@ -4,10 +4,12 @@ Shared by the browser tests and ``benchmarks/explorer_latency.py``:
 
 * :func:`make_lab`: runs ``make lab`` (the repository's own target) on a free 127.0.0.1 port with
   a known token, in its own process group, Jupyter's config, data and runtime folders in a
-  temporary folder (no user settings, no news pop-up); yields the URL ``make lab`` printed for
+  temporary folder (no user settings, no news pop-up, a read-only extension manager, no
+  language-server scan); yields the URL ``make lab`` printed for
   the explorer and the log; stops the server (and its kernels) on exit.
-* :func:`open_explorer`: opens that URL, runs all cells from the Lab's Run menu (accepting any
-  kernel dialog), and waits for the belief views and the R@1 line.
+* :func:`open_explorer`: opens that URL, clears the outputs and runs all cells from the Lab's
+  menus (:func:`run_all`, accepting any kernel dialog), and waits for the belief views and the
+  R@1 line.
 * :func:`timed_change`: the milliseconds from a user's input (key, click or menu choice) to the
   updated belief image painted: the ``img.baglm-plot`` element gets a new ``src``, the image is
   decoded, and two animation frames pass (the second runs after the frame that shows it).
@@ -99,9 +101,11 @@ def make_lab(tmp: Path, *, lab_dir: str | None = None, repo: Path = ROOT):
     news = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     news.parent.mkdir(parents=True, exist_ok=True)
     news.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    # no extension manager querying PyPI, no scan for language servers: neither is the explorer
     args = (
         f"--IdentityProvider.token={token} --LabApp.user_settings_dir={settings} "
-        f"--LabApp.workspaces_dir={tmp / 'workspaces'}"
+        f"--LabApp.workspaces_dir={tmp / 'workspaces'} --LabApp.extension_manager=readonly "
+        "--LanguageServerManager.autodetect=False"
     )
     command = ["make", "--no-print-directory", "-C", str(repo), "lab", f"LAB_PORT={port}"]
     command.append(f"LAB_ARGS={args}")
@@ -119,7 +123,7 @@ def make_lab(tmp: Path, *, lab_dir: str | None = None, repo: Path = ROOT):
             if proc.poll() is not None or time.monotonic() > deadline:
                 text = log_path.read_text(errors="replace")[-4000:]
                 raise RuntimeError(f"make lab did not answer on {base}:\n{text}")
-            time.sleep(0.5)
+            time.sleep(0.2)
         text = log_path.read_text(errors="replace")
         printed = re.search(
             r"the explorer is (http://127\.0\.0\.1:\d+/lab/tree/explore\.ipynb)", text
@@ -154,8 +158,22 @@ def _accept_dialogs(page, until: str, timeout_s: float) -> None:
         accept = page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept")
         if accept.count():
             accept.first.click()
-        time.sleep(0.5)
+        time.sleep(0.2)
     raise TimeoutError(f"{until!r} did not appear in {timeout_s} s")
+
+
+def _menu(page, menu: str, command: str) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text=menu).first.click()
+    page.locator(f"li.lm-Menu-item[data-command='{command}']").click()
+
+
+def run_all(page) -> None:
+    """Edit > Clear Outputs of All Cells, then Run > Run All Cells: the views waited for are
+    the new run's, never those of a saved session whose kernel still runs (``make lab`` keeps
+    one kernel per notebook)."""
+    _menu(page, "Edit", "editmenu:clear-all")
+    page.wait_for_function("() => !document.querySelector('.baglm-explorer')")
+    _menu(page, "Run", "runmenu:run-all")
 
 
 def open_explorer(page, url: str) -> None:
@@ -163,8 +181,7 @@ def open_explorer(page, url: str) -> None:
     page.goto(url)
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=SERVER_TIMEOUT_S * 1000)
     _accept_dialogs(page, until="#jp-main-statusbar >> text=Idle", timeout_s=SERVER_TIMEOUT_S)
-    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-    page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
+    run_all(page)
     _accept_dialogs(page, until="img.baglm-plot", timeout_s=RUN_TIMEOUT_S)
     page.wait_for_function(
         "() => { const r = document.querySelector('.baglm-recall');"

@@ -1,21 +1,23 @@
 """The rendered views in a real browser: Playwright driving Debian's chromium.
 
-* The explorer: starts JupyterLab on 127.0.0.1 (a random free port, a token, no browser of its
-  own) in a temporary root holding a copy of ``notebooks/explore.ipynb``; opens it with
-  Playwright (``executable_path`` = the system chromium, no browser download), runs all cells
-  from the Lab's Run menu, waits for the widget, checks that every control has a tooltip (no
-  ``null``), that the controls line up, that each disabled one says why, and that each enabled
-  one changes the plot or the R@1 line. Screenshots: ``tests/artifacts/explorer.png`` (as it
-  opens) and ``explorer_changed.png`` (after every control was changed).
-* ``make lab`` as a user runs it (``tests/explorer_driver.py``): the URL it prints opens the
-  explorer; a slider change replaces the belief image and the settings title; saving the
-  notebook leaves ``git status --porcelain`` unchanged (the session lands in the ignored
-  ``lab/``). Screenshot: ``tests/artifacts/explorer_make_lab.png``.
+* The explorer: JupyterLab as ``make lab`` starts it (``tests/explorer_driver.py``: on
+  127.0.0.1, a free port, a token, no browser of its own; one server for the file's two
+  explorer tests, ``made_lab``); the URL it prints opened with Playwright (``executable_path``
+  = the system chromium, no browser download), outputs cleared and all cells run from the Lab's
+  menus; waits for the widget, checks that every control has a tooltip (no ``null``), that the
+  controls line up, that each disabled one says why, and that each enabled one changes the
+  plot or the R@1 line. Screenshots: ``tests/artifacts/explorer.png`` (as it opens) and
+  ``explorer_changed.png`` (after every control was changed).
+* ``make lab`` as a user runs it: the URL it prints opens the explorer; a slider change
+  replaces the belief image and the settings title; saving the notebook leaves
+  ``git status --porcelain`` unchanged (the session lands in the ignored ``lab/``).
+  Screenshot: ``tests/artifacts/explorer_make_lab.png``.
 * A ``follow`` report of a replayed dataset video (``-25-1nbOki0``, simulated on demand): the
   source in the title and a simulated banner, the ground-truth table with per-step hit/miss, the
   belief views. Screenshot: ``tests/artifacts/follow_report.png``.
-* Notebook 08 executed (papermill) and converted to HTML (nbconvert): its belief figure is an
-  image, not the text ``<Figure size ...>``. Screenshot: ``tests/artifacts/08_qualitative.png``.
+* Notebook 08 executed (papermill; the run that ``tests/test_notebooks.py`` checks) and
+  converted to HTML (nbconvert): its belief figure is an image, not the text
+  ``<Figure size ...>``. Screenshot: ``tests/artifacts/08_qualitative.png``.
 * The shared pages of notebooks 01, 07 and 08 (``scripts/run_notebooks.sh`` on small
   parameters; the runs that ``tests/test_notebooks.py`` checks, one per test session): no table
   wider than the page's column and no code or text line cut off (:mod:`browser_checks`).
@@ -29,20 +31,13 @@ Needs the ``playwright`` Python package and ``apt-get install -y chromium`` (bot
 from __future__ import annotations
 
 import json
-import os
-import secrets
-import shutil
-import socket
 import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 from browser_checks import launch, open_page, screenshot, wide_code, wide_tables
-from test_notebooks import check_shareable, rendered
+from test_notebooks import SMALL, check_shareable, rendered
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -52,90 +47,22 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 SERVER_TIMEOUT, RUN_TIMEOUT, CHANGE_TIMEOUT = 90, 240, 90
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+@pytest.fixture(scope="module")
+def made_lab(tmp_path_factory):
+    """``make lab`` as a user runs it (its own ``lab/`` folder), one server for this file's
+    explorer tests: ``(explorer URL with token, make's log, git status and the tracked
+    notebook's bytes from before ``make lab`` started)``. Each test opens the URL in its own
+    browser; the kernel is the notebook's session, shared (its imports done once)."""
+    from explorer_driver import make_lab
+
+    tracked = (ROOT / "notebooks" / "explore.ipynb").read_bytes()
+    before = _git_status()
+    with make_lab(tmp_path_factory.mktemp("make_lab")) as (url, log):
+        yield url, log, before, tracked
 
 
-def _get(url: str, token: str, method: str = "GET") -> int:
-    req = urllib.request.Request(url, method=method, headers={"Authorization": f"token {token}"})
-    with urllib.request.urlopen(req, timeout=5) as resp:
-        return resp.status
-
-
-@pytest.fixture
-def lab(tmp_path):
-    """A JupyterLab server on 127.0.0.1 whose root holds a copy of explore.ipynb."""
-    root = tmp_path / "root"
-    root.mkdir()
-    shutil.copy(ROOT / "notebooks" / "explore.ipynb", root / "explore.ipynb")
-    settings = tmp_path / "settings"
-    news = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    news.parent.mkdir(parents=True)
-    news.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    token, port = secrets.token_hex(16), _free_port()
-    env = dict(os.environ)
-    share = Path(sys.prefix) / "share" / "jupyter"  # the venv's kernelspec and labextensions
-    env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(share), env.get("JUPYTER_PATH")]))
-    for name, sub in (
-        ("JUPYTER_CONFIG_DIR", "config"),
-        ("JUPYTER_DATA_DIR", "data"),
-        ("JUPYTER_RUNTIME_DIR", "runtime"),
-        ("IPYTHONDIR", "ipython"),
-    ):
-        env[name] = str(tmp_path / sub)
-    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    cmd = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
-        "--no-browser",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}",
-        "--ServerApp.open_browser=False",
-        f"--LabApp.user_settings_dir={settings}",
-        f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
-    ]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        cmd.append("--ServerApp.allow_root=True")  # CI runs as root
-    log = open(tmp_path / "jupyterlab.log", "wb")  # closed in the finally clause
-    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + SERVER_TIMEOUT
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"JupyterLab exited ({proc.returncode}):\n" + _tail(tmp_path))
-            try:
-                if _get(f"{base}/api/status", token) == 200:
-                    break
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not start in {SERVER_TIMEOUT} s:\n" + _tail(tmp_path))
-            time.sleep(0.5)
-        yield base, token, tmp_path
-    finally:
-        try:
-            _get(f"{base}/api/shutdown", token, method="POST")  # also stops the kernels
-            proc.wait(timeout=30)
-        except (urllib.error.URLError, OSError, subprocess.TimeoutExpired):
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
-
-
-def _tail(tmp_path: Path) -> str:
-    path = tmp_path / "jupyterlab.log"
-    return path.read_text(errors="replace")[-4000:] if path.exists() else ""
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-4000:] if log.exists() else ""
 
 
 def _accept_dialogs(page, until: str, timeout: float) -> None:
@@ -147,7 +74,7 @@ def _accept_dialogs(page, until: str, timeout: float) -> None:
         accept = page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept")
         if accept.count():
             accept.first.click()
-        time.sleep(0.5)
+        time.sleep(0.2)
     raise TimeoutError(f"{until!r} did not appear in {timeout} s")
 
 
@@ -157,16 +84,15 @@ def _browser(pw):
     return launch(pw)
 
 
-def _open_explorer(page, base: str, token: str, tmp_path: Path) -> None:
+def _open_explorer(page, url: str, log: Path) -> None:
     """Open explore.ipynb in the Lab, run all cells, wait for the plot and the R@1 line."""
+    from explorer_driver import run_all
     from playwright import sync_api
 
-    page.goto(f"{base}/lab/tree/explore.ipynb?token={token}")
+    page.goto(url)
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=SERVER_TIMEOUT * 1000)
     _accept_dialogs(page, until="#jp-main-statusbar >> text=Idle", timeout=SERVER_TIMEOUT)
-    # Run > Run All Cells (the Lab command runmenu:run-all).
-    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-    page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
+    run_all(page)  # Edit > Clear Outputs of All Cells, Run > Run All Cells
     try:
         _accept_dialogs(page, until="img.baglm-plot", timeout=RUN_TIMEOUT)
         page.wait_for_function(
@@ -178,7 +104,7 @@ def _open_explorer(page, base: str, token: str, tmp_path: Path) -> None:
     except (sync_api.TimeoutError, TimeoutError):
         page.screenshot(path=str(ARTIFACTS / "explorer.png"))
         outputs = page.locator(".jp-OutputArea").all_inner_texts()
-        pytest.fail(f"the explorer did not render; outputs: {outputs}\n" + _tail(tmp_path))
+        pytest.fail(f"the explorer did not render; outputs: {outputs}\n" + _tail(log))
 
 
 #: The explorer's controls in the order the test changes them (the dataset last: it resets).
@@ -257,16 +183,32 @@ def _check_tooltips_and_alignment(page) -> dict[str, str]:
     return tips
 
 
-def test_explorer_in_jupyterlab(lab):
+def _settled(page, timeout_s: float = CHANGE_TIMEOUT) -> None:
+    """Wait until the kernel is idle and the views stay as they are for a few polls: the
+    recomputes that queued key presses started are done, so the next change starts afresh."""
+    deadline, last, same = time.monotonic() + timeout_s, None, 0
+    while same < 3:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the explorer did not settle in {timeout_s} s")
+        time.sleep(0.1)
+        now = (_state(page), page.locator("#jp-main-statusbar >> text=Idle").count())
+        same = same + 1 if now == last and now[1] else 0
+        last = now
+
+
+def test_explorer_in_jupyterlab(made_lab):
+    """The explorer, opened from the URL ``make lab`` printed: tooltips, alignment, every
+    enabled control changes the plot or the R@1 line. Screenshots: ``explorer.png`` (as it
+    opens) and ``explorer_changed.png`` (after every control was changed)."""
     from playwright import sync_api
 
-    base, token, tmp_path = lab
+    url, log, _, _ = made_lab
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as pw:
         browser = _browser(pw)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1300})
-            _open_explorer(page, base, token, tmp_path)
+            _open_explorer(page, url, log)
             explorer = page.locator(".baglm-explorer")
             explorer.scroll_into_view_if_needed()
             explorer.screenshot(path=str(ARTIFACTS / "explorer.png"))  # as it opens
@@ -294,7 +236,7 @@ def test_explorer_in_jupyterlab(lab):
                     arg=list(before),
                     timeout=CHANGE_TIMEOUT * 1000,
                 )
-                time.sleep(1.0)  # let queued recomputes (key presses) settle
+                _settled(page)  # queued recomputes (key presses) done
                 assert _state(page) != before, name
                 changed.append(name)
             assert set(changed) >= {
@@ -317,15 +259,15 @@ def test_explorer_in_jupyterlab(lab):
     assert (ARTIFACTS / "explorer.png").stat().st_size > 0
 
 
-def test_follow_report_in_chromium(tmp_path):
-    """The report of one HT-Step video: source, ground truth, per-step hit/miss, views."""
+def test_follow_report_in_chromium(tmp_path, capsys, monkeypatch):
+    """The report of one HT-Step video: source, ground truth, per-step hit/miss, views. The
+    verb runs in this process (the report is what is checked, not the process boundary)."""
     from playwright import sync_api
 
+    from baglm_nb.apps.cli.main import main
+
     report = tmp_path / "report.html"
-    cmd = [
-        sys.executable,
-        "-m",
-        "baglm_nb",
+    argv = [
         "follow",
         "--replay",
         "simulated",
@@ -336,7 +278,12 @@ def test_follow_report_in_chromium(tmp_path):
         "--",
         "-25-1nbOki0",
     ]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    for name, value in (
+        ("TRANSFORMERS_VERBOSITY", "error"),
+        ("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1"),
+    ):
+        monkeypatch.setenv(name, value)  # what the verb sets, undone after the test
+    assert main(argv) == 0, capsys.readouterr().err[-2000:]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as pw:
         browser = _browser(pw)
@@ -368,26 +315,22 @@ def test_follow_report_in_chromium(tmp_path):
             browser.close()
 
 
-def test_notebook_08_html_shows_its_figure(tmp_path):
-    """Notebook 08 executed and converted to HTML carries its belief figure as an image."""
-    import papermill
+@pytest.mark.parametrize("stem", ["08_qualitative"])  # its run's group (conftest.py)
+def test_notebook_08_html_shows_its_figure(stem, tmp_path, tmp_path_factory):
+    """Notebook 08 executed (papermill: the run that ``tests/test_notebooks.py`` checks, on its
+    small parameters, ``rendered``) and converted to HTML by nbconvert (``--to html``'s
+    exporter) carries its belief figure as an image, one per video."""
+    from nbconvert import HTMLExporter
     from playwright import sync_api
 
-    executed = tmp_path / "08_qualitative.ipynb"
-    papermill.execute_notebook(
-        str(ROOT / "notebooks" / "08_qualitative.ipynb"),
-        str(executed),
-        parameters={"videos": {"htstep": ["-25-1nbOki0"]}},
-        cwd=str(tmp_path),
-        kernel_name="python3",
-        progress_bar=False,
-    )
-    cmd = [sys.executable, "-m", "nbconvert", "--to", "html", str(executed)]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
-    page_path = executed.with_suffix(".html")
-    text = page_path.read_text()
+    folder = rendered(stem, tmp_path_factory)
+    videos = [(d, uid) for d, uids in SMALL[stem][0]["videos"].items() for uid in uids]
+    text, _ = HTMLExporter().from_filename(str(folder / f"{stem}.ipynb"))
+    page_path = tmp_path / f"{stem}.html"
+    page_path.write_text(text)
     assert "&lt;Figure size" not in text and "<Figure size" not in text
-    assert (tmp_path / "qualitative_htstep_-25-1nbOki0.png").stat().st_size > 10_000
+    for dataset, uid in videos:
+        assert (folder / f"qualitative_{dataset}_{uid}.png").stat().st_size > 10_000
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as pw:
         browser = _browser(pw)
@@ -395,7 +338,7 @@ def test_notebook_08_html_shows_its_figure(tmp_path):
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(page_path.resolve().as_uri())
             widths = page.eval_on_selector_all("img", "els => els.map(e => e.naturalWidth)")
-            assert len(widths) == 1 and widths[0] >= 1000  # the belief figure, as PNG
+            assert len(widths) == len(videos) and min(widths) >= 1000  # belief figures, PNG
             page.screenshot(path=str(ARTIFACTS / "08_qualitative.png"), full_page=True)
         finally:
             browser.close()
@@ -428,20 +371,19 @@ def _git_status() -> str:
     ).stdout
 
 
-def test_make_lab_opens_the_explorer_updates_in_place_and_leaves_git_clean(tmp_path):
+def test_make_lab_opens_the_explorer_updates_in_place_and_leaves_git_clean(made_lab):
     """``make lab`` as a user runs it (its own ``lab/`` folder): the URL it prints opens the
     explorer; running it, moving the signal slider (the belief image is replaced, the settings
     title follows, the legend band stays) and saving the notebook (Ctrl+S, as autosave would)
     leave ``git status --porcelain`` as it was (clean on a clean checkout) and
     notebooks/explore.ipynb byte for byte unchanged; the session lands in lab/explore.ipynb.
     Screenshot: ``tests/artifacts/explorer_make_lab.png``."""
-    from explorer_driver import make_lab, open_explorer, press_slider, timed_change
+    from explorer_driver import open_explorer, press_slider, timed_change
     from playwright import sync_api
 
-    tracked = (ROOT / "notebooks" / "explore.ipynb").read_bytes()
-    before = _git_status()
+    url, _log, before, tracked = made_lab  # git status and the notebook before make lab ran
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with make_lab(tmp_path) as (url, _log), sync_api.sync_playwright() as pw:
+    with sync_api.sync_playwright() as pw:
         assert "/lab/tree/explore.ipynb?token=" in url
         browser = _browser(pw)
         try:
@@ -463,11 +405,14 @@ def test_make_lab_opens_the_explorer_updates_in_place_and_leaves_git_clean(tmp_p
                 path=str(ARTIFACTS / "explorer_make_lab.png")
             )
             page.locator(".jp-NotebookPanel").first.click()
+            saving = time.time()
             page.keyboard.press("Control+s")
             page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
         finally:
             browser.close()
-    saved = json.loads((ROOT / "lab" / "explore.ipynb").read_text())
+    session = ROOT / "lab" / "explore.ipynb"
+    assert session.stat().st_mtime >= saving - 1  # this save wrote it (1 s: file times)
+    saved = json.loads(session.read_text())
     assert any(c.get("outputs") for c in saved["cells"])  # the session was saved, in lab/
     assert (ROOT / "notebooks" / "explore.ipynb").read_bytes() == tracked
     assert _git_status() == before
