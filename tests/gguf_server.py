@@ -100,7 +100,7 @@ class ServerProcess:
                         return self
             except (urllib.error.URLError, OSError):
                 pass
-            time.sleep(0.25)
+            time.sleep(0.05)
         self.kill()
         raise RuntimeError(f"gguf_server.py not ready after {timeout:.0f} s:\n{self.tail()}")
 

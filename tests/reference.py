@@ -31,15 +31,25 @@ def in_truth(video: Video, row: int, step: int) -> bool:
 
 
 def reference_pairs(video: Video, beliefs: np.ndarray) -> list[tuple[int, bool]]:
-    """``(step, hit)`` of every evaluable step of one video, in step order."""
+    """``(step, hit)`` of every evaluable step of one video, in step order.
+
+    The rows are scanned as :func:`in_truth` reads them, over the step's own segments (the
+    segments of other steps never match), and the beliefs compared as Python floats (exact for
+    float32 and float64 values): the same loops, without K x T x segments calls."""
     rows = len(beliefs)
+    values = np.asarray(beliefs).tolist()
     out = []
     for step in range(video.num_steps):
-        if not any(in_truth(video, t, step) for t in range(rows)):
+        spans = [
+            (math.floor(seg.start), math.ceil(seg.end))
+            for seg in video.segments
+            if seg.step_index == step
+        ]
+        if not any(lo <= t <= hi for t in range(rows) for lo, hi in spans):
             continue
         best = 0
         for t in range(1, rows):
-            if beliefs[t][step] > beliefs[best][step]:
+            if values[t][step] > values[best][step]:
                 best = t
         out.append((step, in_truth(video, best, step)))
     return out

@@ -67,6 +67,22 @@ def servers(tmp_path):
         s.kill()
 
 
+#: The API key of the module's shared server (:func:`shared_server`).
+RIGHT_KEY = "sk-right-baglm-0d3b"
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory):
+    """One server with an API key for the tests that neither kill nor restart it."""
+    if SERVER_MISSING:
+        pytest.fail(SERVER_MISSING + " (or make setup)")
+    server = Server(tmp_path_factory.mktemp("deps-server") / "server.log", RIGHT_KEY)
+    try:
+        yield server.wait_ready()
+    finally:
+        server.kill()
+
+
 def videos(*groups: tuple[str, list[str]]) -> list[Video]:
     return [
         Video("toy", f"v-{g}", g, g, GOAL, GOAL, tuple(steps), (), 1.0, 100, 100.0)
@@ -80,9 +96,9 @@ def backend(url: str, *, timeout: float = 60.0, backoff: float = 0.2, **kw) -> O
     return OpenAIBackend("smollm2", connection=conn, **kw)
 
 
-def test_normal_run(servers, tmp_path, monkeypatch):
-    monkeypatch.setenv(KEY_ENV, "no-key-needed")
-    server = servers()
+def test_normal_run(shared_server, tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, RIGHT_KEY)
+    server = shared_server
     steps = ["Boil the water.", "Pour the water into the cup."]
     b = backend(server.url, chunk_size=4)
     summary = dep.build_dependencies(
@@ -95,10 +111,11 @@ def test_normal_run(servers, tmp_path, monkeypatch):
     assert cache.key == DependencyKey("toy", "smollm2", "prereq-v1+nosys")
     # orientation: D[i, j] is the answer for (target i, prerequisite j), asked on its own
     assert d[1, 0] == pytest.approx(b.score(GOAL, [(steps[1], steps[0])])[0], abs=1e-6)
-    # a second run reuses the stored group without asking the server
-    server.kill()
+    # a second run reuses the stored group without asking a server: its URL has none
+    gone = backend(f"http://127.0.0.1:{free_port()}/v1", chunk_size=4)
+    assert (gone.name, gone.prompt_version) == (b.name, b.prompt_version)
     again = dep.build_dependencies(
-        "toy", b, tmp_path / "cache", videos=videos(("tea", steps)), show_progress=False
+        "toy", gone, tmp_path / "cache", videos=videos(("tea", steps)), show_progress=False
     )
     assert again["reused"] == ["tea"] and not again["computed"]
 
@@ -193,10 +210,10 @@ def test_server_killed_mid_run_then_resume(servers, tmp_path, monkeypatch):
     assert not list((cache.path / "partial").glob("*.parquet"))
 
 
-def test_wrong_key_is_a_clear_error_without_the_key(servers, tmp_path, monkeypatch, caplog):
+def test_wrong_key_is_a_clear_error_without_the_key(shared_server, tmp_path, monkeypatch, caplog):
     wrong = "sk-WRONG-baglm-7c1f9e42d5"
-    right = "sk-right-baglm-0d3b"
-    server = servers(api_key=right)
+    right = RIGHT_KEY
+    server = shared_server
     monkeypatch.setenv(KEY_ENV, wrong)
     caplog.set_level(logging.DEBUG)
     b = backend(server.url)

@@ -99,6 +99,13 @@ def llama(module_llama):
     return module_llama
 
 
+@pytest.fixture(scope="module")
+def twin():
+    """The GGUF's local twin (3 vision layers), built once for the tests that compare with it
+    (they only read it)."""
+    return make_random_scorer("qwen2_5_vl", vision_layers=3)
+
+
 @pytest.fixture
 def key(monkeypatch):
     monkeypatch.setenv(KEY_ENV, KEY)
@@ -110,10 +117,10 @@ def served(url: str, **kw) -> ServedScorer:
     return ServedScorer(MODEL, connection=conn, **kw)
 
 
-def test_text_prompt_matches_transformers_token_for_token(llama, key):
+def test_text_prompt_matches_transformers_token_for_token(llama, key, twin):
     """The same weights, local (transformers) and served: the rendered prompt, its tokens and
     the logprobs of every option label and digit (text prompts: the image paths differ)."""
-    local = make_random_scorer("qwen2_5_vl", vision_layers=3)
+    local = twin
     labels = local.labels(len(STEPS) + 1)
     questions, _, _ = build_questions(
         GOAL,
@@ -300,7 +307,7 @@ def test_labels_refuses_a_label_of_two_tokens_with_its_ids(llama, key):
     assert lab.token_id("A") == 32 and lab.token_id("AZ") == 23563  # one token each
 
 
-def test_fingerprint_follows_the_served_model(llama, key):
+def test_fingerprint_follows_the_served_model(llama, key, twin):
     """The served fingerprint digests /v1/models' description of the GGUF (its path, size,
     parameter count) and the strategy; the two tiny local Qwen2.5-VL twins differ too."""
     a, b = served(llama.url, strategy="labels"), served(llama.url, strategy="full-vocab")
@@ -309,8 +316,8 @@ def test_fingerprint_follows_the_served_model(llama, key):
     assert "n_ctx" not in meta["meta"]  # a launch setting, not the weights
     assert a.fingerprint == served(llama.url, strategy="labels").fingerprint
     assert a.fingerprint != b.fingerprint
-    two = make_random_scorer("qwen2_5_vl")  # 2 vision layers
-    three = make_random_scorer("qwen2_5_vl", vision_layers=3)  # the GGUF export's twin
+    two = make_random_scorer("qwen2_5_vl", twin.tokenizer)  # 2 vision layers
+    three = twin  # the GGUF export's twin
     assert two.model_id == three.model_id and two.fingerprint != three.fingerprint
 
 
@@ -359,7 +366,7 @@ def local_image_logprobs(local, scorer: ServedScorer, question: str, frames, ans
     return np.array([lp[local.tokenizer.convert_tokens_to_ids(a)].item() for a in answers]), ids
 
 
-def test_images_served_against_local_on_the_same_weights(llama, key):
+def test_images_served_against_local_on_the_same_weights(llama, key, twin):
     """The same weights (the GGUF's twin: 3 vision layers) and the same frames, at a size that
     is the processor's own (multiples of 28: nothing is resized on either side), each frame an
     image on both sides; the options (A-C) and the digits (0-9) of a progress question.
@@ -370,7 +377,7 @@ def test_images_served_against_local_on_the_same_weights(llama, key):
     cause is not found (README, served section); :data:`IMAGE_TOL` bounds it. The
     2-vision-layer model that shared the GGUF's model id before fingerprints has other weights
     altogether (differences above 1 even without images)."""
-    local = make_random_scorer("qwen2_5_vl", vision_layers=3)
+    local = twin
     scorer = served(llama.url, strategy="labels", concurrency=1, cache_prompt=False, pixels=None)
     options = get_prompt("vsg").format(goal=GOAL, choices=format_choices(STEPS, ["A", "B", "C"]))
     questions, _, _ = build_questions(

@@ -8,6 +8,7 @@ carry ``label="random-init"`` and must never be presented as a real model's scor
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,15 @@ def _tiny_config(
     return family_spec(family).tiny_config(tokenizer, text, vis, vision_layers, vheads, image_size)
 
 
+@cache
+def _family_tokenizer(family: str) -> Any:
+    """The offline tokenizer of ``family``, loaded once per process and shared by its tiny
+    models (scorers only read their tokenizer, and loading one is slow)."""
+    from baglm_nb.models.tokenizers import build_tokenizer
+
+    return build_tokenizer(family_spec(family))
+
+
 def make_random_scorer(
     family: str,
     tokenizer: Any | None = None,
@@ -72,7 +82,7 @@ def make_random_scorer(
     stays labelled. The vocabulary is
     the tokenizer's (default: the offline Qwen BPE tokenizer of
     :func:`baglm_nb.models.tokenizers.build_tokenizer` with the special tokens and chat template
-    of the family's spec).
+    of the family's spec, loaded once per process and shared by the family's tiny models).
 
     Parameters
     ----------
@@ -91,9 +101,7 @@ def make_random_scorer(
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}; use one of {FAMILIES}")
     if tokenizer is None:
-        from baglm_nb.models.tokenizers import build_tokenizer
-
-        tokenizer = build_tokenizer(family_spec(family))
+        tokenizer = _family_tokenizer(family)
     cfg = _tiny_config(
         family,
         len(tokenizer),
