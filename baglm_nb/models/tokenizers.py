@@ -25,6 +25,7 @@ written atomically (a family's file is named by a digest of its special tokens t
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import tempfile
 from pathlib import Path
@@ -107,14 +108,16 @@ def qwen_bpe_file() -> Path:
     ImportError
         If ``dashscope`` is not installed (``pip install dashscope``).
     """
-    try:
-        import dashscope
-    except ImportError as exc:  # pragma: no cover - depends on the environment
+    # found, not imported: importing dashscope (an API client) costs about a second of CPU in
+    # every process that builds a tiny model, and only its data file is needed
+    spec = importlib.util.find_spec("dashscope")
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover - environment
         raise ImportError(
             "building an offline Qwen tokenizer needs the 'dashscope' package, which ships "
             "qwen.tiktoken: pip install dashscope tiktoken"
-        ) from exc
-    path = Path(dashscope.__file__).resolve().parent / "resources" / "qwen.tiktoken"
+        )
+    package = Path(next(iter(spec.submodule_search_locations)))
+    path = package.resolve() / "resources" / "qwen.tiktoken"
     if not path.is_file():  # pragma: no cover - depends on the package version
         raise FileNotFoundError(f"{path} not found in the installed dashscope package")
     return path
