@@ -48,8 +48,9 @@ from baglm_nb.apps.cli.main import main  # noqa: E402
 from baglm_nb.inputs.datasets import Segment, Video, load_dataset  # noqa: E402
 from baglm_nb.inputs.video import probe  # noqa: E402
 from baglm_nb.models import dependencies as dep  # noqa: E402
-from baglm_nb.models.llm_local import load_smollm2  # noqa: E402
-from baglm_nb.models.ray_pool import RayOptions  # noqa: E402
+from baglm_nb.models.gguf import convert_gguf  # noqa: E402
+from baglm_nb.models.llm_local import TransformersBackend, smollm2_gguf  # noqa: E402
+from baglm_nb.models.ray_pool import RayOptions, RayPool  # noqa: E402
 from baglm_nb.models.scoring import ScorerSpec, make_scorer, score_dataset  # noqa: E402
 from baglm_nb.stores.dependencies import DependencyCache  # noqa: E402
 from baglm_nb.stores.scores import ScoreCache  # noqa: E402
@@ -296,19 +297,28 @@ def test_killed_driver_resumes_and_the_cache_equals_the_local_engine(cluster, re
 @dataclasses.dataclass(frozen=True)
 class KillingSpec(ScorerSpec):
     """The tiny model, but its worker kills itself (SIGKILL) when it starts a video whose goal
-    is in ``kill``, on that video's first ``kill[goal]`` attempts (counted in ``folder``)."""
+    is in ``kill``, on that video's first ``kill[goal]`` attempts (counted in ``folder``).
+
+    The model is loaded on the worker's first batch that is not killed: a worker that dies
+    mid-video dies the same way with or without a model in memory, and each killed worker then
+    costs its process start only. ``identity`` (model id, label) is the tiny model's, taken in
+    the test process, so every worker reports it before loading anything."""
 
     kill: tuple[tuple[str, int], ...] = ()
     folder: str = ""
+    identity: tuple[str, str] = ("", "")
 
     def __call__(self):
-        return _Killing(super().__call__(), dict(self.kill), Path(self.folder))
+        with open(Path(self.folder) / "workers", "a") as f:  # one line per worker built
+            f.write(f"{os.getpid()}\n")
+        return _Killing(functools.partial(ScorerSpec.__call__, self), self)
 
 
 class _Killing:
-    def __init__(self, scorer, kill: dict[str, int], folder: Path) -> None:
-        self.scorer, self.kill, self.folder, self.seen = scorer, kill, folder, set()
-        self.model_id, self.label = scorer.model_id, scorer.label
+    def __init__(self, build, spec: KillingSpec) -> None:
+        self.build, self.scorer, self.seen = build, None, set()
+        self.kill, self.folder = dict(spec.kill), Path(spec.folder)
+        self.model_id, self.label = spec.identity
 
     def score_segments(self, frames, goal, steps, **options):
         if goal in self.kill and goal not in self.seen:  # the first batch of this attempt
@@ -318,6 +328,9 @@ class _Killing:
             tries = len((self.folder / f"{goal}.attempts").read_text().splitlines())
             if tries <= self.kill[goal]:
                 os.kill(os.getpid(), signal.SIGKILL)
+        if self.scorer is None:
+            self.scorer = self.build()
+            assert (self.scorer.model_id, self.scorer.label) == (self.model_id, self.label)
         return self.scorer.score_segments(frames, goal, steps, **options)
 
 
@@ -326,10 +339,22 @@ def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
 ):
     goals = {"cup": "killed once", "Megamind_bugy": "always killed"}
     ann = write_annotations(tmp_path / "ann", goals)
+    scorer = make_scorer(MODEL)  # the local engine's, for the comparison below
     spec = KillingSpec(
-        MODEL, kill=(("killed once", 1), ("always killed", 99)), folder=str(tmp_path)
+        MODEL,
+        kill=(("killed once", 1), ("always killed", 99)),
+        folder=str(tmp_path),
+        identity=(scorer.model_id, scorer.label),
     )
     monkeypatch.setattr("baglm_nb.apps.cli.score.scorer_spec", lambda args: spec)
+    starts = []
+    start = RayPool._start
+
+    def counted(pool):
+        starts.append(1)
+        start(pool)
+
+    monkeypatch.setattr(RayPool, "_start", counted)
     rc = main(
         [
             *score_argv(ann, tmp_path / "cache", model=MODEL),
@@ -350,6 +375,10 @@ def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
     for goal in ("killed once", "always killed"):
         pids = (tmp_path / f"{goal}.attempts").read_text().split()
         assert len(pids) == len(set(pids)) == 2
+    # 2 workers and 3 deaths: the last death leaves no video waiting for a worker (a
+    # replacement per death would start 5), so at most 2 replacements were started
+    assert 3 <= len(starts) <= 4, starts
+    assert len((tmp_path / "workers").read_text().split()) <= len(starts)
     cache = ScoreCache.open(summary["cache"])
     assert cache.uids() == ["cup"]
     failures = json.loads((Path(summary["cache"]) / "failures.json").read_text())
@@ -360,7 +389,7 @@ def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
     local = score_dataset(
         "coin",
         CLIPS,
-        make_scorer(MODEL),
+        scorer,
         root=tmp_path / "local",
         videos=[video],
         show_progress=False,
@@ -467,12 +496,43 @@ def _video(uid: str, group: str, steps: list[str]) -> Video:
     return Video("toy", uid, group, group, "Make tea", "Make tea", tuple(steps), seg, 1.0, 10, 10.0)
 
 
-def test_deps_on_ray_equal_the_local_matrices(cluster, tmp_path):
+@pytest.fixture(scope="module")
+def tiny_llm(tmp_path_factory) -> Path:
+    """A folder of a tiny random-init LLM of SmolLM2's architecture, with SmolLM2's real
+    tokenizer and chat template: it loads and scores through the same
+    ``TransformersBackend.from_pretrained`` path as the real model, in a fraction of its load
+    and forward time (the Ray path does not depend on the model's size; ``load_smollm2`` itself
+    is tested in test_dependencies.py)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    real = convert_gguf(smollm2_gguf())
+    config = AutoConfig.from_pretrained(real)
+    config.update(
+        {
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 8,
+        }
+    )
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-llm")
+    AutoModelForCausalLM.from_config(config).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(real).save_pretrained(folder)
+    return folder
+
+
+def test_deps_on_ray_equal_the_local_matrices(cluster, tiny_llm, tmp_path):
     videos = [
         _video("v1", "tea", ["Boil the water.", "Pour the water into the cup.", "Add milk."]),
         _video("v2", "toast", ["Slice the bread.", "Toast the bread."]),
     ]
-    factory = functools.partial(load_smollm2, batch_size=4)
+    factory = functools.partial(
+        TransformersBackend.from_pretrained, tiny_llm, name="tiny-smollm2", batch_size=4
+    )
     local = dep.build_dependencies(
         "toy", factory, tmp_path / "local", videos=videos, show_progress=False
     )

@@ -15,7 +15,8 @@ Faults:
   restarts or retries anything behind the driver's back (a restarting actor would fail its
   calls at once). Its item is retried on a fresh worker until it has been tried
   ``max_attempts`` times, then recorded as ``"worker died 3 times (...)"``: a poison item never
-  loops;
+  loops. A dead worker is replaced only while more items wait than workers are idle or
+  starting (none is started just to load its model and be released);
 * a worker whose factory raises (weights missing, ...) stops the run with
   :class:`WorkerStartError`, and so do ``max_attempts`` workers in a row that die while starting;
 * any other exception raised by a task stops the run, as it would in the local engine.
@@ -255,13 +256,16 @@ class RayPool:
         )
         self._starting[actor.ready.remote()] = actor
 
-    def _replace(self, actor: Any) -> None:
-        """Kill a dead (or doomed) actor for good and start a fresh one in its place."""
+    def _replace(self, actor: Any, needed: bool = True) -> None:
+        """Kill a dead (or doomed) actor for good and start a fresh one in its place, unless
+        ``needed`` is false (the waiting items have workers already: a new one would only load
+        its model to be released)."""
         try:
             _ray().kill(actor, no_restart=True)
         except Exception:  # noqa: BLE001 - already gone
             pass
-        self._start()
+        if needed:
+            self._start()
 
     # -- readiness --------------------------------------------------------------------------
     def _on_ready(self, ref: Any) -> None:
@@ -343,9 +347,11 @@ class RayPool:
             try:
                 result = ray.get(ref)
             except deaths as exc:
-                self._replace(actor)
-                if attempts[key] < self.options.max_attempts:
+                retry = attempts[key] < self.options.max_attempts
+                if retry:
                     pending.appendleft((key, payload))
+                self._replace(actor, needed=len(pending) > len(self._starting) + len(self._idle))
+                if retry:
                     continue
                 n = attempts[key]
                 yield Outcome(key, None, f"worker died {n} times (last: {_reason(exc)})", n)
