@@ -1,10 +1,13 @@
 """The command line as the tests run it: :func:`run_cli` starts ``python -m baglm_nb`` in a new
-process, :func:`one_error_line` reads the one ``error:`` line of a run that failed
+process (:func:`run_main`: the same verb in this process, for tests of a verb's behaviour rather
+than of the process), :func:`one_error_line` reads the one ``error:`` line of a run that failed
 (:func:`one_error`: of a run in this process), and :func:`follow_args` spells a
 ``follow --replay`` command."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +22,32 @@ def run_cli(*argv: str, timeout: float = 300, **kw) -> subprocess.CompletedProce
     kw.setdefault("cwd", ROOT)
     cmd = [sys.executable, "-m", "baglm_nb", *argv]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def run_main(capsys, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """:func:`run_cli`'s result for ``main(ARGV)`` run in this process: its status as the
+    ``returncode``, what it printed (read from ``capsys``, which it empties) as ``stdout`` and
+    ``stderr``. ``env``: variables set for the run. The environment, the working folder and
+    the signal handlers are restored afterwards (a verb may change them)."""
+    from baglm_nb.apps.cli.main import main
+
+    capsys.readouterr()  # what the test printed before is not the verb's
+    environ, cwd = dict(os.environ), os.getcwd()
+    handlers = {n: signal.getsignal(n) for n in (signal.SIGINT, signal.SIGTERM)}
+    os.environ.update(env or {})
+    try:
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code if isinstance(exc.code, int) else 1
+        out = capsys.readouterr()
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+        os.chdir(cwd)
+        for n, handler in handlers.items():
+            signal.signal(n, handler)
+    return subprocess.CompletedProcess(["main", *argv], code, out.out, out.err)
 
 
 def one_error_line(stderr: str, *, other_lines: bool = False) -> str:
