@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from cli_runs import run_cli
+from cli_runs import run_main
 
 from baglm_nb.analyses.simulation_check import (
     CHECK_GROUPS,
@@ -90,7 +90,7 @@ def test_order_of_and_held_out_of():
     assert held_out_of("simulated-llm:gpt:held-out") is None and held_out_of("oracle") is None
 
 
-def test_calibrate_prints_the_stored_default_and_its_recall():
+def test_calibrate_prints_the_stored_default_and_its_recall(capsys):
     """The calibration finds the stored signal again and the stored signal's R@1 is within the
     tolerance of the paper's; computed values are read from the output and compared with
     tolerances (their last digits may differ between CPUs), the stored and the paper's values
@@ -99,7 +99,9 @@ def test_calibrate_prints_the_stored_default_and_its_recall():
 
     from baglm_nb.inputs.datasets import dataset_spec
 
-    out = run_cli("calibrate", "--dataset", "coin", "--twin", "iid", check=True).stdout
+    done = run_main(capsys, "calibrate", "--dataset", "coin", "--twin", "iid")  # in-process
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     stored, target = dataset_spec("coin").calibrated_signal, paper_value("off_the_shelf", "coin")
     found = re.search(
         r"\[iid twin\] \[simulated\] calibration on coin: signal = ([\d.]+) gives", out
@@ -117,8 +119,10 @@ def test_calibrate_prints_the_stored_default_and_its_recall():
     assert "iid: all within the tolerances (1/1)" in out
 
 
-def test_calibrate_stored_reports_both_twins_fit():
-    out = run_cli("calibrate", "--stored", "--dataset", "htstep", check=True).stdout
+def test_calibrate_stored_reports_both_twins_fit(capsys):
+    done = run_main(capsys, "calibrate", "--stored", "--dataset", "htstep")  # in-process
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     for twin in ("iid", "pinned"):
         assert f"stored {twin} twin" in out
         for k in ("@0.3", "@0.5", "@0.7"):
@@ -128,10 +132,12 @@ def test_calibrate_stored_reports_both_twins_fit():
     assert "[iid twin]" not in out  # nothing fitted
 
 
-def test_sim_check_prints_the_tables_and_both_twins_errors():
+def test_sim_check_prints_the_tables_and_both_twins_errors(capsys):
     from baglm_nb.core.simulate import DEFAULT_TWIN
 
-    out = run_cli("sim-check", "--dataset", "htstep", "coin", "--limit", "4", check=True).stdout
+    done = run_main(capsys, "sim-check", "--dataset", "htstep", "coin", "--limit", "4")
+    assert done.returncode == 0, done.stderr  # the verb, in this process
+    out = done.stdout
     assert (
         f"**BaGLM's gain beside the paper's (twin: {DEFAULT_TWIN}, the default) (simulated "
         "observations, not a real model)**"
