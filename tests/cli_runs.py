@@ -1,13 +1,15 @@
 """The command line as the tests run it: :func:`run_cli` starts ``python -m baglm_nb`` in a new
-process (:func:`run_main`: the same in this process), :func:`one_error_line` reads the one
-``error:`` line of a run that failed (:func:`one_error`: of a run in this process), and
-:func:`follow_args` spells a ``follow --replay`` command."""
+process (:func:`run_main`: the same verb in this process, for tests of a verb's behaviour rather
+than of the process), :func:`one_error_line` reads the one ``error:`` line of a run that failed
+(:func:`one_error`: of a run in this process), and :func:`follow_args` spells a
+``follow --replay`` command."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import os
+import signal
 import subprocess
 import sys
 import warnings
@@ -25,15 +27,19 @@ def run_cli(*argv: str, timeout: float = 300, **kw) -> subprocess.CompletedProce
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
 
 
-def run_main(*argv: str) -> subprocess.CompletedProcess:
+def run_main(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``main(ARGV)`` in this process, as :func:`run_cli` reports a run (its exit status, its
     stdout and stderr as text), without a new interpreter's imports: for tests of a verb's
     behaviour, not of the process boundary (signals, a fresh shell, library warnings that a
-    process shows once). The warnings filters and the environment that ``main`` sets for
-    its run are restored."""
+    process shows once). ``env``: variables set for the run. The environment, the working
+    folder, the SIGINT/SIGTERM handlers and the warnings filters are restored afterwards (a
+    verb may change them)."""
     from baglm_nb.apps.cli.main import main
 
-    out, err, env = io.StringIO(), io.StringIO(), dict(os.environ)
+    out, err = io.StringIO(), io.StringIO()
+    environ, cwd = dict(os.environ), os.getcwd()
+    handlers = {n: signal.getsignal(n) for n in (signal.SIGINT, signal.SIGTERM)}
+    os.environ.update(env or {})
     try:
         with (
             warnings.catch_warnings(),
@@ -43,11 +49,13 @@ def run_main(*argv: str) -> subprocess.CompletedProcess:
             try:
                 code = main(list(argv))
             except SystemExit as exc:  # argparse's usage errors
-                code = exc.code
+                code = exc.code if isinstance(exc.code, int) else 1
     finally:
-        for name in set(os.environ) - set(env):
-            del os.environ[name]
-        os.environ.update(env)
+        os.environ.clear()
+        os.environ.update(environ)
+        os.chdir(cwd)
+        for n, handler in handlers.items():
+            signal.signal(n, handler)
     return subprocess.CompletedProcess(["baglm_nb", *argv], code, out.getvalue(), err.getvalue())
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from authors_files import write_authors_files
-from cli_runs import one_error_line, run_cli
+from cli_runs import one_error_line, run_main
 from test_scoring import CLIPS, STEPS, scorer, write_annotations  # noqa: F401 (a fixture)
 
 from baglm_nb.core import sources
@@ -32,9 +31,16 @@ from baglm_nb.stores.provenance import (
 from baglm_nb.stores.scores import ScoreCache
 
 
-def cli(data: Path, *args: str) -> subprocess.CompletedProcess:
-    """``python -m baglm_nb ARGS`` reading the annotations under ``data`` (BAGLM_DATA_DIR)."""
-    return run_cli(*args, env={**os.environ, "BAGLM_DATA_DIR": str(data)})
+@pytest.fixture
+def cli():
+    """``cli(data, *ARGS)``: ``python -m baglm_nb ARGS`` reading the annotations under ``data``
+    (BAGLM_DATA_DIR), run in this process (what is tested is each verb's status, output and
+    error line, not the process: tests/test_cli_errors.py runs a real one)."""
+
+    def run(data: Path, *args: str) -> subprocess.CompletedProcess:
+        return run_main(*args, env={"BAGLM_DATA_DIR": str(data)})
+
+    return run
 
 
 def error_line(out: subprocess.CompletedProcess) -> str:
@@ -77,7 +83,7 @@ def test_first_difference_and_hashes():
 
 
 @pytest.mark.parametrize("edit", ["reverse", "rename"])
-def test_evaluate_refuses_a_score_cache_made_for_other_steps(data, tmp_path, edit):
+def test_evaluate_refuses_a_score_cache_made_for_other_steps(data, tmp_path, edit, cli):
     cache_root = tmp_path / "cache"
     assert (
         cli(
@@ -150,7 +156,7 @@ def test_score_resume_rescores_a_video_stored_for_other_steps(tmp_path, scorer):
     assert third["already_cached"] == ["cup"] and third["rescored_stale"] == []
 
 
-def test_deps_imported_under_one_order_are_refused_under_another(data, tmp_path):
+def test_deps_imported_under_one_order_are_refused_under_another(data, tmp_path, cli):
     videos = load_dataset("coin", data / "annotations")[:2]
     src, cache_root = tmp_path / "src", tmp_path / "cache"
     write_authors_files(src, videos)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from authors_files import write_authors_files
-from cli_runs import one_error
+from cli_runs import one_error, run_main
 from clips import score_argv
 from test_scoring import CLIPS, write_annotations
 
@@ -182,11 +182,12 @@ def _score(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
 
 
 def test_library_warnings_stay_out_of_the_terminal_unless_debug(tmp_path):
-    quiet = _score(tmp_path / "a")
+    quiet = _score(tmp_path / "a")  # a real process: what its terminal shows
     assert quiet.returncode == 0, quiet.stderr
     assert json.loads(quiet.stdout)["scored"] == 1
     assert "Warning" not in quiet.stderr, quiet.stderr
-    debug = _score(tmp_path / "b", "--debug")
+    ann = write_annotations(tmp_path / "b" / "ann", ["cup"])  # --debug runs too (in-process)
+    debug = run_main(*score_argv(ann, tmp_path / "b" / "cache"), "--no-progress", "--debug")
     assert debug.returncode == 0, debug.stderr
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from busy_machine import machine_stretch
-from cli_runs import one_error_line, run_cli
+from cli_runs import one_error_line, run_cli, run_main
 
 from baglm_nb.apps.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, error_line, exit_status, main
 
@@ -156,7 +156,8 @@ def test_a_cached_video_shorter_than_its_annotation_is_refused(small_cache, tmp_
 
 def test_score_checks_its_inputs_before_loading_a_model(tmp_path):
     cache_root = tmp_path / "cache"
-    out = run_cli(
+    # the verb's checks, in this process (the first test of this file: a real process)
+    out = run_main(
         "score",
         "--dataset",
         "coin",
@@ -170,7 +171,7 @@ def test_score_checks_its_inputs_before_loading_a_model(tmp_path):
     assert out.returncode == EXIT_BAD_INPUT
     assert one_error_line(out.stderr) == f"error: --video-dir {tmp_path / 'missing'}: not a folder"
     assert not cache_root.exists()  # nothing left behind; no model was looked up
-    out = run_cli(
+    out = run_main(
         "score",
         "--dataset",
         "coin",

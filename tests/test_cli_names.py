@@ -9,10 +9,9 @@ import math
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
-from cli_runs import one_error
+from cli_runs import one_error, run_main
 from clips import short_clips
 from test_scoring import CLIPS, write_annotations
 from test_served_protocol import GOAL, KEY_ENV, STEPS, Stub
@@ -256,33 +255,11 @@ def test_a_nan_from_the_server_in_follow_is_a_failed_run(tmp_path, capsys, key):
 
 
 def test_score_with_failed_videos_prints_one_error_line(tmp_path):
-    import subprocess
-    import sys
-
     ann = write_annotations(tmp_path / "ann", ["cup", "no_such_clip"])
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "baglm_nb",
-            "score",
-            "--dataset",
-            "coin",
-            "--video-dir",
-            str(CLIPS),
-            "--annotations",
-            str(ann),
-            "--model",
-            "random-init:internvl",
-            "--cache-root",
-            str(tmp_path / "c"),
-            "--no-progress",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=280,
-        cwd=Path(__file__).resolve().parent.parent,
-    )
+    argv = ["score", "--dataset", "coin", "--video-dir", str(CLIPS), "--annotations", str(ann),
+            "--model", "random-init:internvl", "--cache-root", str(tmp_path / "c"),
+            "--no-progress"]  # fmt: skip
+    done = run_main(*argv)  # the verb's status and lines, in this process
     assert done.returncode == EXIT_FAILED
     summary = json.loads(done.stdout)
     assert summary["scored"] == 1 and list(summary["failed"]) == ["no_such_clip"]

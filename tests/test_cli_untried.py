@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_runs import one_error, run_cli
-from clips import score_argv
-from test_scoring import write_annotations
+from cli_runs import one_error, run_cli, run_main
+from clips import coin_annotations, short_clips
+from test_scoring import STEPS
 from test_served_protocol import KEY_ENV, Stub, chat_answer, entry
 
 from baglm_nb.apps.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, main
@@ -66,8 +66,15 @@ def verb_argv(verb: str, root: Path, tmp_path: Path, url: str) -> list[str]:
     if verb == "simulate":
         return ["simulate", "--dataset", "coin", "--cache-root", str(root), "--limit", "2"]
     if verb == "score":
-        ann = write_annotations(tmp_path / "ann", ["cup", "box"])
-        return score_argv(ann, root, "--no-progress", "--limit", "2")
+        # two 2-second clips cut from cup.mp4 (one segment each): the same decode, score and
+        # write path per video as the full test clips, at a fraction of the scoring
+        clips, uids = tmp_path / "clips", ["cup", "box"]
+        if not clips.exists():
+            short_clips(clips, uids, seconds=2.0)
+        ann = coin_annotations(tmp_path / "ann", uids, STEPS, seconds=2.0)
+        return ["score", "--dataset", "coin", "--video-dir", str(clips), "--annotations",
+                str(ann), "--model", "random-init:internvl", "--cache-root", str(root),
+                "--no-progress", "--limit", "2"]  # fmt: skip
     return ["deps", "--dataset", "coin", "--backend", "openai", "--model", "m",
             "--base-url", url, "--api-key-env", KEY_ENV, "--group-limit", "2",
             "--request-attempts", "1", "--cache-root", str(root), "--no-progress"]  # fmt: skip
@@ -198,8 +205,7 @@ def test_lang_c_no_home_and_a_repository_path_with_spaces(tmp_path):
     result = json.loads(ev.stdout.strip().splitlines()[-1])
     assert result["videos"] == 2
 
-    here = {**os.environ, "PYTHONPATH": str(ROOT)}
-    same = run_cli(*argv, env=here, cwd=tmp_path)
+    same = run_main(*argv)  # this checkout's code: in this process
     assert same.returncode == 0, same.stderr
     assert json.loads(same.stdout.strip().splitlines()[-1])["baglm"] == result["baglm"]
 

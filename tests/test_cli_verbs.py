@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli_runs import ROOT, one_error_line, run_cli
+from cli_runs import ROOT, one_error_line, run_cli, run_main
 
 from baglm_nb.apps.cli.main import EXIT_BAD_INPUT, EXIT_FAILED, main
 from baglm_nb.apps.render import WIDGET_VIEW
@@ -34,7 +34,7 @@ def test_render_is_a_verb_that_rewrites_the_notebook_and_writes_its_page(tmp_pat
     first, second = tmp_path / "a.ipynb", tmp_path / "b.ipynb"
     write_executed_notebook(first)
     write_executed_notebook(second)
-    out = run_cli("render", str(first), str(second))
+    out = run_main("render", str(first), str(second))  # the verb, in this process
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [str(tmp_path / "a.html"), str(tmp_path / "b.html")]
     nb = nbformat.read(first, as_version=4)
@@ -47,11 +47,11 @@ def test_render_is_a_verb_that_rewrites_the_notebook_and_writes_its_page(tmp_pat
 
 def test_render_of_a_missing_or_broken_notebook_is_bad_input_naming_the_file(tmp_path):
     missing = tmp_path / "missing.ipynb"
-    out = run_cli("render", str(missing))
+    out = run_main("render", str(missing))  # the verb's status and line, in this process
     assert out.returncode == EXIT_BAD_INPUT and str(missing) in one_error_line(out.stderr)
     broken = tmp_path / "broken.ipynb"
     broken.write_text("{}")
-    out = run_cli("render", str(broken))
+    out = run_main("render", str(broken))
     assert out.returncode == EXIT_BAD_INPUT
     line = one_error_line(out.stderr)
     assert line.startswith(f"error: {broken}: not a readable notebook:") and "cells" in line
@@ -69,10 +69,12 @@ def test_the_old_render_module_is_no_command_line():
 
 
 def test_deps_backend_without_model_is_bad_input_naming_the_option():
-    out = run_cli("deps", "--dataset", "coin", "--backend", "transformers", "--no-progress")
+    # the verb's status, line and --debug traceback, in this process (tests/test_cli_errors.py:
+    # the same rule through a real process)
+    out = run_main("deps", "--dataset", "coin", "--backend", "transformers", "--no-progress")
     assert out.returncode == EXIT_BAD_INPUT and out.stdout == ""
     assert one_error_line(out.stderr) == "error: --backend transformers needs --model FOLDER_OR_ID"
-    debug = run_cli("deps", "--dataset", "coin", "--backend", "openai", "--debug")
+    debug = run_main("deps", "--dataset", "coin", "--backend", "openai", "--debug")
     assert debug.returncode == EXIT_BAD_INPUT and "Traceback" in debug.stderr
     assert debug.stderr.rstrip().splitlines()[-1] == "error: --backend openai needs --model NAME"
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from cli_runs import run_main
 from reference import in_truth, reference_pairs, reference_recall
 
 from baglm_nb.core import sources
@@ -75,20 +74,10 @@ def test_cli_evaluate_from_caches_matches_the_api(tmp_path):
     deps = DependencyCache(tmp_path, DependencyKey("htstep", "oracle", "chain"))
     for v in videos:
         deps.write(v.uid, v.steps, oracle_dependency(v))
-    cmd = [
-        sys.executable,
-        "-m",
-        "baglm_nb",
-        "evaluate",
-        "--dataset",
-        "htstep",
-        "--scores",
-        str(scores),
-        "--deps",
-        str(deps.path),
-        "--json",
-    ]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    argv = ["evaluate", "--dataset", "htstep", "--scores", str(scores), "--deps", str(deps.path)]
+    done = run_main(*argv, "--json")  # the verb in this process: its output is compared
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     assert "simulated observations, not a real model" in out
     assert "videos evaluated: 12" in out
     result = json.loads(out.strip().splitlines()[-1])
@@ -99,15 +88,5 @@ def test_cli_evaluate_from_caches_matches_the_api(tmp_path):
 
 def test_cli_rejects_a_cache_of_another_dataset(tmp_path):
     scores = write_simulated_cache("coin", tmp_path, limit=2)
-    cmd = [
-        sys.executable,
-        "-m",
-        "baglm_nb",
-        "evaluate",
-        "--dataset",
-        "htstep",
-        "--scores",
-        str(scores),
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = run_main("evaluate", "--dataset", "htstep", "--scores", str(scores))
     assert proc.returncode != 0 and "holds 'coin', not 'htstep'" in proc.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from cli_runs import run_cli
+from cli_runs import run_main
 
 from baglm_nb.analyses.simulation_check import (
     CHECK_GROUPS,
@@ -99,7 +99,9 @@ def test_calibrate_prints_the_stored_default_and_its_recall():
 
     from baglm_nb.inputs.datasets import dataset_spec
 
-    out = run_cli("calibrate", "--dataset", "coin", "--twin", "iid", check=True).stdout
+    done = run_main("calibrate", "--dataset", "coin", "--twin", "iid")  # in-process
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     stored, target = dataset_spec("coin").calibrated_signal, paper_value("off_the_shelf", "coin")
     found = re.search(
         r"\[iid twin\] \[simulated\] calibration on coin: signal = ([\d.]+) gives", out
@@ -118,7 +120,9 @@ def test_calibrate_prints_the_stored_default_and_its_recall():
 
 
 def test_calibrate_stored_reports_both_twins_fit():
-    out = run_cli("calibrate", "--stored", "--dataset", "htstep", check=True).stdout
+    done = run_main("calibrate", "--stored", "--dataset", "htstep")  # in-process
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     for twin in ("iid", "pinned"):
         assert f"stored {twin} twin" in out
         for k in ("@0.3", "@0.5", "@0.7"):
@@ -131,7 +135,9 @@ def test_calibrate_stored_reports_both_twins_fit():
 def test_sim_check_prints_the_tables_and_both_twins_errors():
     from baglm_nb.core.simulate import DEFAULT_TWIN
 
-    out = run_cli("sim-check", "--dataset", "htstep", "coin", "--limit", "4", check=True).stdout
+    done = run_main("sim-check", "--dataset", "htstep", "coin", "--limit", "4")
+    assert done.returncode == 0, done.stderr  # the verb, in this process
+    out = done.stdout
     assert (
         f"**BaGLM's gain beside the paper's (twin: {DEFAULT_TWIN}, the default) (simulated "
         "observations, not a real model)**"

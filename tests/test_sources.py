@@ -1,11 +1,10 @@
 """The one resolver of scores / deps settings: labels, limits in annotation order, errors."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from cli_runs import run_main
 
 from baglm_nb.analyses.results import main_results_table
 from baglm_nb.core import sources
@@ -47,20 +46,10 @@ def test_cli_notebook_and_table_evaluate_the_same_videos(shuffled_cache):
     All three default to the same D, the simulated LLaMA, and say so.
     """
     videos, folder = shuffled_cache
-    cmd = [
-        sys.executable,
-        "-m",
-        "baglm_nb",
-        "evaluate",
-        "--dataset",
-        "crosstask",
-        "--scores",
-        str(folder),
-        "--limit",
-        "3",
-        "--json",
-    ]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    argv = ["evaluate", "--dataset", "crosstask", "--scores", str(folder), "--limit", "3", "--json"]
+    done = run_main(*argv)  # the verb in this process: its output is what is compared
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     cli = json.loads(out.strip().splitlines()[-1])
     assert "D (BaGLM's dependency matrices): simulated-llm:llama" in out
     # what notebook 03 does: sources.observations_for(datasets, scores, limit=limit)
