@@ -40,11 +40,12 @@ videos are simulated, and the VSG rows do not depend on the progress model.
 
 **Temporally correlated noise** (``noise_corr = r``, default 0): each of ``eps``, ``u`` and
 ``v`` is passed, along the segments, through the stationary AR(1) recursion
-``x'[0] = x[0]``, ``x'[s] = r x'[s-1] + sqrt(1 - r^2) x[s]`` (:func:`ar1`), so every draw keeps
-its N(0, 1) marginal while the lag-1 autocorrelation across segments becomes ``r``: an error
-lasts about ``1 / (1 - r)`` segments. ``r = 0`` skips the recursion: the arrays are bit for bit
-those of the i.i.d. model. :data:`ILLUSTRATIVE_NOISE_CORR` (0.8) is an illustrative value used
-by ``docs/alerts.md`` and notebook 09.
+``x'[0] = x[0]``, ``x'[s] = r x'[s-1] + sqrt(1 - r^2) x[s]``
+(:func:`~baglm_nb.core.correlated_noise.ar1`), so every draw keeps its N(0, 1) marginal while
+the lag-1 autocorrelation across segments becomes ``r``: an error lasts about ``1 / (1 - r)``
+segments. ``r = 0`` skips the recursion: the arrays are bit for bit those of the i.i.d. model.
+:data:`ILLUSTRATIVE_NOISE_CORR` (0.8) is an illustrative value used by ``docs/alerts.md`` and
+notebook 09.
 
 The two twins (how long the LMM's mistakes last)
 ------------------------------------------------
@@ -86,10 +87,10 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-import numba
 import numpy as np
 from tqdm.auto import tqdm
 
+from baglm_nb.core.correlated_noise import ar1
 from baglm_nb.core.evaluation import evaluate
 from baglm_nb.core.twins import (
     CALIBRATED_SIGNAL,
@@ -328,38 +329,6 @@ def _digits(centre: np.ndarray, width: float) -> np.ndarray:
     safe = np.where(finite, centre, 0.0)
     dist = _softmax(-0.5 * ((digits - safe[..., None]) / width) ** 2)
     return np.where(finite[..., None], dist, point)
-
-
-def ar1(x: np.ndarray, corr: float) -> np.ndarray:
-    """``x`` (S, ...) of i.i.d. N(0, 1) draws made a stationary AR(1) along axis 0.
-
-    ``y[0] = x[0]``, ``y[s] = corr * y[s-1] + sqrt(1 - corr^2) * x[s]``: each ``y[s]`` is
-    N(0, 1) and the lag-1 autocorrelation is ``corr``. ``corr = 0`` returns ``x`` itself.
-    Computed by :func:`_ar1_rows`, operation for operation what
-    ``scipy.signal.lfilter([gain], [1, -corr], x, axis=0, zi=(1 - gain) * x[:1])`` computes
-    (the same floats, bit for bit), without importing ``scipy.signal``.
-    """
-    if corr == 0 or len(x) == 0:
-        return x
-    gain = np.sqrt(1.0 - corr * corr)
-    x = np.asarray(x, dtype=np.float64)
-    rows = np.ascontiguousarray(x.reshape(len(x), -1))
-    return _ar1_rows(rows, float(corr), float(gain)).reshape(x.shape)
-
-
-@numba.njit(cache=True, nogil=True)
-def _ar1_rows(x, corr, gain):  # pragma: no cover - compiled
-    """:func:`ar1` of a 2-D ``x``, down its rows: ``y[0] = (1 - gain) x[0] + gain x[0]``,
-    ``y[s] = corr y[s-1] + gain x[s]``, each product and sum rounded on its own (no fused
-    multiply-add), as lfilter's direct form II transposed does it."""
-    y = np.empty_like(x)
-    first = 1.0 - gain
-    for j in range(x.shape[1]):
-        y[0, j] = first * x[0, j] + gain * x[0, j]
-    for s in range(1, x.shape[0]):
-        for j in range(x.shape[1]):
-            y[s, j] = corr * y[s - 1, j] + gain * x[s, j]
-    return y
 
 
 def _simulate(
