@@ -254,7 +254,8 @@ def test_the_filter_steps_over_a_gap(gaps):
 
 
 def test_the_report_lists_gaps_and_leaves_their_rows_blank():
-    from baglm_nb.apps.online.report import RunReport, _rows, render_html
+    from baglm_nb.apps.online.quality import run_rows
+    from baglm_nb.apps.online.report import RunReport, render_html
 
     rng = np.random.default_rng(1)
     g = grounder(None)
@@ -262,7 +263,7 @@ def test_the_report_lists_gaps_and_leaves_their_rows_blank():
     gap = Gap(2, 3, 4.0, 10.0, "lag")
     g.skip(3)
     ests.append(g.push_scores(rng.random(4), rng.dirichlet(np.ones(10), size=3)))
-    beliefs, said = _rows(ests, STEPS)
+    beliefs, said = run_rows(ests, STEPS)
     assert beliefs.shape == (12, 4) and not beliefs[4:10].any() and beliefs[10:].sum() == 2
     page = render_html(RunReport(ests, STEPS, title="t", gaps=[gap]))
     assert '<table id="gaps">' in page and "3 segments not scored" in page

@@ -25,7 +25,7 @@ Exports :data:`LAGS`, :data:`CURVE_METRICS`, :func:`lag_label`, :func:`lag_table
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -35,7 +35,7 @@ import pandas as pd
 from baglm_nb.analyses.alerts import video_alerts
 from baglm_nb.analyses.belief_data import runs
 from baglm_nb.analyses.belief_views import step_colours
-from baglm_nb.analyses.display import MISSING, axis_label, in_percent
+from baglm_nb.analyses.display import axis_label, in_percent, quality_text
 from baglm_nb.analyses.palette import WORKBENCH, colour, ink_on
 from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.analyses.tables import (
@@ -84,27 +84,6 @@ CURVE_METRICS = {
     k: axis_label(k)
     for k in ("frame_accuracy", "frame_accuracy_on_steps", "announce_f1", "workbench")
 }
-
-
-def quality_text(metrics: Mapping[str, float]) -> str:
-    """A video's online metrics as one line: per-second and step-row accuracy, announcement F1,
-    median delay
-    and flicker, a missing value as "–" (:data:`~baglm_nb.analyses.display.MISSING`).
-
-    Notebook 09's timeline titles and ``follow``'s quality line both use it, so the two read
-    the same on the same video and settings.
-    """
-
-    def fixed(key: str, spec: str) -> str:
-        value = float(metrics.get(key, math.nan))
-        return MISSING if value != value else format(value, spec)
-
-    return (
-        f"per-second accuracy {fixed('frame_accuracy', '.3f')} (step rows "
-        f"{fixed('frame_accuracy_on_steps', '.3f')}), announcement F1 "
-        f"{fixed('announce_f1', '.3f')}, median delay {fixed('delay_median_s', '.1f')} s, "
-        f"flicker {fixed('flicker_per_min', '.1f')}/min"
-    )
 
 
 def lag_label(lag: int | None) -> str:

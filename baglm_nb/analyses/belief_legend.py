@@ -9,7 +9,7 @@ seconds, minutes or hours (:class:`MMSSLocator`, labelled by :func:`mmss`), and
 :func:`reading_guide` is the caption that says how to read what a view draws.
 
 Exports :data:`STATUS_TEXT`, :class:`StepLegend`, :class:`MMSSLocator`, :func:`mmss`,
-:func:`set_mmss_axis`, :func:`reading_guide` and :func:`short_label`.
+:func:`set_mmss_axis`, :func:`reading_guide` and (from :mod:`.short_text`) :func:`short_label`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter, Locator
 from matplotlib.transforms import Bbox
 
+from baglm_nb.analyses.short_text import short_label
 from baglm_nb.inputs.datasets import Video
 
 __all__ = [
@@ -151,16 +152,6 @@ def reading_guide(
         f"{top}{marks}. Strips: the ground truth, {', '.join(strips)}, each with right (green) "
         "/ wrong (red) under it; numbers are the step numbers of the table."
     )
-
-
-def short_label(text: str, width: int) -> str:
-    """``text`` cut at a word boundary to at most ``width`` characters, with an ellipsis."""
-    if len(text) <= width:
-        return text
-    cut = text[: width - 1]
-    if " " in cut[width // 2 :]:
-        cut = cut[: cut.rfind(" ")]
-    return cut.rstrip(" ,.;:") + "\u2026"
 
 
 def when_annotated(video: Video, step: int, most: int = 2) -> str:

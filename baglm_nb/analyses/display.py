@@ -15,10 +15,12 @@ table and figure, readable as they are:
 - :func:`show_figure` saves a figure (:func:`~baglm_nb.analyses.plots.save_figure`: PNG + PDF),
   shows the saved PNG (embedded in the notebook) and closes the figure, so that the inline
   backend does not show it a second time; an optional ``note`` is shown under it.
+- :func:`quality_text` writes one video's online metrics as one line (notebook 09's timeline
+  titles and ``follow``'s quality line).
 
 Exports :data:`MISSING`, :data:`MAX_ROWS`, :data:`HEADERS`, :class:`TableView`,
 :func:`header`, :func:`in_percent`, :func:`axis_label`, :func:`format_cells`,
-:func:`show_table` and :func:`show_figure`.
+:func:`show_table`, :func:`show_figure` and :func:`quality_text`.
 """
 
 from __future__ import annotations
@@ -27,11 +29,11 @@ import html
 import math
 import numbers
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
-from baglm_nb.analyses.plots import save_figure
 from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.inputs.metric_specs import FRACTION, METRICS, R_AT_1, metric_spec
 
@@ -44,6 +46,7 @@ __all__ = [
     "format_cells",
     "header",
     "in_percent",
+    "quality_text",
     "show_figure",
     "show_table",
 ]
@@ -307,6 +310,27 @@ def show_table(
     return TableView(format_cells(frame.iloc[:MAX_ROWS]), title, len(frame), note)
 
 
+def quality_text(metrics: Mapping[str, float]) -> str:
+    """A video's online metrics as one line: per-second and step-row accuracy, announcement F1,
+    median delay
+    and flicker, a missing value as "–" (:data:`MISSING`).
+
+    Notebook 09's timeline titles and ``follow``'s quality line both use it, so the two read
+    the same on the same video and settings.
+    """
+
+    def fixed(key: str, spec: str) -> str:
+        value = float(metrics.get(key, math.nan))
+        return MISSING if value != value else format(value, spec)
+
+    return (
+        f"per-second accuracy {fixed('frame_accuracy', '.3f')} (step rows "
+        f"{fixed('frame_accuracy_on_steps', '.3f')}), announcement F1 "
+        f"{fixed('announce_f1', '.3f')}, median delay {fixed('delay_median_s', '.1f')} s, "
+        f"flicker {fixed('flicker_per_min', '.1f')}/min"
+    )
+
+
 def show_figure(fig, stem: str | os.PathLike, note: str | None = None) -> None:
     """Save ``fig`` as ``<stem>.png`` and ``.pdf``, show the PNG inline and close ``fig``.
 
@@ -316,6 +340,8 @@ def show_figure(fig, stem: str | os.PathLike, note: str | None = None) -> None:
     """
     import matplotlib.pyplot as plt
     from IPython.display import Image, display
+
+    from baglm_nb.analyses.plots import save_figure  # here: a table alone needs no pyplot
 
     png = save_figure(fig, stem)[0]
     display(Image(data=png.read_bytes(), format="png", width=round(fig.get_figwidth() * 100)))

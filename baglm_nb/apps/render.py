@@ -217,11 +217,12 @@ def render(path: str | os.PathLike) -> Path:
     Returns the path of the HTML file, ``path`` with the suffix ``.html``. A file that is not a
     notebook raises ``ValueError`` naming it.
     """
+    path = Path(path)
+    data = path.read_bytes()  # a missing file is refused before nbformat (seconds) loads
     import nbformat
 
-    path = Path(path)
     try:
-        nb = nbformat.read(path, as_version=4)
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
     except (ValueError, nbformat.ValidationError) as exc:
         raise ValueError(f"{path}: not a readable notebook: {exc}") from exc
     strip_widgets(nb)

@@ -40,11 +40,12 @@ videos are simulated, and the VSG rows do not depend on the progress model.
 
 **Temporally correlated noise** (``noise_corr = r``, default 0): each of ``eps``, ``u`` and
 ``v`` is passed, along the segments, through the stationary AR(1) recursion
-``x'[0] = x[0]``, ``x'[s] = r x'[s-1] + sqrt(1 - r^2) x[s]`` (:func:`ar1`), so every draw keeps
-its N(0, 1) marginal while the lag-1 autocorrelation across segments becomes ``r``: an error
-lasts about ``1 / (1 - r)`` segments. ``r = 0`` skips the recursion: the arrays are bit for bit
-those of the i.i.d. model. :data:`ILLUSTRATIVE_NOISE_CORR` (0.8) is an illustrative value used
-by ``docs/alerts.md`` and notebook 09.
+``x'[0] = x[0]``, ``x'[s] = r x'[s-1] + sqrt(1 - r^2) x[s]``
+(:func:`~baglm_nb.core.correlated_noise.ar1`), so every draw keeps its N(0, 1) marginal while
+the lag-1 autocorrelation across segments becomes ``r``: an error lasts about ``1 / (1 - r)``
+segments. ``r = 0`` skips the recursion: the arrays are bit for bit those of the i.i.d. model.
+:data:`ILLUSTRATIVE_NOISE_CORR` (0.8) is an illustrative value used by ``docs/alerts.md`` and
+notebook 09.
 
 The two twins (how long the LMM's mistakes last)
 ------------------------------------------------
@@ -89,6 +90,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from tqdm.auto import tqdm
 
+from baglm_nb.core.correlated_noise import ar1
 from baglm_nb.core.evaluation import evaluate
 from baglm_nb.core.twins import (
     CALIBRATED_SIGNAL,
@@ -327,21 +329,6 @@ def _digits(centre: np.ndarray, width: float) -> np.ndarray:
     safe = np.where(finite, centre, 0.0)
     dist = _softmax(-0.5 * ((digits - safe[..., None]) / width) ** 2)
     return np.where(finite[..., None], dist, point)
-
-
-def ar1(x: np.ndarray, corr: float) -> np.ndarray:
-    """``x`` (S, ...) of i.i.d. N(0, 1) draws made a stationary AR(1) along axis 0.
-
-    ``y[0] = x[0]``, ``y[s] = corr * y[s-1] + sqrt(1 - corr^2) * x[s]``: each ``y[s]`` is
-    N(0, 1) and the lag-1 autocorrelation is ``corr``. ``corr = 0`` returns ``x`` itself.
-    """
-    if corr == 0 or len(x) == 0:
-        return x
-    from scipy.signal import lfilter
-
-    gain = np.sqrt(1.0 - corr * corr)
-    y, _ = lfilter([gain], [1.0, -corr], x, axis=0, zi=((1.0 - gain) * x[:1]))
-    return y
 
 
 def _simulate(

@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from baglm_nb.inputs.grid import StreamGrid
 from baglm_nb.inputs.live_items import LAG_POLICIES, End, Gap, LiveSegment, SegmentBuffer
@@ -495,6 +494,8 @@ class LiveReader:
         if len(mine) != per or len({s[1].shape for s in mine}) != 1:
             self.buffer.put(Gap(index, 1, index * d, (index + 1) * d, "frame size"))
             return
+        import torch  # here, not at the top: what only names a Gap or a source needs no torch
+
         frames = torch.from_numpy(np.stack([s[1] for s in mine])).permute(0, 3, 1, 2)
         times = np.array([s[2] for s in mine])
         pts = float(times[-1] + self._origin)

@@ -12,10 +12,12 @@ import math
 import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["LAG_POLICIES", "End", "Gap", "LiveSegment", "SegmentBuffer"]
 

@@ -57,12 +57,11 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from baglm_nb.inputs.urls import redact_url
-from baglm_nb.models.engine import ScoreResult
 from baglm_nb.models.families import DEFAULT_SYSTEM
 from baglm_nb.models.fingerprints import served_fingerprint, served_metadata
 from baglm_nb.models.openai_client import ConnectionOptions, ServerError
@@ -91,6 +90,9 @@ from baglm_nb.models.served_responses import (
     answer_probs,
     prompt_logprob,
 )
+
+if TYPE_CHECKING:
+    from baglm_nb.models.engine import ScoreResult
 
 __all__ = [
     "APPROX_TOP",
@@ -513,6 +515,8 @@ class ServedScorer:
                 f"{widest} answers (K+1 options) but the approx-top20 strategy reads only "
                 f"{APPROX_TOP} logprobs: refused (serve the model with full logprobs)"
             )
+        from baglm_nb.models.engine import ScoreResult  # torch: not to check a command line
+
         images = self._encode(frames)
         probs = self._ask(questions, images)
         self.check_same_model()

@@ -50,22 +50,21 @@ def register(verbs) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``alerts`` verb (errors: :func:`baglm_nb.apps.cli.main.main`'s rule)."""
-    from baglm_nb.analyses.alerts import ALERT_DEPS, alert_table
-    from baglm_nb.analyses.tables import title_for, to_markdown, write_table
-    from baglm_nb.apps.cli.options import run_parameters
     from baglm_nb.core.alerts import check_level
-    from baglm_nb.core.simulate import LABEL
 
-    args.deps = list(ALERT_DEPS) if args.deps is None else args.deps
-    check_level("--alert-threshold", args.alert_threshold)
-    from baglm_nb.core.simulate import default_params
-
-    if args.noise_corr is None:
-        args.noise_corr = default_params(args.dataset[0]).noise_corr
-    if not -1.0 < args.noise_corr < 1.0:
+    check_level("--alert-threshold", args.alert_threshold)  # the flags first: nothing loaded yet
+    if args.noise_corr is not None and not -1.0 < args.noise_corr < 1.0:
         raise ValueError(f"--noise-corr must be in (-1, 1), got {args.noise_corr:g}")
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be a positive number of videos, got {args.limit}")
+    from baglm_nb.analyses.alerts import ALERT_DEPS, alert_table
+    from baglm_nb.analyses.tables import title_for, to_markdown, write_table
+    from baglm_nb.apps.cli.options import run_parameters
+    from baglm_nb.core.simulate import LABEL, default_params
+
+    args.deps = list(ALERT_DEPS) if args.deps is None else args.deps
+    if args.noise_corr is None:
+        args.noise_corr = default_params(args.dataset[0]).noise_corr
     table = alert_table(
         args.dataset,
         args.deps,

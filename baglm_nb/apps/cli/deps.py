@@ -120,8 +120,6 @@ def _add_llm_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _backend(args: argparse.Namespace):
-    from baglm_nb.models import llm_local, llm_openai
-
     kw = {}
     if args.chunk_size is not None:
         kw["chunk_size"] = args.chunk_size
@@ -130,6 +128,8 @@ def _backend(args: argparse.Namespace):
     if args.batch_size is not None and args.backend != "openai":
         kw["batch_size"] = args.batch_size
     if args.backend == "smollm2":
+        from baglm_nb.models import llm_local  # torch: imported by the local back-ends only
+
         if args.name:
             kw["name"] = args.name
         return llm_local.load_smollm2(
@@ -138,6 +138,8 @@ def _backend(args: argparse.Namespace):
     if args.backend == "transformers":
         if not args.model:
             raise ValueError("--backend transformers needs --model FOLDER_OR_ID")
+        from baglm_nb.models import llm_local
+
         return llm_local.TransformersBackend.from_pretrained(
             args.model,
             gguf_file=args.gguf_file,
@@ -148,6 +150,8 @@ def _backend(args: argparse.Namespace):
         )
     if not args.model:
         raise ValueError("--backend openai needs --model NAME")
+    from baglm_nb.models import llm_openai
+
     server = ServerOptions.from_args(args)
     return llm_openai.OpenAIBackend(
         args.model,

@@ -128,12 +128,12 @@ def format_online(online: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``evaluate`` verb."""
-    from baglm_nb.core.filtering import PUBLISHED_PRECISION
-    from baglm_nb.core.pipeline import compare, precision_agreement
-
     lag = smoothing_lag(args.smoothing_lag_s, LAG_FLAG, allow_inf=True)
     check_range("--patience", args.patience, 1)
     check_range("--threshold", args.threshold, 0, 1)
+    from baglm_nb.core.filtering import PUBLISHED_PRECISION  # the flags first: nothing loaded yet
+    from baglm_nb.core.pipeline import compare, precision_agreement
+
     obs = observations_from_args(args)
     if lag != 0 and obs.precision == PUBLISHED_PRECISION:
         raise ValueError(

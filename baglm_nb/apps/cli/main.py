@@ -190,8 +190,9 @@ def warning_format(debug: bool):
 def main(argv: list[str] | None = None, *, exit_process: bool = False) -> int:
     """Entry point: run the verb; turn an error into one line and an exit status.
 
-    With ``exit_process`` (``python -m baglm_nb``) the process ends here with that status
-    (:func:`end_process`), quickly for a verb that sets ``quick_exit``.
+    With ``exit_process`` (``python -m baglm_nb`` and the ``baglm-nb`` script,
+    :func:`console_main`) the process ends here with that status (:func:`end_process`),
+    quickly unless the verb sets ``quick_exit`` to False.
     """
     args = build_parser().parse_args(argv)
     quiet_library_warnings(args.debug)
@@ -212,19 +213,27 @@ def main(argv: list[str] | None = None, *, exit_process: bool = False) -> int:
             traceback.print_exception(error)
         print(line, file=sys.stderr)
     if exit_process:
-        end_process(status, quick=getattr(args, "quick_exit", False))
+        end_process(status, quick=getattr(args, "quick_exit", True))
     return status
+
+
+def console_main() -> NoReturn:
+    """The ``baglm-nb`` console script (``pyproject.toml``): :func:`main`, ending the process
+    as ``python -m baglm_nb`` does (:func:`end_process`), not by returning to the script's
+    ``sys.exit``, whose teardown of every loaded module took seconds after the verb was done."""
+    main(exit_process=True)
 
 
 def end_process(status: int, *, quick: bool = False) -> NoReturn:
     """End the process with ``status``.
 
-    ``quick`` (``follow``, whose end a person waits for): what a normal exit does for the
-    program (the threads' exit hooks, e.g. executors told to stop, and a wait for non-daemon
-    threads; the ``atexit`` handlers, e.g. temporary folders removed; stdout and stderr
-    flushed), then ``os._exit``, without the interpreter's teardown of every module and of
-    torch's libraries, which takes seconds with torch loaded on a busy machine. Everything a
-    verb writes is closed before it returns (atomic files, the event log).
+    ``quick`` (every verb's end unless it sets ``quick_exit`` to False: a person, or a test,
+    waits for it): what a normal exit does for the program (the threads' exit hooks, e.g.
+    executors told to stop, and a wait for non-daemon threads; the ``atexit`` handlers, e.g.
+    temporary folders removed and a Ray session shut down; stdout and stderr flushed), then
+    ``os._exit``, without the interpreter's teardown of every module (torch's, numba's,
+    pandas' ...), which costs up to a second of CPU and takes seconds on a busy machine.
+    Everything a verb writes is closed before it returns (atomic files, the event log).
     """
     if not quick:
         sys.exit(status)

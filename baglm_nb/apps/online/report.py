@@ -41,10 +41,11 @@ from baglm_nb.analyses.belief_views import BeliefFigure, step_colours
 from baglm_nb.analyses.display import MISSING
 from baglm_nb.analyses.palette import STAGE_COLOURS
 from baglm_nb.apps.online.events import median_p99
+from baglm_nb.apps.online.quality import run_rows, video_quality
 from baglm_nb.core.online import Estimate
-from baglm_nb.core.online_metrics import dataset_metrics, online_keys, truth_states, video_counts
+from baglm_nb.core.online_metrics import online_keys, truth_states
 from baglm_nb.inputs.datasets import Video
-from baglm_nb.inputs.grid import ground_truth, per_second
+from baglm_nb.inputs.grid import ground_truth
 from baglm_nb.inputs.metric_specs import metric_spec
 from baglm_nb.stores.atomic import atomic_write_text
 
@@ -68,26 +69,6 @@ def _png(fig) -> str:
     fig.savefig(buf, format="png", dpi=100)
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _rows(estimates: Sequence[Estimate], steps: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Per-second beliefs (T, K+1) and announced states (T,) (K: none or nothing yet), placed
-    by segment number: the rows of segments that were not scored (gaps) hold zeros and keep
-    the announced state."""
-    d = int(round(estimates[0].t_end - estimates[0].t_start)) or 1
-    index = {name: i for i, name in enumerate(steps)}
-    rows = estimates[-1].segment + 1
-    beliefs = np.zeros((rows, len(steps) + 1))
-    said = np.full(rows, len(steps), dtype=np.int64)
-    for e in estimates:
-        beliefs[e.segment] = e.belief
-        said[e.segment] = index.get(e.current, len(steps))
-    scored = np.zeros(rows, dtype=bool)
-    scored[[e.segment for e in estimates]] = True
-    for s in range(1, rows):
-        if not scored[s]:
-            said[s] = said[s - 1]
-    return per_second(beliefs, d), per_second(said, d)
 
 
 def _gaps_table(gaps: Sequence) -> str:
@@ -300,18 +281,6 @@ NUMBERING = (
 )
 
 
-def video_quality(estimates: Sequence[Estimate], steps: Sequence[str], video: Video) -> dict:
-    """The online metrics of this video (:mod:`baglm_nb.core.online_metrics`,
-    :func:`~baglm_nb.core.online_metrics.online_keys`) from the run's own beliefs and
-    announcements: what notebook 09's timeline measures on the same video and settings."""
-    beliefs, _ = _rows(estimates, steps)
-    d = int(round(estimates[0].t_end - estimates[0].t_start)) or 1
-    lag = float(estimates[0].lag_s)
-    said = [(e.segment, e.step) for e in estimates if e.announced]
-    counts = video_counts(video, beliefs, said, segment_duration=d, lag_s=lag)
-    return dataset_metrics(video.dataset, {video.uid: counts}, [video])
-
-
 def _number(value: float) -> str:
     """A metric's value to 3 decimals, or the missing marker ("–") for NaN."""
     return MISSING if value != value else f"{value:.3f}"
@@ -505,7 +474,7 @@ def render_html(run: RunReport) -> str:
     if not estimates:
         parts.append("<p>No segment was processed.</p>")
     else:
-        beliefs, said = _rows(estimates, steps)
+        beliefs, said = run_rows(estimates, steps)
         parts.append(f"<p>{len(estimates)} segments, {estimates[-1].t_end:.0f} s of video.</p>")
         parts.append(
             _truth_section(estimates, steps, beliefs, said, video, run.hysteresis, run.quality)

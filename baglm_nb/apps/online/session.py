@@ -119,12 +119,12 @@ def _opened(
 def _quality(
     estimates: list[Estimate], grounder: OnlineGrounder, truth: Video | None
 ) -> dict | None:
-    """The video's online metrics (:func:`~baglm_nb.apps.online.report.video_quality`), printed
+    """The video's online metrics (:func:`~baglm_nb.apps.online.quality.video_quality`), printed
     as one line, when the run has a ground truth and a segment; else None."""
     if truth is None or not estimates:
         return None
-    from baglm_nb.analyses.assistance import quality_text
-    from baglm_nb.apps.online.report import video_quality
+    from baglm_nb.analyses.display import quality_text
+    from baglm_nb.apps.online.quality import video_quality
 
     values = video_quality(estimates, grounder.steps, truth)
     print(f"quality on this video: {quality_text(values)} (docs/metrics.md)", flush=True)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from baglm_nb.apps.online.events import EventLog
     from baglm_nb.core.alerts import AlertMonitor
     from baglm_nb.core.online import Estimate
-    from baglm_nb.inputs.live import Gap
+    from baglm_nb.inputs.live_items import Gap
 
 __all__ = ["consume", "list_videos", "one_line"]
 
@@ -27,7 +27,7 @@ __all__ = ["consume", "list_videos", "one_line"]
 def one_line(text: object, width: int = 80) -> str:
     """User text as one line of at most ``width`` characters (whitespace runs collapsed), any
     password in a URL hidden."""
-    from baglm_nb.analyses.belief_legend import short_label
+    from baglm_nb.analyses.short_text import short_label
     from baglm_nb.inputs.urls import redact_urls
 
     return short_label(" ".join(redact_urls(str(text))[: 4 * width].split()), width)
@@ -73,7 +73,7 @@ def consume(
     (estimates, gaps, reason, interrupted). ``jsonl_path``: the event log's path, or None."""
     from baglm_nb.apps.online.ending import raise_if_stopped
     from baglm_nb.apps.online.events import EventLog
-    from baglm_nb.inputs.live import Gap
+    from baglm_nb.inputs.live_items import Gap
 
     estimates, gaps = [], []
     log = EventLog(jsonl_path) if jsonl_path else None

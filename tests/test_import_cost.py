@@ -1,0 +1,161 @@
+"""What a command-line run imports: the verbs that need no model, plot or notebook load none of
+the libraries that take seconds to import (torch, transformers, torchcodec, scipy.signal,
+scipy.stats, matplotlib, nbformat, ray), and neither do the bad-input paths of the verbs that do
+need one, which refuse the input before anything heavy loads. Each case is a real process
+(``python -c``) that runs the verb in-process and reports ``sys.modules``: the checks are by
+module name, never by seconds (``benchmarks/cli_start.py`` times the verbs). The ``baglm-nb``
+console script ends like ``python -m baglm_nb``, without the interpreter's teardown.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+import tomllib
+
+import pytest
+from cli_runs import ROOT, one_error_line, run_cli
+
+#: Libraries that take seconds to import and that a verb needing no model, plot or notebook
+#: does not use (a name covers its submodules).
+HEAVY = (
+    "torch",
+    "transformers",
+    "torchcodec",
+    "scipy.signal",
+    "scipy.stats",
+    "matplotlib",
+    "nbformat",
+    "ray",
+)
+
+#: Runs ``main(argv)`` in a fresh process; prints the status, the output's tail and the loaded
+#: modules as JSON.
+PROBE = """
+import contextlib, io, json, sys
+from baglm_nb.apps.cli.main import main
+out, err = io.StringIO(), io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    try:
+        status = main(sys.argv[1:])
+    except SystemExit as exc:
+        status = exc.code
+print(json.dumps({"status": status, "stdout": out.getvalue()[-3000:],
+                  "stderr": err.getvalue()[-3000:], "modules": sorted(sys.modules)}))
+"""
+
+
+def _probe(*argv: str) -> dict:
+    """Run ``python -m baglm_nb ARGV`` as :data:`PROBE` does; its status, output and modules."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _heavy(modules: list[str]) -> list[str]:
+    """The modules of :data:`HEAVY` among ``modules`` (a package or any of its submodules)."""
+    return sorted({h for h in HEAVY for m in modules if m == h or m.startswith(h + ".")})
+
+
+UID = "-25-1nbOki0"  # an HT-Step video (the README's follow example)
+
+#: Runs that do their whole job: (argv, with ``{tmp}`` for a scratch folder).
+CHEAP_RUNS = {
+    "follow --replay": ["follow", "--replay", "simulated", "--dataset", "htstep", "--", UID],
+    "evaluate": ["evaluate", "--dataset", "coin", "--scores", "simulated", "--limit", "3"],
+    "simulate": ["simulate", "--dataset", "coin", "--limit", "2", "--cache-root", "{tmp}"],
+    "alerts": ["alerts", "--dataset", "coin", "--limit", "2"],
+    "sim-check": ["sim-check", "--dataset", "coin", "--limit", "2"],
+    "calibrate --stored": ["calibrate", "--stored", "--dataset", "ego4d_goalstep", "--twin", "iid"],
+    "deps --backend oracle": [
+        "deps", "--dataset", "coin", "--backend", "oracle", "--no-progress",
+        "--cache-root", "{tmp}",
+    ],
+}  # fmt: skip
+
+#: Bad input of verbs that load a model or a notebook library once the input is good:
+#: (argv, a part of the one error line).
+BAD_INPUT = {
+    "score: no video folder": (
+        ["score", "--dataset", "coin", "--video-dir", "{tmp}/missing", "--model",
+         "random-init:internvl"],
+        "not a folder",
+    ),
+    "deps --backend openai without --model": (
+        ["deps", "--dataset", "coin", "--backend", "openai"],
+        "--backend openai needs --model",
+    ),
+    "follow --model without --task": (
+        ["follow", "{tmp}/clip.mp4", "--model", "random-init:internvl"],
+        "--task is required with --model",
+    ),
+    "render: no notebook": (["render", "{tmp}/missing.ipynb"], "missing.ipynb"),
+    "alerts: bad threshold": (["alerts", "--alert-threshold", "2"], "--alert-threshold"),
+    "evaluate: bad threshold": (
+        ["evaluate", "--dataset", "coin", "--scores", "simulated", "--threshold", "2"],
+        "--threshold",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(CHEAP_RUNS))
+def test_a_verb_that_needs_no_model_or_plot_imports_no_heavy_library(case, tmp_path):
+    run = _probe(*(a.replace("{tmp}", str(tmp_path)) for a in CHEAP_RUNS[case]))
+    assert run["status"] == 0, run["stderr"]
+    assert run["stdout"].strip(), "the run printed nothing"
+    assert _heavy(run["modules"]) == [], f"{case} imported {_heavy(run['modules'])}"
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUT))
+def test_bad_input_is_refused_before_a_heavy_library_loads(case, tmp_path):
+    argv, says = BAD_INPUT[case]
+    run = _probe(*(a.replace("{tmp}", str(tmp_path)) for a in argv))
+    assert run["status"] == 2, run["stderr"]
+    assert says in one_error_line(run["stderr"])
+    assert _heavy(run["modules"]) == [], f"{case} imported {_heavy(run['modules'])}"
+
+
+def test_the_report_loads_matplotlib_and_still_no_torch(tmp_path):
+    """The probe sees what a verb imports: ``--html`` draws (matplotlib), nothing else heavy."""
+    html = tmp_path / "report.html"
+    run = _probe(*CHEAP_RUNS["follow --replay"][:-2], "--html", str(html), "--", UID)
+    assert run["status"] == 0, run["stderr"]
+    assert html.stat().st_size > 0
+    assert _heavy(run["modules"]) == ["matplotlib"]
+
+
+def test_the_console_script_ends_like_python_m_without_the_teardown(tmp_path):
+    """``pyproject.toml``'s ``baglm-nb`` entry point, called as the installed script calls it
+    (``sys.exit(entry())``), gives ``python -m baglm_nb``'s status and error line, and the
+    process ends without the interpreter's teardown (an object's ``__del__`` at module level
+    never runs), as :func:`~baglm_nb.apps.cli.main.end_process` ends it."""
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, name = scripts["baglm-nb"].split(":")
+    entry = getattr(importlib.import_module(module), name)
+    argv = ["render", str(tmp_path / "missing.ipynb")]
+    script = (
+        "import sys\n"
+        "class Teardown:\n"
+        "    def __del__(self):\n"
+        "        sys.stderr.write('teardown ran\\n')\n"
+        "kept = Teardown()\n"
+        f"from {module} import {name}\n"
+        f"sys.argv = ['baglm-nb', *{argv!r}]\n"
+        f"sys.exit({name}())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    reference = run_cli(*argv)
+    assert entry.__module__ == "baglm_nb.apps.cli.main"
+    assert done.returncode == reference.returncode == 2
+    assert one_error_line(done.stderr) == one_error_line(reference.stderr)
+    assert "teardown ran" not in done.stderr
