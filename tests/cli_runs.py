@@ -1,8 +1,9 @@
 """The command line as the tests run it: :func:`run_cli` starts ``python -m baglm_nb`` in a new
 process (:func:`run_main`: the same verb in this process, for tests of a verb's behaviour rather
 than of the process), :func:`one_error_line` reads the one ``error:`` line of a run that failed
-(:func:`one_error`: of a run in this process), and :func:`follow_args` spells a
-``follow --replay`` command."""
+(:func:`one_error`: of a run in this process), :func:`follow_args` spells a
+``follow --replay`` command, and :func:`papermill_cli` runs papermill's command line in this
+process."""
 
 from __future__ import annotations
 
@@ -92,3 +93,23 @@ def follow_args(uid: str | None = None, *, replay: str = "simulated", **flags) -
         else:
             argv += [flag, str(value)]
     return argv if uid is None else [*argv, "--", uid]
+
+
+def papermill_cli(argv: list[str], **env: str) -> tuple[int, str]:
+    """papermill's command line (``papermill ARGV``) run in this process, with ``env`` set
+    for the run (its kernel is a process of its own): the exit status and the last line that
+    the uncaught error prints (a real process's last line of stderr), ``""`` with none.
+
+    In-process, the run skips starting Python and importing papermill again; what is tested,
+    the kernel's error as papermill reports it, is the same."""
+    import traceback
+
+    from click.testing import CliRunner
+    from papermill.cli import papermill
+
+    result = CliRunner().invoke(papermill, argv, env=env, prog_name="papermill")
+    error = result.exception
+    if error is None or isinstance(error, SystemExit):
+        return result.exit_code, ""
+    lines = "".join(traceback.format_exception_only(error)).splitlines()
+    return result.exit_code, [line for line in lines if line.strip()][-1]

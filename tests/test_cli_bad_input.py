@@ -304,7 +304,7 @@ def test_check_parameters_returns_the_parameters_not_what_ipython_adds():
 
 
 def test_a_notebook_run_with_a_wrong_parameter_type_names_it(tmp_path):
-    from test_notebooks import papermill_cli  # papermill's command line, in this process
+    from cli_runs import papermill_cli  # papermill's command line, in this process
 
     notebook = ROOT / "notebooks" / "03_main_results.ipynb"
     argv = [str(notebook), str(tmp_path / "out.ipynb"), "-k", "python3", "--cwd", str(tmp_path),

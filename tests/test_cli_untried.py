@@ -243,7 +243,7 @@ def test_two_processes_writing_one_cache_at_once(verb, tmp_path, stub):
 
 
 def test_papermill_with_a_folder_that_does_not_exist_names_the_parameter(tmp_path):
-    from test_notebooks import papermill_cli  # papermill's command line, in this process
+    from cli_runs import papermill_cli  # papermill's command line, in this process
 
     argv = [str(ROOT / "notebooks" / "03_main_results.ipynb"), str(tmp_path / "out.ipynb"),
             "-p", "scores", "/nonexistent", "--cwd", str(ROOT / "notebooks")]  # fmt: skip

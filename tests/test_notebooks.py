@@ -225,26 +225,6 @@ def render(notebook: Path, figures: Path, params: dict) -> Path:
     return figures / notebook.stem
 
 
-def papermill_cli(argv: list[str], **env: str) -> tuple[int, str]:
-    """papermill's command line (``papermill ARGV``) run in this process, with ``env`` set
-    for the run (its kernel is a process of its own): the exit status and the last line that
-    the uncaught error prints (a real process's last line of stderr), ``""`` with none.
-
-    In-process, the run skips starting Python and importing papermill again; what is tested,
-    the kernel's error as papermill reports it, is the same."""
-    import traceback
-
-    from click.testing import CliRunner
-    from papermill.cli import papermill
-
-    result = CliRunner().invoke(papermill, argv, env=env, prog_name="papermill")
-    error = result.exception
-    if error is None or isinstance(error, SystemExit):
-        return result.exit_code, ""
-    lines = "".join(traceback.format_exception_only(error)).splitlines()
-    return result.exit_code, [line for line in lines if line.strip()][-1]
-
-
 def notebook_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """This test session's folder of notebook runs, one for all pytest-xdist workers."""
     base = tmp_path_factory.getbasetemp()

@@ -312,8 +312,7 @@ def show_table(
 
 def quality_text(metrics: Mapping[str, float]) -> str:
     """A video's online metrics as one line: per-second and step-row accuracy, announcement F1,
-    median delay
-    and flicker, a missing value as "–" (:data:`MISSING`).
+    median delay and flicker, a missing value as "–" (:data:`MISSING`).
 
     Notebook 09's timeline titles and ``follow``'s quality line both use it, so the two read
     the same on the same video and settings.
