@@ -57,39 +57,31 @@ NOTEBOOK_RUN_TESTS = (
 
 #: The groups that take longest, started first so that the two workers end together; the
 #: other groups follow, those with more tests first. Order only: no test depends on it, and a
-#: group missing here only starts later. The groups of 12.5 s or more, by their summed test
-#: times in a quiet ``make test`` (``--junitxml``), longest first.
+#: group missing here only starts later. From ``--durations`` (the notebooks: per group, one
+#: process, load average 15) and the longest tests named in the suite's timing issue.
 LONGEST_FIRST: tuple[str, ...] = (
     "tests/test_ray.py",
-    "tests/test_live.py",
-    "tests/test_served.py",
     "tests/test_browser.py",
+    "tests/test_quickstart.py",
+    "tests/test_live.py",
+    "notebook 05_analysis",
+    "tests/test_served_protocol.py",
+    "tests/test_served.py",
+    "tests/test_dependencies.py",
+    "tests/test_deps_server.py",
+    "tests/test_scoring.py",
+    "notebook 04_ablations",
+    "notebook 07_timing",
+    "tests/test_twin_fit.py",
+    "notebook 01_score_segments",
+    "notebook 09_assistance",
+    "notebook 08_qualitative",
     "tests/test_follow.py",
     "tests/test_cli_untried.py",
-    "tests/test_simulation_check.py",
-    "tests/test_quickstart.py",
-    "notebook 05_analysis",
-    "tests/test_import_cost.py",
-    "tests/test_published_numerics.py",
-    "tests/test_dependencies.py",
-    "tests/test_scoring.py",
-    "notebook 07_timing",
-    "tests/test_progress.py",
-    "notebook 01_score_segments",
-    "notebook 08_qualitative",
-    "tests/test_twin_fit.py",
-    "tests/test_deps_server.py",
-    "tests/test_prepared_data.py",
-    "tests/test_families.py",
-    "tests/test_widgets.py",
-    "notebook 09_assistance",
-    "notebook 04_ablations",
     "notebook 03_main_results",
-    "tests/test_served_protocol.py",
-    "tests/test_cli_bad_input.py",
     "notebook 06_localization",
     "notebook 02_dependencies",
-    "tests/test_belief_views.py",
+    "notebook 00_dataset_statistics",
 )
 
 
