@@ -12,6 +12,10 @@
 #   gguf converter   llama.cpp's convert_hf_to_gguf.py + gguf-py of the installed xllamacpp release,
 #                    from its sdist, into .venv/share/llama.cpp-convert (scripts/fetch_gguf_converter.sh)
 #   kernel           the 'python3' Jupyter kernel inside .venv (papermill runs the notebooks on it)
+#   warm caches      what every first run would build, built once here (scripts/warm_caches.py):
+#                    the numba kernels' on-disk caches, the SmolLM2 GGUF converted for transformers,
+#                    the served-scorer tests' tiny Qwen2.5-VL GGUFs; on every `make setup` (cheap
+#                    when nothing changed: each cache is keyed as its first use keys it)
 #
 # Every long step prints a line at least every 10 s (scripts/heartbeat.sh: the seconds so far and
 # the last line of its log), and one timing line per phase at the end. PYTHON selects the
@@ -170,6 +174,14 @@ if [[ -n "$apt_pid" ]]; then
     phase "system packages" "$(cat "$LOG_DIR/apt.seconds")"
     phase "  (waited for apt)" $((SECONDS - t0))
 fi
+
+# -- warm caches (after apt: every step runs the product's own code) ---------------------------
+t0=$SECONDS
+echo "setup: warm caches: numba kernels, converted models (log: $LOG_DIR/warm.log)"
+: >"$LOG_DIR/warm.log"
+with_heartbeat "warm caches" "$LOG_DIR/warm.log" "$VPY" "$ROOT/scripts/warm_caches.py" ||
+    fail "$LOG_DIR/warm.log" "warming the caches failed (scripts/warm_caches.py --debug shows why)"
+phase "warm caches" $((SECONDS - t0))
 
 if ((${#timings[@]})); then
     echo "setup timings (apt runs beside the package installs):"
