@@ -52,19 +52,29 @@ def launch(pw):
 
 
 @contextmanager
-def open_page(path: Path):
-    """A Playwright page showing the local HTML file ``path`` at :data:`VIEWPORT`."""
-    from playwright import sync_api
+def open_page(path: Path, browser=None):
+    """A Playwright page showing the local HTML file ``path`` at :data:`VIEWPORT`, in a context
+    of its own of ``browser`` (an open Playwright browser, e.g. one per test module), or of a
+    chromium of its own when ``browser`` is None."""
+    if browser is None:
+        from playwright import sync_api
 
-    with sync_api.sync_playwright() as pw:
-        browser = launch(pw)
-        try:
-            page = browser.new_page(viewport=VIEWPORT)
-            page.goto(Path(path).resolve().as_uri())
-            page.wait_for_load_state("load")
-            yield page
-        finally:
-            browser.close()
+        with sync_api.sync_playwright() as pw:
+            own = launch(pw)
+            try:
+                with open_page(path, own) as page:
+                    yield page
+            finally:
+                own.close()
+        return
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        page = context.new_page()
+        page.goto(Path(path).resolve().as_uri())
+        page.wait_for_load_state("load")
+        yield page
+    finally:
+        context.close()
 
 
 def wide_tables(page, slack: int = 1) -> list[dict]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 
 import pytest
-import torch
 
 from baglm_nb.apps.render import skip_iri_grammar
 
@@ -28,7 +27,10 @@ skip_iri_grammar()
 
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     # Parallel workers (make test): one compute thread each, and in the processes they start,
-    # so that the workers do not fight over the cores.
+    # so that the workers do not fight over the cores. (torch only here: a pytest run in one
+    # process, e.g. the quick start's `make test` on one file, does not import it up front.)
+    import torch
+
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     torch.set_num_threads(1)
 
@@ -36,6 +38,8 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """Small tensors and tiny models run faster on one thread, above all on a busy machine."""
+    import torch
+
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

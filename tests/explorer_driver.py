@@ -7,9 +7,9 @@ Shared by the browser tests and ``benchmarks/explorer_latency.py``:
   temporary folder (no user settings, no news pop-up, a read-only extension manager, no
   language-server scan); yields the URL ``make lab`` printed for
   the explorer and the log; stops the server (and its kernels) on exit.
-* :func:`open_explorer`: opens that URL, clears the outputs and runs all cells from the Lab's
-  menus (:func:`run_all`, accepting any kernel dialog), and waits for the belief views and the
-  R@1 line.
+* :func:`open_explorer`: opens that URL (:func:`open_notebook`), clears the outputs and runs
+  all cells from the Lab's menus (:func:`run_explorer`, :func:`run_all`, accepting any kernel
+  dialog), and waits for the belief views and the R@1 line.
 * :func:`timed_change`: the milliseconds from a user's input (key, click or menu choice) to the
   updated belief image painted: the ``img.baglm-plot`` element gets a new ``src``, the image is
   decoded, and two animation frames pass (the second runs after the frame that shows it).
@@ -176,11 +176,21 @@ def run_all(page) -> None:
     _menu(page, "Run", "runmenu:run-all")
 
 
-def open_explorer(page, url: str) -> None:
-    """Open the explorer's URL, run all cells, wait for the views and the R@1 line."""
+def open_notebook(page, url: str) -> None:
+    """Open the explorer's URL: the Lab shows the notebook and its kernel is idle."""
     page.goto(url)
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=SERVER_TIMEOUT_S * 1000)
     _accept_dialogs(page, until="#jp-main-statusbar >> text=Idle", timeout_s=SERVER_TIMEOUT_S)
+
+
+def open_explorer(page, url: str) -> None:
+    """Open the explorer's URL, run all cells, wait for the views and the R@1 line."""
+    open_notebook(page, url)
+    run_explorer(page)
+
+
+def run_explorer(page) -> None:
+    """In the open notebook: run all cells (a new explorer), wait for the views and R@1."""
     run_all(page)
     _accept_dialogs(page, until="img.baglm-plot", timeout_s=RUN_TIMEOUT_S)
     page.wait_for_function(

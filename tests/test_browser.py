@@ -3,11 +3,13 @@
 * The explorer: JupyterLab as ``make lab`` starts it (``tests/explorer_driver.py``: on
   127.0.0.1, a free port, a token, no browser of its own; one server for the file's two
   explorer tests, ``made_lab``); the URL it prints opened with Playwright (``executable_path``
-  = the system chromium, no browser download), outputs cleared and all cells run from the Lab's
-  menus; waits for the widget, checks that every control has a tooltip (no ``null``), that the
-  controls line up, that each disabled one says why, and that each enabled one changes the
-  plot or the R@1 line. Screenshots: ``tests/artifacts/explorer.png`` (as it opens) and
-  ``explorer_changed.png`` (after every control was changed).
+  = the system chromium, no browser download) in one page for both tests (``lab_page``: the
+  Lab's front end, most of chromium's work, loads once); each test clears the outputs and runs
+  all cells from the Lab's menus (a new explorer, in the notebook's kernel); waits for the
+  widget, checks that every control has a tooltip (no ``null``), that the controls line up,
+  that each disabled one says why, and that each enabled one changes the plot or the R@1 line.
+  Screenshots: ``tests/artifacts/explorer.png`` (as it opens) and ``explorer_changed.png``
+  (after every control was changed).
 * ``make lab`` as a user runs it: the URL it prints opens the explorer; a slider change
   replaces the belief image and the settings title; saving the notebook leaves
   ``git status --porcelain`` unchanged (the session lands in the ignored ``lab/``).
@@ -22,6 +24,9 @@
   parameters; the runs that ``tests/test_notebooks.py`` checks, one per test session): no table
   wider than the page's column and no code or text line cut off (:mod:`browser_checks`).
   Screenshots: ``tests/artifacts/page_<stem>.png``.
+
+One chromium serves the whole file (``browser``, module-scoped); each test opens its own
+context (its own page, cookies and cache), except the two explorer tests' shared Lab page.
 
 Needs the ``playwright`` Python package and ``apt-get install -y chromium`` (both installed by
 ``make setup``); fails, naming the install command, when either is missing. Marked ``slow`` and
@@ -61,6 +66,40 @@ def made_lab(tmp_path_factory):
         yield url, log, before, tracked
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """One headless chromium for this file's tests (a launch costs more CPU than a page)."""
+    from playwright import sync_api  # the import error names the package
+
+    with sync_api.sync_playwright() as pw:
+        chromium = launch(pw)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture(scope="module")
+def lab_page(made_lab, browser):
+    """The URL ``make lab`` printed, open in one page for this file's two explorer tests: the
+    Lab shows explore.ipynb and its kernel is idle. Loading JupyterLab's front end is most of
+    chromium's work, so it is done once; each test then runs all cells (``_run_explorer``): a
+    new explorer in the notebook's kernel, whatever the other test changed."""
+    from explorer_driver import open_notebook
+
+    url, log, _, _ = made_lab
+    context = browser.new_context(viewport={"width": 1400, "height": 1300})
+    try:
+        page = context.new_page()
+        try:
+            open_notebook(page, url)
+        except Exception as exc:  # the server's log says why
+            pytest.fail(f"make lab's URL did not open the notebook: {exc}\n" + _tail(log))
+        yield page
+    finally:
+        context.close()
+
+
 def _tail(log: Path) -> str:
     return log.read_text(errors="replace")[-4000:] if log.exists() else ""
 
@@ -78,20 +117,11 @@ def _accept_dialogs(page, until: str, timeout: float) -> None:
     raise TimeoutError(f"{until!r} did not appear in {timeout} s")
 
 
-def _browser(pw):
-    from playwright import sync_api  # noqa: F401 - the import error names the package
-
-    return launch(pw)
-
-
-def _open_explorer(page, url: str, log: Path) -> None:
-    """Open explore.ipynb in the Lab, run all cells, wait for the plot and the R@1 line."""
+def _run_explorer(page, log: Path) -> None:
+    """In the open explore.ipynb: run all cells, wait for the plot and the R@1 line."""
     from explorer_driver import run_all
     from playwright import sync_api
 
-    page.goto(url)
-    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=SERVER_TIMEOUT * 1000)
-    _accept_dialogs(page, until="#jp-main-statusbar >> text=Idle", timeout=SERVER_TIMEOUT)
     run_all(page)  # Edit > Clear Outputs of All Cells, Run > Run All Cells
     try:
         _accept_dialogs(page, until="img.baglm-plot", timeout=RUN_TIMEOUT)
@@ -196,74 +226,61 @@ def _settled(page, timeout_s: float = CHANGE_TIMEOUT) -> None:
         last = now
 
 
-def test_explorer_in_jupyterlab(made_lab):
+def test_explorer_in_jupyterlab(made_lab, lab_page):
     """The explorer, opened from the URL ``make lab`` printed: tooltips, alignment, every
     enabled control changes the plot or the R@1 line. Screenshots: ``explorer.png`` (as it
     opens) and ``explorer_changed.png`` (after every control was changed)."""
-    from playwright import sync_api
-
-    url, log, _, _ = made_lab
+    _url, log, _, _ = made_lab
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as pw:
-        browser = _browser(pw)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1300})
-            _open_explorer(page, url, log)
-            explorer = page.locator(".baglm-explorer")
-            explorer.scroll_into_view_if_needed()
-            explorer.screenshot(path=str(ARTIFACTS / "explorer.png"))  # as it opens
-            tips = _check_tooltips_and_alignment(page)
-            # D = simulated-llm:llama (soft): binarising is offered, its threshold once ticked
-            assert not tips["binarise"].startswith("Disabled:")
-            assert tips["threshold"].startswith("Disabled:") and "tick" in tips["threshold"]
-            assert not page.locator(".baglm-binarise input[type=checkbox]").is_disabled()
-            menu = page.locator(".baglm-control.baglm-deps select")
-            assert menu.evaluate("s => s.options[s.selectedIndex].text").startswith(
-                "simulated-llm:llama"
-            )
-            changed = []
-            for name in CONTROLS:
-                tip = page.locator(f".baglm-control.baglm-{name} .baglm-label").get_attribute(
-                    "title"
-                )
-                if tip.startswith("Disabled:"):
-                    continue
-                before = _state(page)
-                _change(page, name)
-                page.wait_for_function(
-                    "([r, s]) => document.querySelector('.baglm-recall').innerText !== r"
-                    " || document.querySelector('img.baglm-plot').src !== s",
-                    arg=list(before),
-                    timeout=CHANGE_TIMEOUT * 1000,
-                )
-                _settled(page)  # queued recomputes (key presses) done
-                assert _state(page) != before, name
-                changed.append(name)
-            assert set(changed) >= {
-                "video",
-                "find",
-                "deps",
-                "transition",
-                "prior",
-                "stepping",
-                "view",
-                "binarise",
-                "signal",
-                "segment",
-                "dataset",
-            }
-            explorer.scroll_into_view_if_needed()
-            explorer.screenshot(path=str(ARTIFACTS / "explorer_changed.png"))  # after them all
-        finally:
-            browser.close()
+    page = lab_page
+    _run_explorer(page, log)
+    explorer = page.locator(".baglm-explorer")
+    explorer.scroll_into_view_if_needed()
+    explorer.screenshot(path=str(ARTIFACTS / "explorer.png"))  # as it opens
+    tips = _check_tooltips_and_alignment(page)
+    # D = simulated-llm:llama (soft): binarising is offered, its threshold once ticked
+    assert not tips["binarise"].startswith("Disabled:")
+    assert tips["threshold"].startswith("Disabled:") and "tick" in tips["threshold"]
+    assert not page.locator(".baglm-binarise input[type=checkbox]").is_disabled()
+    menu = page.locator(".baglm-control.baglm-deps select")
+    assert menu.evaluate("s => s.options[s.selectedIndex].text").startswith("simulated-llm:llama")
+    changed = []
+    for name in CONTROLS:
+        tip = page.locator(f".baglm-control.baglm-{name} .baglm-label").get_attribute("title")
+        if tip.startswith("Disabled:"):
+            continue
+        before = _state(page)
+        _change(page, name)
+        page.wait_for_function(
+            "([r, s]) => document.querySelector('.baglm-recall').innerText !== r"
+            " || document.querySelector('img.baglm-plot').src !== s",
+            arg=list(before),
+            timeout=CHANGE_TIMEOUT * 1000,
+        )
+        _settled(page)  # queued recomputes (key presses) done
+        assert _state(page) != before, name
+        changed.append(name)
+    assert set(changed) >= {
+        "video",
+        "find",
+        "deps",
+        "transition",
+        "prior",
+        "stepping",
+        "view",
+        "binarise",
+        "signal",
+        "segment",
+        "dataset",
+    }
+    explorer.scroll_into_view_if_needed()
+    explorer.screenshot(path=str(ARTIFACTS / "explorer_changed.png"))  # after them all
     assert (ARTIFACTS / "explorer.png").stat().st_size > 0
 
 
-def test_follow_report_in_chromium(tmp_path, capsys, monkeypatch):
+def test_follow_report_in_chromium(tmp_path, capsys, monkeypatch, browser):
     """The report of one HT-Step video: source, ground truth, per-step hit/miss, views. The
     verb runs in this process (the report is what is checked, not the process boundary)."""
-    from playwright import sync_api
-
     from baglm_nb.apps.cli.main import main
 
     report = tmp_path / "report.html"
@@ -285,43 +302,41 @@ def test_follow_report_in_chromium(tmp_path, capsys, monkeypatch):
         monkeypatch.setenv(name, value)  # what the verb sets, undone after the test
     assert main(argv) == 0, capsys.readouterr().err[-2000:]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as pw:
-        browser = _browser(pw)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(report.resolve().as_uri())
-            assert "simulated observations, not a real model" in page.title()
-            assert "simulated" in page.locator("h1").inner_text()
-            banner = page.locator("#source.simulated")
-            assert banner.is_visible() and "SIMULATED" in banner.inner_text()
-            # what the run used, under the banner: the notebooks' D and the settings
-            settings = page.locator("#settings").inner_text()
-            for field in ("observations", "D", "threshold", "patience", "smoothing lag"):
-                assert field in settings
-            assert "simulated-llm:llama" in settings and "1 segment (2 s)" in settings  # lag
-            quality = page.locator("#quality").inner_text()
-            assert "nan" not in quality.lower().split()
-            rows = page.locator("#truth tr")
-            assert rows.count() == 11  # header + K = 10 steps
-            annotated = page.locator("#truth tr", has_not_text="not annotated")
-            assert annotated.count() - 1 == 6  # the six annotated steps
-            outcomes = page.locator("#truth td.hit, #truth td.miss")
-            assert outcomes.count() >= 12  # announced + R@1, each annotated step
-            assert "Ground truth: 6 annotated steps" in page.locator("#summary").inner_text()
-            width = page.eval_on_selector("#beliefs", "e => e.naturalWidth")
-            assert width >= 1000
-            page.screenshot(path=str(ARTIFACTS / "follow_report.png"), full_page=True)
-        finally:
-            browser.close()
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(report.resolve().as_uri())
+        assert "simulated observations, not a real model" in page.title()
+        assert "simulated" in page.locator("h1").inner_text()
+        banner = page.locator("#source.simulated")
+        assert banner.is_visible() and "SIMULATED" in banner.inner_text()
+        # what the run used, under the banner: the notebooks' D and the settings
+        settings = page.locator("#settings").inner_text()
+        for field in ("observations", "D", "threshold", "patience", "smoothing lag"):
+            assert field in settings
+        assert "simulated-llm:llama" in settings and "1 segment (2 s)" in settings  # lag
+        quality = page.locator("#quality").inner_text()
+        assert "nan" not in quality.lower().split()
+        rows = page.locator("#truth tr")
+        assert rows.count() == 11  # header + K = 10 steps
+        annotated = page.locator("#truth tr", has_not_text="not annotated")
+        assert annotated.count() - 1 == 6  # the six annotated steps
+        outcomes = page.locator("#truth td.hit, #truth td.miss")
+        assert outcomes.count() >= 12  # announced + R@1, each annotated step
+        assert "Ground truth: 6 annotated steps" in page.locator("#summary").inner_text()
+        width = page.eval_on_selector("#beliefs", "e => e.naturalWidth")
+        assert width >= 1000
+        page.screenshot(path=str(ARTIFACTS / "follow_report.png"), full_page=True)
+    finally:
+        context.close()
 
 
 @pytest.mark.parametrize("stem", ["08_qualitative"])  # its run's group (conftest.py)
-def test_notebook_08_html_shows_its_figure(stem, tmp_path, tmp_path_factory):
+def test_notebook_08_html_shows_its_figure(stem, tmp_path, tmp_path_factory, browser):
     """Notebook 08 executed (papermill: the run that ``tests/test_notebooks.py`` checks, on its
     small parameters, ``rendered``) and converted to HTML by nbconvert (``--to html``'s
     exporter) carries its belief figure as an image, one per video."""
     from nbconvert import HTMLExporter
-    from playwright import sync_api
 
     folder = rendered(stem, tmp_path_factory)
     videos = [(d, uid) for d, uids in SMALL[stem][0]["videos"].items() for uid in uids]
@@ -332,25 +347,24 @@ def test_notebook_08_html_shows_its_figure(stem, tmp_path, tmp_path_factory):
     for dataset, uid in videos:
         assert (folder / f"qualitative_{dataset}_{uid}.png").stat().st_size > 10_000
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as pw:
-        browser = _browser(pw)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(page_path.resolve().as_uri())
-            widths = page.eval_on_selector_all("img", "els => els.map(e => e.naturalWidth)")
-            assert len(widths) == len(videos) and min(widths) >= 1000  # belief figures, PNG
-            page.screenshot(path=str(ARTIFACTS / "08_qualitative.png"), full_page=True)
-        finally:
-            browser.close()
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(page_path.resolve().as_uri())
+        widths = page.eval_on_selector_all("img", "els => els.map(e => e.naturalWidth)")
+        assert len(widths) == len(videos) and min(widths) >= 1000  # belief figures, PNG
+        page.screenshot(path=str(ARTIFACTS / "08_qualitative.png"), full_page=True)
+    finally:
+        context.close()
 
 
 @pytest.mark.parametrize("stem", ["01_score_segments", "07_timing", "08_qualitative"])
-def test_shared_pages_fit_the_column(stem, tmp_path_factory):
+def test_shared_pages_fit_the_column(stem, tmp_path_factory, browser):
     """The page ``make figures`` shares: every table and code line fits a 1280-px window (the
     run that ``tests/test_notebooks.py`` checks, on its small parameters: ``rendered``)."""
     folder = rendered(stem, tmp_path_factory)
     check_shareable(folder, stem)
-    with open_page(folder / f"{stem}.html") as page:
+    with open_page(folder / f"{stem}.html", browser) as page:
         shot = screenshot(page, ARTIFACTS / f"page_{stem}.png")
         tables = page.eval_on_selector_all("table", "els => els.length")
         assert tables >= 1, stem
@@ -371,45 +385,37 @@ def _git_status() -> str:
     ).stdout
 
 
-def test_make_lab_opens_the_explorer_updates_in_place_and_leaves_git_clean(made_lab):
+def test_make_lab_opens_the_explorer_updates_in_place_and_leaves_git_clean(made_lab, lab_page):
     """``make lab`` as a user runs it (its own ``lab/`` folder): the URL it prints opens the
     explorer; running it, moving the signal slider (the belief image is replaced, the settings
     title follows, the legend band stays) and saving the notebook (Ctrl+S, as autosave would)
     leave ``git status --porcelain`` as it was (clean on a clean checkout) and
     notebooks/explore.ipynb byte for byte unchanged; the session lands in lab/explore.ipynb.
     Screenshot: ``tests/artifacts/explorer_make_lab.png``."""
-    from explorer_driver import open_explorer, press_slider, timed_change
-    from playwright import sync_api
+    from explorer_driver import press_slider, run_explorer, timed_change
 
     url, _log, before, tracked = made_lab  # git status and the notebook before make lab ran
+    assert "/lab/tree/explore.ipynb?token=" in url  # lab_page opened it: the notebook showed
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as pw:
-        assert "/lab/tree/explore.ipynb?token=" in url
-        browser = _browser(pw)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1300})
-            open_explorer(page, url)
-            title = page.locator(".baglm-title").inner_text()
-            legend = page.locator("img.baglm-plot-legend").get_attribute("src")
-            assert "signal" in title and "simulated" in title
-            ms = timed_change(page, press_slider("signal", "ArrowRight"), CHANGE_TIMEOUT)
-            assert ms > 0
-            page.wait_for_function(
-                "t => document.querySelector('.baglm-title').innerText !== t",
-                arg=title,
-                timeout=CHANGE_TIMEOUT * 1000,
-            )
-            assert page.locator("img.baglm-plot-legend").get_attribute("src")
-            assert legend  # the legend band was drawn (and may or may not have changed)
-            page.locator(".baglm-explorer").screenshot(
-                path=str(ARTIFACTS / "explorer_make_lab.png")
-            )
-            page.locator(".jp-NotebookPanel").first.click()
-            saving = time.time()
-            page.keyboard.press("Control+s")
-            page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
-        finally:
-            browser.close()
+    page = lab_page
+    run_explorer(page)  # all cells run again: a new explorer, drawn, its R@1 line
+    title = page.locator(".baglm-title").inner_text()
+    legend = page.locator("img.baglm-plot-legend").get_attribute("src")
+    assert "signal" in title and "simulated" in title
+    ms = timed_change(page, press_slider("signal", "ArrowRight"), CHANGE_TIMEOUT)
+    assert ms > 0
+    page.wait_for_function(
+        "t => document.querySelector('.baglm-title').innerText !== t",
+        arg=title,
+        timeout=CHANGE_TIMEOUT * 1000,
+    )
+    assert page.locator("img.baglm-plot-legend").get_attribute("src")
+    assert legend  # the legend band was drawn (and may or may not have changed)
+    page.locator(".baglm-explorer").screenshot(path=str(ARTIFACTS / "explorer_make_lab.png"))
+    page.locator(".jp-NotebookPanel").first.click()
+    saving = time.time()
+    page.keyboard.press("Control+s")
+    page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
     session = ROOT / "lab" / "explore.ipynb"
     assert session.stat().st_mtime >= saving - 1  # this save wrote it (1 s: file times)
     saved = json.loads(session.read_text())

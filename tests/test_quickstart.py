@@ -76,6 +76,12 @@ def quick_start_commands(readme: str) -> list[str]:
 def _ignore(folder: str, names: list[str]) -> set[str]:
     rel = Path(folder).relative_to(ROOT)
     skip = {n for n in names if n in NOT_COPIED or n.endswith(".egg-info")}
+    if rel.parts[:1] == ("baglm_nb",):
+        # the package's compiled modules and numba's on-disk caches, as a clone has them once
+        # it was used (make setup warms them): copied with their files' times, so that the
+        # copy's processes load them rather than compile every kernel again (each numba
+        # kernel's cache is checked against its source file's time and size)
+        skip.discard("__pycache__")
     skip |= {n for n in names if (rel / n).as_posix() in OUTPUTS}
     if rel.as_posix() == "figures":  # rendered notebooks; figures/README.md is tracked
         skip |= {n for n in names if (ROOT / "figures" / n).is_dir()}
@@ -84,7 +90,8 @@ def _ignore(folder: str, names: list[str]) -> set[str]:
 
 @pytest.fixture(scope="module")
 def fresh_copy(tmp_path_factory) -> Path:
-    """A copy of the repository's files with ``.venv`` linked in (a clone after make setup)."""
+    """A copy of the repository's files with ``.venv`` linked in (a clone after make setup,
+    its package's ``__pycache__`` included: :func:`_ignore`)."""
     copy = tmp_path_factory.mktemp("clone") / "baglm-workbench"
     shutil.copytree(ROOT, copy, ignore=_ignore, symlinks=True)
     (copy / ".venv").symlink_to((ROOT / ".venv").resolve())
