@@ -269,7 +269,7 @@ def test_killed_driver_resumes_and_the_cache_equals_the_local_engine(cluster, re
         _, err = proc.communicate()
     assert files, err.decode()[-2000:]
     # the driver only hands videos out and writes what comes back: the workers load torch
-    assert "ray" in maps and "libtorch" not in maps
+    assert "_raylet" in maps and "libtorch" not in maps
     cache = ScoreCache.open(files[0].parent.parent)
     first = cache.uids()
     assert 1 <= len(first) < 3, "the run finished before it could be killed"
