@@ -74,7 +74,7 @@ def _definitions(pattern: str) -> list[str]:
 @pytest.mark.parametrize(
     ("pattern", "home"),
     [
-        (r"^def find_video_file\(", ["baglm_nb/inputs/video.py"]),
+        (r"^def find_video_file\(", ["baglm_nb/inputs/video_records.py"]),
         (r"^def (frame_indices|num_segments|ground_truth|first_starts)\(",
          ["baglm_nb/inputs/grid.py"]),
         (r"np\.repeat\(.*axis=0", ["baglm_nb/inputs/grid.py"]),

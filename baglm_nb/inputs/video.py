@@ -43,15 +43,18 @@ from baglm_nb.inputs.frame_times import frame_timed_info, implausible, timed_bat
 from baglm_nb.inputs.grid import num_segments, segment_frame_indices
 from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION
 from baglm_nb.inputs.video_records import (
+    VIDEO_EXTENSIONS,
     SegmentBatch,
     VideoError,
     VideoInfo,
+    find_video_file,
     missing_file,
     source_path,
 )
 
 __all__ = [
     "CPU_ONLY_CODECS",
+    "VIDEO_EXTENSIONS",
     "SegmentBatch",
     "VideoError",
     "VideoInfo",
@@ -420,59 +423,7 @@ def _generate(
 
 
 # ---------------------------------------------------------------------------------------------
-# Files and single frames
-
-
-def _glob_escape(text: str) -> str:
-    """Escape glob metacharacters in a file-name stem."""
-    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
-
-
-#: File extensions :func:`find_video_file` takes for a video (yt-dlp leaves sidecars such as
-#: ``<uid>.en.vtt``, ``<uid>.info.json`` or ``<uid>.mp4.part`` beside the video).
-VIDEO_EXTENSIONS = frozenset(
-    {
-        "mp4",
-        "m4v",
-        "mkv",
-        "webm",
-        "mov",
-        "avi",
-        "ts",
-        "mts",
-        "m2ts",
-        "mpg",
-        "mpeg",
-        "flv",
-        "3gp",
-        "ogv",
-        "wmv",
-    }
-)
-
-
-def find_video_file(video_dir: str | os.PathLike | None, uid: str) -> Path | None:
-    """The file of video ``uid`` in ``video_dir``: ``<uid>.<ext>``, or one folder down; else None.
-
-    Only video extensions count (:data:`VIDEO_EXTENSIONS`, any case), so subtitles and other
-    sidecars named after the video are never taken for it. The first match in sorted order wins,
-    ``video_dir`` itself before its sub-folders. Scoring and the qualitative figures find files
-    with this one rule.
-    """
-    if not video_dir:
-        return None
-    base = Path(video_dir)
-    if not base.is_dir():
-        return None
-    for folder in (base, *(p for p in sorted(base.iterdir()) if p.is_dir())):
-        hits = sorted(
-            p
-            for p in folder.glob(f"{_glob_escape(uid)}.*")
-            if p.is_file() and p.name[len(uid) + 1 :].lower() in VIDEO_EXTENSIONS
-        )
-        if hits:
-            return hits[0]
-    return None
+# Single frames
 
 
 def frames_at(

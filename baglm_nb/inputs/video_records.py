@@ -1,9 +1,11 @@
 """What reading a video reports and yields: :class:`VideoError`, :class:`VideoInfo`,
-:class:`SegmentBatch`, and :func:`source_path` (a local path or a URL).
+:class:`SegmentBatch`; :func:`source_path` (a local path or a URL) and :func:`find_video_file`
+(a video's file in a folder, by its uid).
 
-Records only, no decoding: :mod:`baglm_nb.inputs.video` (torchcodec, the published grid) and
-:mod:`baglm_nb.inputs.frame_times` (a file decoded on its frames' own timestamps) both return them,
-and :mod:`baglm_nb.inputs.video` re-exports them.
+Records and paths only, no decoding, so a driver that only hands videos to Ray workers finds
+their files without importing torch: :mod:`baglm_nb.inputs.video` (torchcodec, the published
+grid) and :mod:`baglm_nb.inputs.frame_times` (a file decoded on its frames' own timestamps) both
+return them, and :mod:`baglm_nb.inputs.video` re-exports them.
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["SegmentBatch", "VideoError", "VideoInfo", "missing_file", "source_path"]
+__all__ = [
+    "VIDEO_EXTENSIONS",
+    "SegmentBatch",
+    "VideoError",
+    "VideoInfo",
+    "find_video_file",
+    "missing_file",
+    "source_path",
+]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -149,3 +159,55 @@ class SegmentBatch:
     def segment_indices(self) -> range:
         """Indices (in the whole video) of the batch's segments."""
         return range(self.first_segment, self.first_segment + self.num_segments)
+
+
+def _glob_escape(text: str) -> str:
+    """Escape glob metacharacters in a file-name stem."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+#: File extensions :func:`find_video_file` takes for a video (yt-dlp leaves sidecars such as
+#: ``<uid>.en.vtt``, ``<uid>.info.json`` or ``<uid>.mp4.part`` beside the video).
+VIDEO_EXTENSIONS = frozenset(
+    {
+        "mp4",
+        "m4v",
+        "mkv",
+        "webm",
+        "mov",
+        "avi",
+        "ts",
+        "mts",
+        "m2ts",
+        "mpg",
+        "mpeg",
+        "flv",
+        "3gp",
+        "ogv",
+        "wmv",
+    }
+)
+
+
+def find_video_file(video_dir: str | os.PathLike | None, uid: str) -> Path | None:
+    """The file of video ``uid`` in ``video_dir``: ``<uid>.<ext>``, or one folder down; else None.
+
+    Only video extensions count (:data:`VIDEO_EXTENSIONS`, any case), so subtitles and other
+    sidecars named after the video are never taken for it. The first match in sorted order wins,
+    ``video_dir`` itself before its sub-folders. Scoring and the qualitative figures find files
+    with this one rule.
+    """
+    if not video_dir:
+        return None
+    base = Path(video_dir)
+    if not base.is_dir():
+        return None
+    for folder in (base, *(p for p in sorted(base.iterdir()) if p.is_dir())):
+        hits = sorted(
+            p
+            for p in folder.glob(f"{_glob_escape(uid)}.*")
+            if p.is_file() and p.name[len(uid) + 1 :].lower() in VIDEO_EXTENSIONS
+        )
+        if hits:
+            return hits[0]
+    return None

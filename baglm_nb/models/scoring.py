@@ -41,7 +41,7 @@ from baglm_nb.inputs.datasets import Video, load_dataset
 from baglm_nb.inputs.grid import length_mismatch, num_segments
 from baglm_nb.inputs.progress import bar_options
 from baglm_nb.inputs.variants import SAMPLING_FPS, SEGMENT_DURATION
-from baglm_nb.inputs.video_records import VideoError
+from baglm_nb.inputs.video_records import VideoError, find_video_file
 from baglm_nb.models.dispatch import ENGINES, Engine, EngineSetting, make_engine
 from baglm_nb.models.questions import ScoringError
 from baglm_nb.models.ray_pool import Outcome
@@ -580,8 +580,6 @@ def _task(
     video: Video, video_dir: Any, segment_duration: int, sampling_fps: float, batch_segments: int
 ) -> VideoTask:
     """The :class:`VideoTask` of one video (its file found in ``video_dir``)."""
-    from baglm_nb.inputs.video import find_video_file  # torch, torchcodec: not for the checks
-
     path = find_video_file(video_dir, video.uid)
     where = Path(video_dir or ".") / video.uid if path is None else Path(path).resolve()
     return VideoTask(
