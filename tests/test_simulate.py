@@ -347,3 +347,35 @@ def test_noise_corr_through_the_observations_setting() -> None:
     assert corr.vsg[uid].shape == iid.vsg[uid].shape
     assert not np.array_equal(corr.vsg[uid], iid.vsg[uid])
     assert np.allclose(corr.vsg[uid].sum(axis=1), 1.0)
+
+
+def test_a_signal_sweep_gives_simulate_vsgs_floats_and_the_truth_is_shared(htstep60) -> None:
+    """The calibration's sweep draws the noise once; each signal's rows must still be what a
+    fresh simulation gives, bit for bit (both twins' grids: i.i.d. and AR(1) noise, with
+    confusion), and the kept segment truth is one read-only pair per video and grid."""
+    from baglm_nb.core.simulate import SignalSweep, simulate_vsg, twin_params
+    from baglm_nb.inputs import grid
+
+    videos = htstep60[:12]
+    for base in (
+        twin_params("htstep", "iid"),
+        twin_params("htstep", "pinned", confusion=0.3, segment_duration=3),
+    ):
+        sweep = SignalSweep("htstep", base, videos)
+        d = base.segment_duration
+        for signal in (0.0, 1.7, base.signal):
+            params = dataclasses.replace(base, signal=signal)
+            rows = sweep.vsg_rows(signal)
+            for v in videos:
+                fresh = grid.per_second(simulate_vsg(v, params), d)
+                assert rows[v.uid].tobytes() == fresh.tobytes()
+            assert sweep.recall(signal) == offline_recall("htstep", params, videos)
+    truth, fraction = segment_truth(videos[0])
+    again = segment_truth(videos[0])
+    assert again[0] is truth and again[1] is fraction
+    assert not truth.flags.writeable and not fraction.flags.writeable
+    for v in load_dataset("coin")[:300]:  # S counted without the frame indices
+        for d in (1, 2, 3):
+            assert grid.num_segments(v.num_frames, v.fps, d) == len(
+                grid.segment_frame_indices(v.num_frames, v.fps, d)
+            )

@@ -397,11 +397,14 @@ def _check_array(name: str, x, ndim: int) -> np.ndarray:
     a = np.asarray(x, dtype=np.float64)
     if a.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {a.shape}")
-    if not np.isfinite(a).all():
+    if not a.size:
+        return a
+    low, high = a.min(), a.max()  # NaN propagates into both, an infinity into one of them
+    if not (np.isfinite(low) and np.isfinite(high)):
         raise ValueError(f"{name} contains NaN or infinite values")
-    if (a < 0).any():
+    if low < 0:
         raise ValueError(f"{name} contains negative values")
-    if a.size and a.max() > 1 + PROBABILITY_TOL:
+    if high > 1 + PROBABILITY_TOL:
         where = tuple(int(i) for i in np.unravel_index(int(a.argmax()), a.shape))
         raise ValueError(
             f"{name} holds values above 1 (max {a.max():.6g} at {where}): probabilities must lie "

@@ -102,9 +102,9 @@ from baglm_nb.core.twins import (
     TWINS,
     twin_values,
 )
+from baglm_nb.core.video_truth import neighbours, segment_truth
 from baglm_nb.inputs import grid
 from baglm_nb.inputs.datasets import Video, load_dataset
-from baglm_nb.inputs.grid import ground_truth
 from baglm_nb.inputs.paper import paper_value
 from baglm_nb.inputs.progress import bar_options
 from baglm_nb.inputs.variants import OFF_STEP_PROGRESS, SAMPLING_FPS, SEGMENT_DURATION
@@ -121,6 +121,7 @@ __all__ = [
     "TWINS",
     "Calibration",
     "SimulatedScores",
+    "SignalSweep",
     "SimulationParams",
     "ar1",
     "calibrate",
@@ -248,69 +249,16 @@ class SimulatedScores:
         return self.vsg.shape[0]
 
 
-def segment_truth(
-    video: Video, segment_duration: int = SEGMENT_DURATION, sampling_fps: float = SAMPLING_FPS
-) -> tuple[np.ndarray, np.ndarray]:
-    """True state and fraction of completion per segment.
-
-    Parameters
-    ----------
-    video : Video
-        The annotated video.
-    segment_duration, sampling_fps
-        Segment length in seconds and sampling rate (they fix S and T).
-
-    Returns
-    -------
-    truth : (S,) int array
-        Step column with the most marked ground-truth rows (lowest column on ties), ``K`` if none.
-    fraction : (S,) float64 array
-        ``clip((c - start) / (end - start), 0, 1)`` at the segment centre ``c`` for the true
-        step's interval containing (else nearest to) ``c``; NaN for none segments.
-    """
-    d = int(segment_duration)
-    k = video.num_steps
-    t_rows = video.num_rows(d, sampling_fps)
-    s_len = t_rows // d
-    y = ground_truth(video, t_rows)[:, :k].reshape(s_len, d, k).sum(axis=1)
-    truth = np.where(y.any(axis=1), y.argmax(axis=1), k)
-    fraction = np.full(s_len, np.nan)
-    is_step = truth < k
-    if not is_step.any():
-        return truth, fraction
-    starts = np.array([seg.start for seg in video.segments])
-    ends = np.array([seg.end for seg in video.segments])
-    steps = np.array([seg.step_index for seg in video.segments])
-    centre = (np.flatnonzero(is_step) + 0.5) * d
-    dist = np.maximum(np.maximum(starts - centre[:, None], centre[:, None] - ends), 0.0)
-    dist[steps[None, :] != truth[is_step][:, None]] = np.inf
-    j = dist.argmin(axis=1)
-    a, b = starts[j], ends[j]
-    length = b - a
-    frac = np.divide(centre - a, length, out=np.zeros_like(centre), where=length > 0)
-    frac = np.where(length > 0, frac, (centre >= a).astype(np.float64))
-    fraction[is_step] = np.clip(frac, 0.0, 1.0)
-    return truth, fraction
-
-
-def _neighbours(video: Video) -> np.ndarray:
-    """(K, K) bool: ``N[a, b]`` when b is just before or after a in the first-occurrence order."""
-    k = video.num_steps
-    order = list(grid.first_starts(video))
-    n = np.zeros((k, k), dtype=bool)
-    for prev, nxt in zip(order[:-1], order[1:], strict=True):
-        n[prev, nxt] = n[nxt, prev] = True
-    return n
-
-
 def _rng(params: SimulationParams, uid: str) -> np.random.Generator:
     return np.random.default_rng([int(params.seed), zlib.crc32(uid.encode())])
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(axis=-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
+    """Softmax along the last axis, computed in place in ``z`` (which it returns)."""
+    z -= z.max(axis=-1, keepdims=True)
+    np.exp(z, out=z)
+    z /= z.sum(axis=-1, keepdims=True)
+    return z
 
 
 def _digits(centre: np.ndarray, width: float) -> np.ndarray:
@@ -319,39 +267,76 @@ def _digits(centre: np.ndarray, width: float) -> np.ndarray:
     ``width = 0`` (or an infinite centre) puts all mass on the digit nearest the centre,
     clipped to 0..9.
     """
-    digits = np.arange(10.0)
-    point = np.zeros(centre.shape + (10,))
-    nearest = np.clip(np.nan_to_num(np.rint(centre), posinf=9, neginf=0), 0, 9).astype(int)
-    np.put_along_axis(point, nearest[..., None], 1.0, axis=-1)
-    if width <= 0:
-        return point
     finite = np.isfinite(centre)
-    safe = np.where(finite, centre, 0.0)
-    dist = _softmax(-0.5 * ((digits - safe[..., None]) / width) ** 2)
-    return np.where(finite[..., None], dist, point)
+    every = bool(finite.all())
+    if width <= 0 or not every:
+        point = np.zeros(centre.shape + (10,))
+        nearest = np.clip(np.nan_to_num(np.rint(centre), posinf=9, neginf=0), 0, 9).astype(int)
+        np.put_along_axis(point, nearest[..., None], 1.0, axis=-1)
+        if width <= 0:
+            return point
+    safe = centre if every else np.where(finite, centre, 0.0)
+    z = np.subtract(_DIGITS, safe[..., None])  # -0.5 ((digit - centre) / width)^2, in place
+    z /= width
+    np.square(z, out=z)
+    z *= -0.5
+    dist = _softmax(z)
+    return dist if every else np.where(finite[..., None], dist, point)
+
+
+_DIGITS = np.arange(10.0)
+
+
+@dataclass(frozen=True)
+class _VsgDraws:
+    """What one video's VSG rows take besides the bonuses: its segment truth and its noise
+    logits ``noise * ar1(eps)`` (module docstring, steps 1 and 3), and the generator, left
+    where the progress draws start. ``signal``, ``confusion`` and ``none_signal`` do not
+    enter, so a bisection over ``signal`` draws them once (:class:`_SignalSweep`)."""
+
+    video: Video
+    truth: np.ndarray
+    fraction: np.ndarray
+    noise_logits: np.ndarray
+    rng: np.random.Generator
+
+
+def _vsg_draws(video: Video, params: SimulationParams) -> _VsgDraws:
+    d = int(params.segment_duration)
+    truth, fraction = segment_truth(video, d, params.sampling_fps)
+    rng = _rng(params, video.uid)
+    eps = rng.standard_normal((truth.shape[0], video.num_steps + 1))
+    return _VsgDraws(video, truth, fraction, params.noise * ar1(eps, params.noise_corr), rng)
+
+
+def _vsg(draws: _VsgDraws, params: SimulationParams, *, fresh: bool = True) -> np.ndarray:
+    """The (S, K+1) VSG rows of ``draws`` under ``params``' bonuses (step 3 of the module
+    docstring); ``fresh`` says the noise logits may be written in place (used once)."""
+    truth, k = draws.truth, draws.video.num_steps
+    logits = draws.noise_logits if fresh else draws.noise_logits.copy()
+    is_step = truth < k
+    bonus = np.where(is_step, params.signal, params.effective_none_signal)
+    logits[np.arange(truth.shape[0]), truth] += bonus
+    if params.confusion and is_step.any():
+        adjacent = neighbours(draws.video)[truth[is_step]]
+        logits[is_step, :k] += params.confusion * params.signal * adjacent
+    return _softmax(logits)
 
 
 def _simulate(
     video: Video, params: SimulationParams, with_progress: bool = True
 ) -> SimulatedScores:
-    d = int(params.segment_duration)
     k = video.num_steps
-    truth, fraction = segment_truth(video, d, params.sampling_fps)
+    draws = _vsg_draws(video, params)
+    truth, fraction, rng = draws.truth, draws.fraction, draws.rng
     s_len = truth.shape[0]
-    rng = _rng(params, video.uid)
     corr = params.noise_corr
-    logits = params.noise * ar1(rng.standard_normal((s_len, k + 1)), corr)
+    vsg = _vsg(draws, params)
     rows = np.arange(s_len)
     is_step = truth < k
-    bonus = np.where(is_step, params.signal, params.effective_none_signal)
-    logits[rows, truth] += bonus
-    if params.confusion and is_step.any():
-        adjacent = _neighbours(video)[truth[is_step]]
-        logits[is_step, :k] += params.confusion * params.signal * adjacent
-    vsg = _softmax(logits)
-    jitter = ar1(rng.standard_normal(s_len), corr)
     progress = np.zeros((s_len, k, 10))
     if with_progress:
+        jitter = ar1(rng.standard_normal(s_len), corr)
         off_jitter = ar1(rng.standard_normal((s_len, k)), corr)
         if params.off_step_progress == "noisy":
             centre = params.progress_noise * off_jitter
@@ -442,9 +427,35 @@ def simulate_vsg(video: Video, params: SimulationParams | None = None) -> np.nda
     return _simulate(video, _params(video.dataset, params), with_progress=False).vsg
 
 
-def _vsg_beliefs(videos: Sequence[Video], params: SimulationParams) -> dict[str, np.ndarray]:
-    d = int(params.segment_duration)
-    return {v.uid: grid.per_second(simulate_vsg(v, params), d) for v in videos}
+class SignalSweep:
+    """The simulated VSG rows of some videos as a function of ``signal`` alone.
+
+    Every video's segment truth and noise draws (module docstring, steps 1 and 3) do not
+    depend on ``signal``: they are drawn once here, and each :meth:`vsg_rows` or
+    :meth:`recall` only adds the bonuses and takes the softmax, giving the floats that
+    :func:`simulate_vsg` gives at ``replace(params, signal=signal)``, bit for bit.
+    :func:`calibrate` bisects on it.
+    """
+
+    def __init__(
+        self, dataset: str, params: SimulationParams, videos: Sequence[Video] | None = None
+    ) -> None:
+        self.dataset, self.params = dataset, params
+        self.videos = list(load_dataset(dataset) if videos is None else videos)
+        self._draws = [_vsg_draws(v, params) for v in self.videos]
+
+    def vsg_rows(self, signal: float | None = None) -> dict[str, np.ndarray]:
+        """``{uid: per-second (T, K+1) VSG rows}`` at ``signal`` (default: the params')."""
+        params = self.params if signal is None else replace(self.params, signal=float(signal))
+        d = int(params.segment_duration)
+        return {
+            draws.video.uid: grid.per_second(_vsg(draws, params, fresh=False), d)
+            for draws in self._draws
+        }
+
+    def recall(self, signal: float | None = None) -> float:
+        """The off-the-shelf R@1 (percent) at ``signal``, as :func:`offline_recall`."""
+        return evaluate(self.dataset, self.vsg_rows(signal), self.videos)
 
 
 def offline_recall(
@@ -453,7 +464,9 @@ def offline_recall(
     """Off-the-shelf baseline R@1 (percent) of the simulated raw VSG scores, per-second layout."""
     params = _params(dataset, params)
     videos = load_dataset(dataset) if videos is None else list(videos)
-    return evaluate(dataset, _vsg_beliefs(videos, params), videos)
+    d = int(params.segment_duration)
+    rows = {v.uid: grid.per_second(simulate_vsg(v, params), d) for v in videos}
+    return evaluate(dataset, rows, videos)
 
 
 @dataclass(frozen=True)
@@ -516,11 +529,11 @@ def calibrate(
             f"dataset {dataset!r} has no paper off-the-shelf R@1 to calibrate on: add it to "
             "PAPER['off_the_shelf'] in baglm_nb/inputs/paper.py, or give a target"
         )
-    videos = load_dataset(dataset) if videos is None else list(videos)
+    sweep = SignalSweep(dataset, base, videos)  # the noise drawn once for every signal
     history: list[tuple[float, float]] = []
 
     def f(signal: float) -> float:
-        value = offline_recall(dataset, replace(base, signal=float(signal)), videos)
+        value = sweep.recall(signal)
         history.append((float(signal), value))
         return value
 

@@ -99,12 +99,17 @@ def frame_indices(num_frames: int, fps: float, sampling_fps: float = SAMPLING_FP
     ValueError
         If ``num_frames`` is negative or ``fps`` / ``sampling_fps`` is not positive.
     """
+    n = _num_samples(num_frames, fps, sampling_fps)
+    return np.linspace(0, int(num_frames) - 1, n).astype(np.int64)
+
+
+def _num_samples(num_frames: int, fps: float, sampling_fps: float) -> int:
+    """N, the length of :func:`frame_indices` (checked as it checks), without building it."""
     if int(num_frames) != num_frames or num_frames < 0:
         raise ValueError(f"num_frames must be a non-negative integer, got {num_frames!r}")
     if not fps > 0 or not sampling_fps > 0:
         raise ValueError(f"fps and sampling_fps must be positive, got {fps!r}, {sampling_fps!r}")
-    n = int(num_frames * (sampling_fps / fps))
-    return np.linspace(0, int(num_frames) - 1, n).astype(np.int64)
+    return int(num_frames * (sampling_fps / fps))
 
 
 def frames_per_segment(
@@ -141,8 +146,10 @@ def num_segments(
     segment_duration: int = SEGMENT_DURATION,
     sampling_fps: float = SAMPLING_FPS,
 ) -> int:
-    """S, the number of whole segments of ``segment_duration`` seconds (no decoding needed)."""
-    return len(segment_frame_indices(num_frames, fps, segment_duration, sampling_fps))
+    """S, the number of whole segments of ``segment_duration`` seconds (no decoding needed):
+    the length of :func:`segment_frame_indices`, counted without building the indices."""
+    per_segment = frames_per_segment(segment_duration, sampling_fps)
+    return _num_samples(num_frames, fps, sampling_fps) // per_segment
 
 
 def num_rows(
