@@ -18,6 +18,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.layout_engine import PlaceHolderLayoutEngine
 from matplotlib.patches import Patch
 
 from baglm_nb.analyses import palette
@@ -60,12 +61,27 @@ SLOTS_ONLY = "Nothing computed: every row is an empty slot, the black ticks are 
 
 
 def save_figure(fig, stem: str | os.PathLike) -> list[Path]:
-    """Save ``fig`` as ``<stem>.png`` and ``<stem>.pdf``; returns the paths."""
+    """Save ``fig`` as ``<stem>.png`` and ``<stem>.pdf``; returns the paths.
+
+    A figure laid out already (``fig.tight_layout()``) keeps the placeholder layout engine
+    matplotlib leaves, which makes each ``savefig`` draw the whole figure twice (a layout pass
+    that changes nothing, then the file); it is set aside while saving, the files unchanged.
+    """
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    for path in paths:
-        fig.savefig(path, dpi=150)
+    engine = getattr(fig, "get_layout_engine", lambda: None)()  # a Figure's, not a wrapper's
+    placeholder = isinstance(engine, PlaceHolderLayoutEngine) and not (
+        plt.rcParams["figure.autolayout"] or plt.rcParams["figure.constrained_layout.use"]
+    )
+    if placeholder:
+        fig.set_layout_engine(None)
+    try:
+        for path in paths:
+            fig.savefig(path, dpi=150)
+    finally:
+        if placeholder:
+            fig.set_layout_engine(engine)
     return paths
 
 

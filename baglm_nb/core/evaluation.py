@@ -121,14 +121,23 @@ def recall_from_hits(dataset: str, hits: pd.DataFrame, video_order: Sequence[str
     recall = dataset_spec(dataset).recall
     if not recall.per_task:
         return float(hits["hit"].mean() * 100)
-    per_video = hits.groupby("video_uid", sort=False).agg(
-        hits=("hit", "sum"), pairs=("hit", "size"), task=("task", "first")
-    )
+    # per video: its hits, its pairs and its task's code (codes in sorted task order, as a
+    # groupby's); a draw then sums them per task with bincount instead of a frame per subset
+    uids, row_video = np.unique(hits["video_uid"].to_numpy(), return_inverse=True)
+    video_hits_n = np.bincount(row_video, weights=hits["hit"].to_numpy(dtype=float))
+    video_pairs_n = np.bincount(row_video, minlength=len(uids)).astype(float)
+    video_task = np.empty(len(uids), dtype=object)
+    video_task[row_video] = hits["task"].to_numpy()
+    tasks, task_code = np.unique(video_task.astype(str), return_inverse=True)
+    index = {uid: i for i, uid in enumerate(uids.tolist())}
     values = []  # videos without evaluable pairs still take part in the draw
     for chosen in recall_subsets(recall, video_order):
-        picked = per_video.reindex(chosen).dropna(subset=["task"])
-        per_task = picked.groupby("task")[["hits", "pairs"]].sum()
-        values.append((per_task["hits"] / per_task["pairs"]).mean())
+        picked = np.array([index[u] for u in chosen if u in index], dtype=np.intp)
+        codes = task_code[picked]
+        task_hits = np.bincount(codes, weights=video_hits_n[picked], minlength=len(tasks))
+        task_pairs = np.bincount(codes, weights=video_pairs_n[picked], minlength=len(tasks))
+        present = task_pairs > 0
+        values.append((task_hits[present] / task_pairs[present]).mean())
     return float(np.mean(values) * 100)
 
 

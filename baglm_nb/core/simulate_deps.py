@@ -71,7 +71,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from baglm_nb.core.oracles import oracle_dependency
-from baglm_nb.inputs.datasets import Video, load_dataset
+from baglm_nb.inputs.datasets import Video, dataset_version, load_dataset
 from baglm_nb.inputs.grid import first_starts
 
 __all__ = [
@@ -248,16 +248,6 @@ def _groups(videos: Sequence[Video]) -> dict[str, list[Video]]:
     return groups
 
 
-def _group_evidence(dataset: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    return _evidence_of(tuple(load_dataset(dataset)))
-
-
-@functools.lru_cache(maxsize=8)
-def _evidence_of(videos: tuple[Video, ...]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Each group's evidence, remembered per annotation content (the videos), not per name."""
-    return {g: order_evidence(vs) for g, vs in _groups(videos).items()}
-
-
 def simulated_dependencies(
     dataset: str,
     preset: str | LLMPreset = "llama",
@@ -269,15 +259,28 @@ def simulated_dependencies(
     """``{group: (K, K)}`` for every group of ``dataset`` (or of ``videos``), label-free.
 
     The evidence of each group comes from all its videos in ``videos`` (default: the whole
-    annotation file, remembered per content). ``held_out`` gives ``{uid: (K, K)}`` instead, each
-    video's matrix from the evidence of the group's other videos (module docstring).
+    annotation file). ``held_out`` gives ``{uid: (K, K)}`` instead, each video's matrix from the
+    evidence of the group's other videos (module docstring). The matrices of a whole annotation
+    file are computed once per file content (:func:`~baglm_nb.inputs.datasets.dataset_version`),
+    preset, seed and variant, and shared (they are read-only); the dict is the caller's.
     """
     if videos is None:
-        by_group = _groups(load_dataset(dataset))
-        evidence = _group_evidence(dataset)
-    else:
-        by_group = _groups(videos)
-        evidence = {g: order_evidence(vs) for g, vs in by_group.items()}
+        return dict(_whole_dataset(dataset_version(dataset), _preset(preset), int(seed), held_out))
+    return _matrices(_groups(videos), preset, seed, held_out)
+
+
+@functools.lru_cache(maxsize=16)
+def _whole_dataset(
+    version: tuple, preset: LLMPreset, seed: int, held_out: bool
+) -> dict[str, np.ndarray]:
+    """:func:`simulated_dependencies` of a whole annotation file, remembered per ``version``."""
+    return _matrices(_groups(load_dataset(version[0].name)), preset, seed, held_out)
+
+
+def _matrices(
+    by_group: Mapping[str, list[Video]], preset: str | LLMPreset, seed: int, held_out: bool
+) -> dict[str, np.ndarray]:
+    evidence = {g: order_evidence(vs) for g, vs in by_group.items()}
     if not held_out:
         return {
             g: simulated_matrix(vs, preset, seed, evidence=evidence[g])

@@ -30,6 +30,7 @@ __all__ = [
     "data_dir",
     "dataset_spec",
     "dataset_stats",
+    "dataset_version",
     "load_dataset",
 ]
 
@@ -293,8 +294,16 @@ def load_dataset(name: str, root: str | os.PathLike | None = None) -> list[Video
     folder that holds the annotation files (default ``data/annotations``). Parsed files are
     remembered per (spec, path, mtime, size): an edited file or spec is read again.
     """
+    return list(_load_cached(*dataset_version(name, root)))
+
+
+def dataset_version(name: str, root: str | os.PathLike | None = None) -> tuple:
+    """What :func:`load_dataset` remembers ``name``'s videos by: its spec, its annotation file,
+    the file's modification time and size. A cache of values derived from a dataset's videos
+    can key on it (cheap to compute and to hash) and so see an edited file or spec.
+    """
     spec, path = dataset_spec(name), annotation_path(name, root)
-    return list(_load_cached(spec, str(path), *_stamp(path)))
+    return (spec, str(path), *_stamp(path))
 
 
 def _stamp(path: Path) -> tuple[int, int]:
