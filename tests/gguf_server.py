@@ -4,7 +4,7 @@ The tests' server: ``xllamacpp`` (prebuilt llama.cpp wheels on PyPI, MIT) runs l
 ``llama-server`` inside this process. Run as a script::
 
     python tests/gguf_server.py --model M.gguf --port P [--api-key-env VAR] [--mmproj F]
-        [--parallel N] [--n-ctx TOKENS] [--alias NAME]
+        [--parallel N] [--n-ctx TOKENS] [--threads N] [--alias NAME]
 
 It prints ``ready <url>`` once the model is loaded and serves until it is terminated (SIGTERM or
 SIGINT). The tests start it through :class:`ServerProcess` (a free port, a bounded wait, a kill).
@@ -12,8 +12,10 @@ The API key, when given, comes from the ``--api-key-env`` variable, never argv. 
 template is the GGUF's own, rendered by llama.cpp's jinja engine (``use_jinja``): for the
 served-scorer tests' tiny Qwen2.5-VL it reproduces the transformers prompt token for token
 (``tests/test_served.py`` checks it). ``--mmproj`` enables image input (mtmd); ``--parallel``
-serves N requests at once, each with ``--n-ctx`` tokens of context; ``--alias`` names the model
-in ``/v1/models`` instead of its file path.
+serves N requests at once, each with ``--n-ctx`` tokens of context; ``--threads`` is llama.cpp's
+compute threads (the tests take 1: on a busy machine two threads spin at every barrier of a tiny
+model's graph and cost many times the CPU of one); ``--alias`` names the model in ``/v1/models``
+instead of its file path.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class ServerProcess:
         mmproj: str | os.PathLike | None = None,
         parallel: int = 1,
         n_ctx: int = 1024,
+        threads: int = 2,
         alias: str | None = None,
     ) -> None:
         self.port = free_port()
@@ -71,6 +74,8 @@ class ServerProcess:
             str(parallel),
             "--n-ctx",
             str(n_ctx),
+            "--threads",
+            str(threads),
         ]
         if mmproj:
             cmd += ["--mmproj", str(mmproj)]

@@ -46,7 +46,9 @@ class Server(ServerProcess):
     """One ``tests/gguf_server.py`` subprocess serving SmolLM2 on 127.0.0.1."""
 
     def __init__(self, log: Path, api_key: str | None = None) -> None:
-        super().__init__(smollm2_gguf(), log, api_key=api_key)
+        # one compute thread: on a busy machine (make test) two threads spin at each layer's
+        # barrier and cost several times the CPU of one
+        super().__init__(smollm2_gguf(), log, api_key=api_key, threads=1)
 
 
 @pytest.fixture

@@ -7,6 +7,8 @@ GGUF's own chat template through jinja). One server for the module (restarted on
 test), with an API key. Its full-vocabulary responses are large (151,665 logprobs, about 14 MB,
 a few seconds each on a small CPU), so the tests ask for few of them. The model is random: these
 tests check the mechanics and the fidelity to the same weights run locally, not answers.
+Every server computes on one thread (``threads=1``): the model is tiny, and two threads would
+spin at each step of its graph on a busy machine.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ class Llama:
     def start(self) -> None:
         log = self.logs / f"server{len(list(self.logs.iterdir()))}.log"
         self.proc = ServerProcess(
-            self.model, log, api_key=KEY, mmproj=self.mmproj, parallel=2, n_ctx=2048
+            self.model, log, api_key=KEY, mmproj=self.mmproj, parallel=2, n_ctx=2048, threads=1
         ).wait_ready()
 
     @property
@@ -440,8 +442,9 @@ def test_other_weights_behind_the_same_description_are_refused(key, tmp_path, sw
         if swap == "same-path":
             shutil.copyfile(weights, served_path)
         model = served_path if swap == "same-path" else weights
+        log = tmp_path / f"server{n}.log"
         proc = ServerProcess(
-            model, tmp_path / f"server{n}.log", api_key=KEY, mmproj=mmproj, n_ctx=2048, alias=alias
+            model, log, api_key=KEY, mmproj=mmproj, n_ctx=2048, threads=1, alias=alias
         ).wait_ready()
         try:
             descriptions.append(served(proc.url)._fetch_metadata())
