@@ -279,19 +279,39 @@ def scorer():
     return make_scorer("random-init:internvl")
 
 
+#: Whole segments in :func:`short_cup`.
+SHORT_SEGMENTS = 2
+
+
 @pytest.fixture(scope="module")
-def from_file(scorer):
-    """``follow`` on cup.mp4 read as a live source with ``--lag queue``: the reference."""
-    return list(follow(CUP, grounder(scorer), live=True, lag="queue"))
+def short_cup(tmp_path_factory) -> Path:
+    """cup.mp4's first 4.1 s, cut by stream copy (its own frames and timestamps; I and P frames
+    only, so the cut decodes cleanly): 2 whole segments and the start of a third, as the whole
+    clip has 4 and the start of a fifth. The tests that follow a clip to its end (stream
+    against file, the stream's end, the report) take the same paths with it as with the whole
+    clip, at half the segments to score and, over UDP at 1x, half the wait."""
+    import subprocess
+
+    path = tmp_path_factory.mktemp("clip") / "cup-4s.mp4"
+    cut = ["ffmpeg", "-nostdin", "-loglevel", "error", "-i", str(CUP), "-t", "4.1", "-an"]
+    subprocess.run([*cut, "-c:v", "copy", str(path)], check=True, timeout=60)
+    return path
+
+
+@pytest.fixture(scope="module")
+def from_file(scorer, short_cup):
+    """``follow`` on :func:`short_cup` read as a live source with ``--lag queue``: the
+    reference."""
+    return list(follow(short_cup, grounder(scorer), live=True, lag="queue"))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("transport", ["tcp", "udp"])
-def test_an_rtsp_stream_gives_the_beliefs_of_its_file(scorer, from_file, transport):
+def test_an_rtsp_stream_gives_the_beliefs_of_its_file(scorer, from_file, short_cup, transport):
     ends: list[str] = []
     # over UDP nothing holds the sender back: at 1x a busy reader keeps up (at 4x it lost
     # packets, and with them the stream, on a loaded machine); TCP applies back-pressure
-    with RtspServer(CUP, speed=4 if transport == "tcp" else 1) as server:
+    with RtspServer(short_cup, speed=4 if transport == "tcp" else 1) as server:
         got = list(
             follow(
                 server.url,
@@ -302,9 +322,9 @@ def test_an_rtsp_stream_gives_the_beliefs_of_its_file(scorer, from_file, transpo
                 on_end=ends.append,
             )
         )
-    assert [type(e).__name__ for e in got] == ["Estimate"] * 4
+    assert [type(e).__name__ for e in got] == ["Estimate"] * SHORT_SEGMENTS
     assert [(e.segment, e.t_start, e.t_end) for e in got] == [
-        (s, 2.0 * s, 2.0 * s + 2) for s in range(4)
+        (s, 2.0 * s, 2.0 * s + 2) for s in range(SHORT_SEGMENTS)
     ]
     # each segment's last frame is the first one at or after 2 s + 1.5 s on the stream's clock
     for e in got:
@@ -316,14 +336,19 @@ def test_an_rtsp_stream_gives_the_beliefs_of_its_file(scorer, from_file, transpo
 
 @pytest.mark.slow
 def test_the_command_line_follows_an_rtsp_stream_as_it_follows_the_file(
-    from_file, task_file, tmp_path, capsys
+    from_file, short_cup, task_file, tmp_path, capsys, monkeypatch
 ):
-    """End to end: ``follow rtsp://... --lag queue`` writes the beliefs of ``follow cup.mp4
-    --live --lag queue``, the event log and the report."""
+    """End to end: ``follow rtsp://... --lag queue`` writes the beliefs of ``follow CLIP
+    --live --lag queue``, the event log and the report; without torchcodec, which a live
+    source does not need (PyAV reads it): its libraries are seconds of CPU at the start."""
+    import sys
+
+    for name in ("torchcodec", "baglm_nb.inputs.video"):  # an import of either fails the run
+        monkeypatch.setitem(sys.modules, name, None)
     log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
     # the server in a process of its own: this one loads the model while the stream plays; at
     # 4x, as test_an_rtsp_stream_gives_the_beliefs_of_its_file[tcp] (TCP holds the sender back)
-    with rtsp_process(CUP, speed=4) as url:
+    with rtsp_process(short_cup, speed=4) as url:
         code = main(
             [
                 "follow",
@@ -344,15 +369,16 @@ def test_the_command_line_follows_an_rtsp_stream_as_it_follows_the_file(
         )
     out = capsys.readouterr()
     assert code == 0, out.err
-    assert "status: 4 segments, 8 s" in out.out and "the stream ended" in out.out
+    n = SHORT_SEGMENTS
+    assert f"status: {n} segments, {2 * n} s" in out.out and "the stream ended" in out.out
     events = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [e["event"] for e in events] == ["segment"] * 4
+    assert [e["event"] for e in events] == ["segment"] * n
     np.testing.assert_allclose(
         [e["belief"] for e in events], [e.belief for e in from_file], atol=2e-6
     )
     assert all(e["lag"] > 0 and "wait" in e["latency"] for e in events)
     page = report.read_text()
-    assert "4 segments, 8 s of video" in page and 'id="gaps"' not in page
+    assert f"{n} segments, {2 * n} s of video" in page and 'id="gaps"' not in page
 
 
 def _covered(items) -> list[int]:
@@ -541,7 +567,8 @@ def test_a_stall_ends_within_the_timeout_plus_a_second(scorer):
     """Timed from the last frame that arrived (the reader's clock; frames the server had already
     sent when it stalled still arrive after ``stall()``): the run ends within --timeout + 1 s, a
     failure, with the time without frames; scoring segments that were complete before the stall
-    is not counted."""
+    is not counted. The stream plays at 2x: the first segment comes sooner, and the stall
+    clock follows the frames as they arrive either way."""
     from baglm_nb.inputs.live import live_reader_for
 
     ends, ended_at, stalled, scoring = [], [], False, 0.0
@@ -550,7 +577,7 @@ def test_a_stall_ends_within_the_timeout_plus_a_second(scorer):
         ended_at.append(time.perf_counter())
         ends.append(reason)
 
-    with RtspServer(CUP, loop=True, speed=1) as server:
+    with RtspServer(CUP, loop=True, speed=2) as server:
         reader = live_reader_for(server.url, segment_duration=2, timeout=2)
         for est in follow(reader, grounder(scorer), on_end=on_end):
             if stalled:  # a segment complete before the stall, scored before the end is seen
@@ -634,7 +661,9 @@ def _follow_http(task_file, tmp_path, url, *extra: str) -> tuple[int, str]:
 
 
 @pytest.mark.slow
-def test_a_killed_http_server_exits_1_and_a_finished_stream_exits_0(task_file, tmp_path, capsys):
+def test_a_killed_http_server_exits_1_and_a_finished_stream_exits_0(
+    short_cup, task_file, tmp_path, capsys
+):
     log = tmp_path / "events.jsonl"
 
     def kill_after_one_event():  # once a segment came, not after fixed seconds
@@ -653,11 +682,12 @@ def test_a_killed_http_server_exits_1_and_a_finished_stream_exits_0(task_file, t
         f"error: {url}: the source broke: the connection closed before the stream's end"
     )
     assert "the source broke" in out and "the source broke" in page
-    with http_ts(CUP, loop=False, speed=4) as url:  # FFmpeg ends it with the final chunk
+    with http_ts(short_cup, loop=False, speed=4) as url:  # FFmpeg ends it with the final chunk
         code, page = _follow_http(task_file, tmp_path, url)
     out, err = capsys.readouterr()
     assert code == 0 and _stderr_lines(err) == [] and f"{url}: the stream ended" in out, err
-    assert "status: 4 segments, 8 s" in out
+    n = SHORT_SEGMENTS
+    assert f"status: {n} segments, {2 * n} s" in out
 
 
 @pytest.mark.slow
@@ -780,9 +810,9 @@ def test_the_reconnection_backoff():
 
 @pytest.mark.slow
 def test_a_reconnect_window_rides_out_a_server_restart(scorer):
-    """The server goes away for about 2 s (its port closed: connections are refused), then
-    comes back on the same port: --reconnect-window 12 keeps trying (waits 0.5, 1, 2 s: tries
-    that are refused, then one that connects) and resumes after a gap; without it the run
+    """The server goes away for about 1 s (its port closed: connections are refused), then
+    comes back on the same port: --reconnect-window 12 keeps trying (waits 0.5, 1 s: a try
+    that is refused, then one that connects) and resumes after a gap; without it the run
     ends, failed."""
     items, ends = [], []
     server = RtspServer(CUP, loop=True, speed=2)
@@ -797,7 +827,7 @@ def test_a_reconnect_window_rides_out_a_server_restart(scorer):
             if len(items) == 2:
                 server.close()
                 threading.Timer(
-                    2.0, lambda: restarted.append(RtspServer(CUP, loop=True, speed=2, port=port))
+                    1.0, lambda: restarted.append(RtspServer(CUP, loop=True, speed=2, port=port))
                 ).start()
             if any(isinstance(i, Gap) for i in items) and not isinstance(item, Gap):
                 stream.close()  # a segment after the gap: reconnected

@@ -166,7 +166,6 @@ def _check_source(config: FollowConfig) -> LiveReader | None:
     """Open a live source (its reader, started unless it is a file), or check a file."""
     from baglm_nb.inputs.grid import SEGMENT_DURATION
     from baglm_nb.inputs.live import SourceError, live_reader_for
-    from baglm_nb.inputs.video import check_video_file
 
     try:
         reader = live_reader_for(
@@ -188,6 +187,9 @@ def _check_source(config: FollowConfig) -> LiveReader | None:
     if reader is None:
         if config.lag_policy == "drop":
             raise ValueError("--lag drop needs a live source (a stream, a camera, or --live)")
+        # here, not above: a live source is read with PyAV, without torchcodec's libraries
+        from baglm_nb.inputs.video import check_video_file
+
         check_video_file(config.source, growing=config.growing)
     elif reader.source.kind != "file":
         reader.start()  # drain the stream while the model loads
