@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
+import json
 import pkgutil
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numba.core.registry
@@ -38,13 +42,53 @@ def _kernels() -> dict[str, numba.core.registry.CPUDispatcher]:
     return found
 
 
-def test_the_numba_step_reaches_every_kernel(warm):
+#: Run in a process of its own, as make setup runs the step: the kernels its paths reached.
+REACHED = """
+import importlib.util, json, sys
+sys.path.insert(0, {tests!r})
+from test_warm_caches import _kernels
+spec = importlib.util.spec_from_file_location("warm_caches", {script!r})
+warm = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(warm)
+warm.warm_numba()
+print(json.dumps(sorted(name for name, k in _kernels().items() if k.signatures)))
+"""
+
+
+def _entry_kernels(kernels: dict[str, numba.core.registry.CPUDispatcher]) -> list[str]:
+    """The kernels called from Python: those no other kernel of their module calls (a kernel
+    called by another is compiled into it, and loaded from the caller's cache with it)."""
+    called = set()
+    for name, k in kernels.items():
+        module, _, own = name.rpartition(".")
+        body = inspect.getsource(k.py_func)
+        for other in kernels:
+            other_module, _, other_name = other.rpartition(".")
+            if other_module == module and other_name != own:
+                if re.search(rf"\b{other_name}\(", body):
+                    called.add(other)
+    return sorted(set(kernels) - called)
+
+
+def test_the_numba_step_reaches_and_caches_every_kernel():
     kernels = _kernels()
     assert len(kernels) >= 20  # filtering, smoothing, published numerics, localization, ...
-    warm.warm_numba()
-    # each kernel has a compiled (or cache-loaded) signature in this process: the step ran a
-    # path through it, so its on-disk cache now holds that signature
-    assert sorted(name for name, k in kernels.items() if not k.signatures) == []
+    entries = _entry_kernels(kernels)
+    assert "baglm_nb.core.filtering._forward" in entries
+    assert "baglm_nb.core.filtering._update" not in entries  # _step calls it
+    code = REACHED.format(tests=str(ROOT / "tests"), script=str(ROOT / "scripts/warm_caches.py"))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    reached = json.loads(done.stdout.strip().splitlines()[-1])
+    # every kernel called from Python got a signature in that process (compiled, or loaded
+    # from its cache with the kernels it calls) ...
+    assert sorted(set(entries) - set(reached)) == []
+    # ... and every kernel's on-disk index holds a signature for the current source (numba
+    # reads an index written for another version of the file as empty)
+    empty = [name for name, k in kernels.items() if not k._cache._cache_file._load_index()]
+    assert sorted(empty) == []
 
 
 def test_the_model_steps_leave_what_their_first_use_reads(warm):
