@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -96,3 +99,25 @@ def test_bad_input():
         resize_normalize(
             torch.zeros(1, 1, 8, 8, dtype=torch.uint8), (4, 4), IMAGENET_MEAN, IMAGENET_STD
         )
+
+
+def test_resizing_leaves_torchs_thread_count_alone():
+    """numba's OpenMP layer sets the OpenMP thread count when its pool starts (the first
+    parallel call of a process), which torch reads as its own: a model that runs after the
+    first frames were resized must keep the threads it was given. A fresh process, as the
+    pool starts only once."""
+    code = (
+        "import torch\n"
+        "from baglm_nb.models.resample import resize_normalize\n"
+        "torch.set_num_threads(1)\n"
+        "frames = torch.zeros((2, 3, 48, 64), dtype=torch.uint8)\n"
+        "resize_normalize(frames, (32, 32), (0.5, 0.5, 0.5), (0.25, 0.25, 0.25))\n"
+        "import numba\n"
+        "print(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)\n"
+    )
+    env = {**os.environ, "NUMBA_NUM_THREADS": "2"}  # a pool of 2 threads, on any machine
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1", "2"]

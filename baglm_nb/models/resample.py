@@ -151,14 +151,21 @@ def resize_normalize(
     v_start, v_w = antialias_weights(in_h, h)
     out = np.empty((n, 3, h, w), dtype=np.float32)
     if n:
-        _resize_normalize_hwc(
-            hwc,
-            h_start,
-            h_w,
-            v_start,
-            v_w,
-            np.asarray(mean, dtype=np.float32),
-            np.asarray(std, dtype=np.float32),
-            out,
-        )
+        # numba's OpenMP layer sets the OpenMP thread count that torch reads as its own: put
+        # torch's back, so that resizing frames never changes how many threads a model uses
+        torch_threads = torch.get_num_threads()
+        try:
+            _resize_normalize_hwc(
+                hwc,
+                h_start,
+                h_w,
+                v_start,
+                v_w,
+                np.asarray(mean, dtype=np.float32),
+                np.asarray(std, dtype=np.float32),
+                out,
+            )
+        finally:
+            if torch.get_num_threads() != torch_threads:
+                torch.set_num_threads(torch_threads)
     return torch.from_numpy(out)
