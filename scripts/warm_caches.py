@@ -145,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     chosen = [n for n in STEPS if getattr(args, n)] or list(STEPS)
     os.environ.setdefault("MPLBACKEND", "Agg")
+    # no progress bars in setup's log: its heartbeat shows the log's last line
+    os.environ.setdefault("TQDM_DISABLE", "1")
     for name in chosen:
         t0 = time.monotonic()
         try:
