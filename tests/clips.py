@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,30 +28,38 @@ def score_argv(
             "--annotations", str(annotations), "--cache-root", str(cache_root), *extra]  # fmt: skip
 
 
+#: The clips cut in this process, by (start, seconds, size), copied for each later call: the
+#: tests ask for the same few cuts over and over, and each cut is an ffmpeg process.
+_CUT: dict[tuple[float, float, str], Path] = {}
+_CUT_DIR: tempfile.TemporaryDirectory | None = None
+
+
+def _cut(start_s: float, seconds: float, size: str) -> Path:
+    """The clip of cup.mp4 from ``start_s``, ``seconds`` long, scaled to ``size`` (cut once per
+    process by ffmpeg into a temporary folder removed at exit)."""
+    global _CUT_DIR
+    key = (start_s, seconds, size)
+    if key not in _CUT:
+        if _CUT_DIR is None:
+            _CUT_DIR = tempfile.TemporaryDirectory(prefix="baglm-test-clips-")
+        out = Path(_CUT_DIR.name) / f"{len(_CUT)}.mp4"
+        subprocess.run(
+            ["ffmpeg", "-loglevel", "error", "-ss", str(start_s), "-i", str(CUP), "-t",
+             str(seconds), "-vf", f"scale={size},fps={FPS}", "-an", str(out)],
+            check=True,
+        )  # fmt: skip
+        _CUT[key] = out
+    return _CUT[key]
+
+
 def short_clips(folder: Path, uids: list[str], seconds: float, size: str = "48:36") -> Path:
-    """One clip per uid (starting 1.5 s apart in cup.mp4), ``seconds`` long at 10 fps."""
+    """One clip per uid (starting 1.5 s apart in cup.mp4), ``seconds`` long at 10 fps (each
+    file a copy of the process's one cut of it: :func:`_cut`)."""
     if shutil.which("ffmpeg") is None:
         pytest.fail("needs the ffmpeg command: apt-get install -y ffmpeg")
     folder.mkdir(parents=True, exist_ok=True)
     for n, uid in enumerate(uids):
-        subprocess.run(
-            [
-                "ffmpeg",
-                "-loglevel",
-                "error",
-                "-ss",
-                str(1.5 * n),
-                "-i",
-                str(CUP),
-                "-t",
-                str(seconds),
-                "-vf",
-                f"scale={size},fps={FPS}",
-                "-an",
-                str(folder / f"{uid}.mp4"),
-            ],
-            check=True,
-        )
+        shutil.copyfile(_cut(1.5 * n, seconds, size), folder / f"{uid}.mp4")
     return folder
 
 

@@ -149,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
     params.warmup = False
+    # llama.cpp's fitting of layers and context to the devices' memory loads the model once
+    # more (vocabulary included: about 40% of a start's CPU here) and has nothing to place on
+    # a CPU-only machine with a tiny model
+    params.fit_params = False
     if args.api_key_env:
         params.api_keys = [os.environ[args.api_key_env]]
     if args.mmproj:

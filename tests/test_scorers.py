@@ -14,11 +14,9 @@ import pytest
 import torch
 
 from baglm_nb.models.engine import RANDOM_INIT, Scorer, ScoreResult, TransformersScorer
-from baglm_nb.models.families import family_spec
 from baglm_nb.models.prompts import PROMPTS, format_choices
 from baglm_nb.models.registry import FAMILIES, MODELS, WeightsNotFoundError, load_scorer
 from baglm_nb.models.testing import make_random_scorer
-from baglm_nb.models.tokenizers import build_tokenizer
 
 GOAL = "Make Omelette"
 STEPS = ["crack eggs", "whisk eggs", "pour into pan"]
@@ -29,7 +27,10 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def scorers() -> dict[str, TransformersScorer]:
-    return {f: make_random_scorer(f, build_tokenizer(family_spec(f)), seed=1) for f in FAMILIES}
+    # each family's tokenizer is the process's one (make_random_scorer's default, shared with
+    # the other modules' tiny models: loading a 151k-token tokenizer costs about a CPU-second);
+    # the tests only read it
+    return {f: make_random_scorer(f, seed=1) for f in FAMILIES}
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,11 @@ The tiny random-init Qwen2.5-VL of ``baglm_nb.models.testing`` is converted to G
 mmproj, float32; :func:`~baglm_nb.models.testing.random_gguf`, cached after the first run) and
 served by ``tests/gguf_server.py`` (llama.cpp's own C++ server from the ``xllamacpp`` wheel, the
 GGUF's own chat template through jinja). One server for the module (restarted once by the kill
-test), with an API key. Its full-vocabulary responses are large (151,665 logprobs, about 14 MB,
-a few seconds each on a small CPU), so the tests ask for few of them. The model is random: these
-tests check the mechanics and the fidelity to the same weights run locally, not answers.
+test), with an API key, serving the model from a path of its own (a link to the cached file), so
+that the same-path test can save other weights there. Its full-vocabulary responses are large
+(151,665 logprobs, about 14 MB, a few seconds of CPU each on both sides), so the tests ask for
+few of them. The model is random: these tests check the mechanics and the fidelity to the same
+weights run locally, not answers.
 Every server computes on one thread (``threads=1``): the model is tiny, and two threads would
 spin at each step of its graph on a busy machine.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import os
 import shutil
 import urllib.request
 from pathlib import Path
@@ -51,17 +54,32 @@ SERVER_MISSING = (
 )
 
 
+def place(weights: Path, path: Path) -> None:
+    """Put ``weights`` at ``path`` as a save does: a new file (a hard link, else a copy) renamed
+    over it, so that a server that loaded the old file keeps it."""
+    new = path.with_name(path.name + ".new")
+    new.unlink(missing_ok=True)
+    try:
+        os.link(weights, new)
+    except OSError:  # another filesystem
+        shutil.copyfile(weights, new)
+    os.replace(new, path)
+
+
 class Llama:
-    """The module's llama.cpp server: the tiny model + its mmproj, an API key, 2 slots."""
+    """The module's llama.cpp server: the tiny model (at ``model``, a path of the module's) + its
+    mmproj, an API key, 2 slots."""
 
     def __init__(self, logs: Path) -> None:
-        self.model, self.mmproj = random_gguf("qwen2_5_vl")
+        self.weights, self.mmproj = random_gguf("qwen2_5_vl")
+        self.model = logs / "model.gguf"
+        place(self.weights, self.model)
         self.logs = logs
         self.proc: ServerProcess | None = None
         self.start()
 
     def start(self) -> None:
-        log = self.logs / f"server{len(list(self.logs.iterdir()))}.log"
+        log = self.logs / f"server{len(list(self.logs.glob('*.log')))}.log"
         self.proc = ServerProcess(
             self.model, log, api_key=KEY, mmproj=self.mmproj, parallel=2, n_ctx=2048, threads=1
         ).wait_ready()
@@ -121,7 +139,12 @@ def served(url: str, **kw) -> ServedScorer:
 
 def test_text_prompt_matches_transformers_token_for_token(llama, key, twin):
     """The same weights, local (transformers) and served: the rendered prompt, its tokens and
-    the logprobs of every option label and digit (text prompts: the image paths differ)."""
+    the logprobs of every option label and digit (text prompts: the image paths differ).
+
+    Read with the labels strategy (what ``auto`` takes on llama.cpp), each prompt evaluated
+    whole (``cache_prompt=False``): its answers are the full-vocabulary ones to float rounding
+    (:func:`test_labels_equals_full_vocab_on_the_same_server`), in responses of under 1 KB
+    instead of 14 MB (each of those costs seconds of CPU on both sides)."""
     local = twin
     labels = local.labels(len(STEPS) + 1)
     questions, _, _ = build_questions(
@@ -135,7 +158,7 @@ def test_text_prompt_matches_transformers_token_for_token(llama, key, twin):
     )
     questions = questions[:2]  # the VSG question (A, B, C) and one progress question (digits)
     # one request at a time: llama.cpp's results depend slightly on what shares a batch
-    scorer = served(llama.url, strategy="full-vocab", concurrency=1)
+    scorer = served(llama.url, strategy="labels", concurrency=1, cache_prompt=False)
     remote = scorer._ask(questions, [[]])  # one "segment" without images
     for q, p_served in zip(questions, remote, strict=True):
         text = local.render_chat([{"role": "user", "content": [{"type": "text", "text": q.text}]}])
@@ -266,9 +289,11 @@ def test_wrong_key_is_a_clear_error_never_printed(llama, monkeypatch, tmp_path, 
 def test_labels_equals_full_vocab_on_the_same_server(llama, key):
     """The labels strategy (each answer forced with logit_bias) against full-vocab on the same
     requests, one at a time, with 4 images: the same raw full-vocabulary probabilities in far
-    smaller responses. With llama.cpp's prompt cache off, every prompt is evaluated whole and
-    the logprobs agree to float rounding; with it on (the default), a repeated prompt's last
-    token is computed alone, which moves a logprob by up to 0.02 (both strategies alike)."""
+    smaller responses. Full-vocab is read once, with llama.cpp's prompt cache off: every prompt
+    is evaluated whole, so it is the exact reference (each of its responses costs seconds of
+    CPU on both sides). Labels with the cache off agree with it to float rounding; with it on
+    (the default), a repeated prompt's last token is computed alone, which moves a logprob by
+    up to 0.02."""
     rng = np.random.default_rng(7)
     frames = rng.integers(0, 256, (1, 4, 3, 84, 112), dtype=np.uint8)
     labels = ["A", "B", "C"]
@@ -282,23 +307,25 @@ def test_labels_equals_full_vocab_on_the_same_server(llama, key):
         next_step=False,
     )
     questions = questions[:2]  # the VSG question (A, B, C) and one progress question (digits)
+    full = served(llama.url, strategy="full-vocab", concurrency=1, cache_prompt=False)
+    assert full.strategy == "full-vocab" and full.stats["requests"] == 2  # the probe: text, image
+    images = full._encode(frames)
+    p_full = full._ask(questions, images)
+    assert full.stats["requests"] == 2 + 2
+    assert full.stats["bytes"] / 2 > 10_000_000  # about 14 MB each
     for cache_prompt, log_tol in ((False, 1e-4), (True, 0.03)):
-        full = served(llama.url, strategy="full-vocab", concurrency=1, cache_prompt=cache_prompt)
         lab = served(llama.url, strategy="auto", concurrency=1, cache_prompt=cache_prompt)
         assert lab.strategy == "labels", lab.strategy_reason
         probe = lab.stats["requests"]
-        assert full.strategy == "full-vocab" and full.stats["requests"] == 2  # text, image
-        images = full._encode(frames)
-        p_full, p_lab = full._ask(questions, images), lab._ask(questions, images)
+        p_lab = lab._ask(questions, images)
         for a, b in zip(p_lab, p_full, strict=True):
             assert a.shape == b.shape and (a > 0).all() and (a < 1).all()
             np.testing.assert_allclose(a, b, rtol=0, atol=1e-5)
             big = b > 1e-4  # none for this random model: its answers are all below 1e-4
             np.testing.assert_allclose(np.log(a[big]), np.log(b[big]), atol=1e-3)
             np.testing.assert_allclose(np.log(a), np.log(b), atol=log_tol)
-        assert lab.stats["requests"] - probe == 3 + 10 and full.stats["requests"] == 2 + 2
+        assert lab.stats["requests"] - probe == 3 + 10
         assert lab.stats["bytes"] / lab.stats["requests"] < 5_000  # about 0.8 KB, the probe 3 KB
-        assert full.stats["bytes"] / 2 > 10_000_000  # about 14 MB
 
 
 def test_labels_refuses_a_label_of_two_tokens_with_its_ids(llama, key):
@@ -423,34 +450,44 @@ def score_served(videos: Path, ann: Path, root: Path, url: str, model: str = MOD
 
 
 @pytest.mark.parametrize("swap", ["same-path", "same-alias"])
-def test_other_weights_behind_the_same_description_are_refused(key, tmp_path, swap):
+def test_other_weights_behind_the_same_description_are_refused(llama, key, tmp_path, swap):
     """Two tiny GGUFs of the same shapes (seed 0, seed 1), served one after the other with the
     same /v1/models description: the file replaced at the same path, or two files under one
     --alias. The second run does not report the first model's scores as cached: its canary
-    differs, and it refuses with one line naming both."""
-    if SERVER_MISSING:
-        pytest.fail(SERVER_MISSING + " (or make setup)")
+    differs, and it refuses with one line naming both.
+
+    Same path: the first server is the module's (seed 0 at its own path); seed 1 is then saved
+    over that path and served by a second server, and seed 0 is put back after (each server
+    start loads llama.cpp's 151,665-token vocabulary: seconds of CPU)."""
     first, mmproj = random_gguf("qwen2_5_vl")
     second, _ = random_gguf("qwen2_5_vl", seed=1)
     videos = short_clips(tmp_path / "videos", ["v1"], 2.2, size="112:84")
     ann = coin_annotations(tmp_path / "ann", ["v1"], STEPS[:1], 2.2)
     root = tmp_path / "cache"
-    served_path = tmp_path / "model.gguf"
     alias = "tiny-qwen" if swap == "same-alias" else None
     descriptions, results = [], []
-    for n, weights in enumerate((first, second)):
+    try:
+        for n, weights in enumerate((first, second)):
+            if swap == "same-path" and n == 0:
+                url, proc = llama.url, None  # the module's server, serving seed 0 at llama.model
+            else:
+                if swap == "same-path":
+                    place(weights, llama.model)
+                model = llama.model if swap == "same-path" else weights
+                proc = ServerProcess(
+                    model, tmp_path / f"server{n}.log", api_key=KEY, mmproj=mmproj, n_ctx=2048,
+                    threads=1, alias=alias,
+                ).wait_ready()  # fmt: skip
+                url = proc.url
+            try:
+                descriptions.append(served(url)._fetch_metadata())
+                results.append(score_served(videos, ann, root, url, alias or MODEL))
+            finally:
+                if proc is not None:
+                    proc.kill()
+    finally:
         if swap == "same-path":
-            shutil.copyfile(weights, served_path)
-        model = served_path if swap == "same-path" else weights
-        log = tmp_path / f"server{n}.log"
-        proc = ServerProcess(
-            model, log, api_key=KEY, mmproj=mmproj, n_ctx=2048, threads=1, alias=alias
-        ).wait_ready()
-        try:
-            descriptions.append(served(proc.url)._fetch_metadata())
-            results.append(score_served(videos, ann, root, proc.url, alias or MODEL))
-        finally:
-            proc.kill()
+            place(llama.weights, llama.model)  # seed 0 again, for a restart of the module's server
     assert descriptions[0] == descriptions[1]  # /v1/models cannot tell the two apart
     (rc, summary, errors), (rc2, summary2, errors2) = results
     assert rc == 0 and summary["scored"] == 1, errors
