@@ -39,16 +39,18 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import TYPE_CHECKING
 
-import numpy as np
-import torch
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
 
-from baglm_nb.models.engine import RANDOM_INIT, TransformersScorer
-from baglm_nb.models.families import family_spec
-from baglm_nb.models.registry import model_class
-from baglm_nb.models.testing import make_random_scorer
-from baglm_nb.models.tokenizers import build_tokenizer
+    from baglm_nb.models.engine import TransformersScorer
 
+NEEDS_CUDA = (
+    "--size full needs CUDA (a GPU): run it with --device cuda on a GPU machine; --check builds "
+    "the model on the meta device only, --dry-run runs this path at toy widths on the CPU"
+)
 GOAL = "Make Nigerian Style Jollof Rice"
 BASE_STEPS = [
     "wash the rice",
@@ -63,6 +65,21 @@ BASE_STEPS = [
     "stir and serve",
 ]
 NAMES = {"internvl": "InternVL3-8B", "qwen2_5_vl": "Qwen2.5-VL-7B"}
+
+
+def _import_stack() -> None:
+    """numpy, torch and the workbench's model modules, imported once a run needs them (seconds
+    of CPU), not to refuse a command line."""
+    global np, torch, RANDOM_INIT, TransformersScorer, family_spec, model_class
+    global make_random_scorer, build_tokenizer
+    import numpy as np
+    import torch
+
+    from baglm_nb.models.engine import RANDOM_INIT, TransformersScorer
+    from baglm_nb.models.families import family_spec
+    from baglm_nb.models.registry import model_class
+    from baglm_nb.models.testing import make_random_scorer
+    from baglm_nb.models.tokenizers import build_tokenizer
 
 
 def steps_of(k: int) -> list[str]:
@@ -290,12 +307,7 @@ def run_full(args: argparse.Namespace) -> int:
         return 0
     cuda = args.device == "cuda" and torch.cuda.is_available()
     if not cuda and not args.dry_run:
-        print(
-            "--size full needs CUDA (a GPU): run it with --device cuda on a GPU machine; "
-            "--check builds the model on the meta device only, --dry-run runs this path at "
-            "toy widths on the CPU",
-            file=sys.stderr,
-        )
+        print(NEEDS_CUDA, file=sys.stderr)
         return 2
     device = "cuda" if cuda else "cpu"
     scorer = full_scorer(args.family, device, args.batch, args.steps, toy=args.dry_run)
@@ -353,18 +365,22 @@ def main() -> int:
         help="full: the same path at toy widths on the CPU (checks the code only)",
     )
     args = ap.parse_args()
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
     if args.dry_run and args.size != "full":
         print("--dry-run goes with --size full", file=sys.stderr)
         return 2
+    if args.size == "full" and args.device != "cuda" and not (args.check or args.dry_run):
+        print(NEEDS_CUDA, file=sys.stderr)  # known before torch is imported
+        return 2
+    if args.size == "tiny" and args.device == "cuda":
+        print("the tiny model is the CPU benchmark; use --size full on CUDA", file=sys.stderr)
+        return 2
+    _import_stack()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     if args.size == "full":
         args.segments = args.segments or (4 if args.dry_run else 64)
         args.batch = min(args.batch, args.segments)
         return run_full(args)
-    if args.device == "cuda":
-        print("the tiny model is the CPU benchmark; use --size full on CUDA", file=sys.stderr)
-        return 2
     args.segments = args.segments or 2
     run_cpu(args)
     return 0
