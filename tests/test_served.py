@@ -40,7 +40,8 @@ from baglm_nb.models.served_checks import PROBE_QUESTION
 from baglm_nb.models.testing import make_random_scorer, random_gguf
 from baglm_nb.stores.scores import ScoreCache
 
-pytestmark = pytest.mark.server
+# tiny models and small tensors: one torch thread (two spin against each other on a busy machine)
+pytestmark = [pytest.mark.server, pytest.mark.usefixtures("one_torch_thread")]
 
 KEY_ENV = "BAGLM_TEST_SERVED_KEY"
 KEY = "sk-served-right-0b7d"
