@@ -29,6 +29,8 @@ LAB_DEFAULTS = (
     "--LabApp.news_url=None",
     "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
     "--LabApp.extension_manager=readonly",
+    # a whole dict, the only form that carries a boolean (traitlets 5 calls it deprecated in
+    # favour of key=value items, whose values are strings)
     "--ServerApp.tornado_settings={'page_config_data': {'buildCheck': False}}",
 )
 
