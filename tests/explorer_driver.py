@@ -125,10 +125,13 @@ def make_lab(tmp: Path, *, lab_dir: str | None = None, repo: Path = ROOT):
     news = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     news.parent.mkdir(parents=True, exist_ok=True)
     news.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    # no scan for language servers: not the explorer (make lab queries no PyPI itself)
+    # no scan for language servers: not the explorer; a read-only extension manager is also
+    # make lab's default, given again here as a user may (the user's option replaces it:
+    # JupyterLab refuses a setting given twice)
     args = (
         f"--IdentityProvider.token={token} --LabApp.user_settings_dir={settings} "
-        f"--LabApp.workspaces_dir={tmp / 'workspaces'} --LanguageServerManager.autodetect=False"
+        f"--LabApp.workspaces_dir={tmp / 'workspaces'} --LanguageServerManager.autodetect=False "
+        "--LabApp.extension_manager=readonly"
     )
     command = ["make", "--no-print-directory", "-C", str(repo), "lab", f"LAB_PORT={port}"]
     command.append(f"LAB_ARGS={args}")
