@@ -163,7 +163,9 @@ $(FIGURE_TARGETS): figures/%: $$(call figure_page,$$*)
 # the explorer (outputs, widget state, autosave) never modifies a tracked file. The copy is made
 # when missing and refreshed when the tracked notebook is newer (the old copy kept as .old).
 # Its URL is the explorer's, /lab/tree/explore.ipynb (JupyterLab's default_url, also where the
-# server root leads); JupyterLab prints it with its token.
+# server root leads); JupyterLab prints it with its token. baglm_nb.apps.lab is `jupyter lab`
+# with a cheaper start (no IRI grammar compiled) and nothing fetched from the network or built
+# while a page loads (no news, no update check, no PyPI queries, no build check).
 lab:
 	$(require_venv)
 	@mkdir -p $(LAB_DIR)
@@ -172,7 +174,7 @@ lab:
 	  cp notebooks/explore.ipynb $(LAB_DIR)/explore.ipynb; fi
 	@echo "make lab: the explorer is $(LAB_URL) (open the URL with the token that JupyterLab prints below)"
 	PATH="$(abspath $(VENV))/bin:$$PATH" JUPYTER_PATH="$(abspath $(VENV))/share/jupyter" \
-	  $(VENV)/bin/jupyter lab --ServerApp.root_dir=$(LAB_DIR) \
+	  $(VPY) -m baglm_nb.apps.lab --ServerApp.root_dir=$(LAB_DIR) \
 	  --LabApp.default_url=/lab/tree/explore.ipynb --ip=127.0.0.1 --port=$(LAB_PORT) \
 	  --ServerApp.port_retries=0 --no-browser $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 

@@ -4,12 +4,16 @@ Shared by the browser tests and ``benchmarks/explorer_latency.py``:
 
 * :func:`make_lab`: runs ``make lab`` (the repository's own target) on a free 127.0.0.1 port with
   a known token, in its own process group, Jupyter's config, data and runtime folders in a
-  temporary folder (no user settings, no news pop-up, a read-only extension manager, no
-  language-server scan); yields the URL ``make lab`` printed for
-  the explorer and the log; stops the server (and its kernels) on exit.
+  temporary folder (no user settings, no news pop-up, no language-server scan; ``make lab``
+  itself fetches no news and queries no PyPI: :mod:`baglm_nb.apps.lab`); yields the URL
+  ``make lab`` printed for the explorer and the log; stops the server (and its kernels) on exit.
 * :func:`open_explorer`: opens that URL (:func:`open_notebook`), clears the outputs and runs
   all cells from the Lab's menus (:func:`run_explorer`, :func:`run_all`, accepting any kernel
   dialog), and waits for the belief views and the R@1 line.
+
+The waits poll inside the page (``wait_for_function`` at :data:`POLL_MS`), not from Python: a
+poll from Python is a round trip through Playwright's driver each time, and the belief image's
+``src`` is a data URI of hundreds of kilobytes.
 * :func:`timed_change`: the milliseconds from a user's input (key, click or menu choice) to the
   updated belief image painted: the ``img.baglm-plot`` element gets a new ``src``, the image is
   decoded, and two animation frames pass (the second runs after the frame that shows it).
@@ -32,6 +36,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 #: Seconds to wait for the server, and for the kernel's first run (imports, numba, figures).
 SERVER_TIMEOUT_S, RUN_TIMEOUT_S = 120, 300
+#: Milliseconds between two checks of a wait, in the page.
+POLL_MS = 100
+#: The button that accepts a Lab dialog (e.g. "Select Kernel").
+ACCEPT = ".jp-Dialog .jp-Dialog-button.jp-mod-accept"
+#: JavaScript conditions waited for: the kernel idle (the status bar), the explorer drawn.
+IDLE_JS = "(document.querySelector('#jp-main-statusbar')?.textContent || '').includes('Idle')"
+#: True once the views (R@1 line, belief image) and the kernel's state were the same for ``n``
+#: checks in a row (the state kept in ``window.__settle``, which :func:`settled` resets).
+SETTLED_JS = (
+    "n => { const s = window.__settle, r = document.querySelector('.baglm-recall');"
+    " const i = document.querySelector('img.baglm-plot');"
+    " const now = [r ? r.innerText : null, i ? i.getAttribute('src') : null, " + IDLE_JS + "];"
+    " const same = s.last !== null && now[2] && now.every((x, k) => x === s.last[k]);"
+    " s.same = same ? s.same + 1 : 0; s.last = now; return s.same >= n; }"
+)
+DRAWN_JS = (
+    "(() => { const r = document.querySelector('.baglm-recall');"
+    " const i = document.querySelector('img.baglm-plot');"
+    " return !!(r && r.innerText.includes('R@1') && i && i.src && i.complete); })()"
+)
 
 #: Installed once per page: the time of the first input event after :data:`ARM_JS`.
 LISTEN_JS = """() => {
@@ -101,11 +125,13 @@ def make_lab(tmp: Path, *, lab_dir: str | None = None, repo: Path = ROOT):
     news = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     news.parent.mkdir(parents=True, exist_ok=True)
     news.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    # no extension manager querying PyPI, no scan for language servers: neither is the explorer
+    # no scan for language servers: not the explorer; a read-only extension manager is also
+    # make lab's default, given again here as a user may (the user's option replaces it:
+    # JupyterLab refuses a setting given twice)
     args = (
         f"--IdentityProvider.token={token} --LabApp.user_settings_dir={settings} "
-        f"--LabApp.workspaces_dir={tmp / 'workspaces'} --LabApp.extension_manager=readonly "
-        "--LanguageServerManager.autodetect=False"
+        f"--LabApp.workspaces_dir={tmp / 'workspaces'} --LanguageServerManager.autodetect=False "
+        "--LabApp.extension_manager=readonly"
     )
     command = ["make", "--no-print-directory", "-C", str(repo), "lab", f"LAB_PORT={port}"]
     command.append(f"LAB_ARGS={args}")
@@ -149,17 +175,32 @@ def make_lab(tmp: Path, *, lab_dir: str | None = None, repo: Path = ROOT):
         log.close()
 
 
-def _accept_dialogs(page, until: str, timeout_s: float) -> None:
-    """Wait for the selector ``until``, accepting any Lab dialog (e.g. "Select Kernel")."""
+def accept_dialogs(page, until_js: str, timeout_s: float) -> None:
+    """Wait until the JavaScript condition ``until_js`` holds, accepting any Lab dialog on the
+    way (e.g. "Select Kernel"), clicked as a user would."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if page.locator(until).count():
+    check = f"() => ({until_js}) ? 'done' : (document.querySelector('{ACCEPT}') ? 'dialog' : '')"
+    while True:
+        left_ms = (deadline - time.monotonic()) * 1000
+        if left_ms <= 0:
+            raise TimeoutError(f"{until_js!r} did not hold in {timeout_s} s")
+        found = page.wait_for_function(check, polling=POLL_MS, timeout=left_ms).json_value()
+        if found == "done":
             return
-        accept = page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept")
-        if accept.count():
-            accept.first.click()
-        time.sleep(0.2)
-    raise TimeoutError(f"{until!r} did not appear in {timeout_s} s")
+        page.locator(ACCEPT).first.click()
+
+
+def settled(page, timeout_s: float, polls: int = 3) -> None:
+    """Wait until the kernel is idle and the explorer's views (R@1 line, belief image) stay as
+    they are for ``polls`` checks in a row: the recomputes that queued inputs started are done,
+    so the next change starts afresh."""
+    page.evaluate("() => { window.__settle = {last: null, same: 0}; }")
+    page.wait_for_function(
+        SETTLED_JS,
+        arg=polls,
+        polling=POLL_MS,
+        timeout=timeout_s * 1000,
+    )
 
 
 def _menu(page, menu: str, command: str) -> None:
@@ -172,7 +213,7 @@ def run_all(page) -> None:
     the new run's, never those of a saved session whose kernel still runs (``make lab`` keeps
     one kernel per notebook)."""
     _menu(page, "Edit", "editmenu:clear-all")
-    page.wait_for_function("() => !document.querySelector('.baglm-explorer')")
+    page.wait_for_function("() => !document.querySelector('.baglm-explorer')", polling=POLL_MS)
     _menu(page, "Run", "runmenu:run-all")
 
 
@@ -180,7 +221,7 @@ def open_notebook(page, url: str) -> None:
     """Open the explorer's URL: the Lab shows the notebook and its kernel is idle."""
     page.goto(url)
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=SERVER_TIMEOUT_S * 1000)
-    _accept_dialogs(page, until="#jp-main-statusbar >> text=Idle", timeout_s=SERVER_TIMEOUT_S)
+    accept_dialogs(page, IDLE_JS, SERVER_TIMEOUT_S)
 
 
 def open_explorer(page, url: str) -> None:
@@ -192,13 +233,7 @@ def open_explorer(page, url: str) -> None:
 def run_explorer(page) -> None:
     """In the open notebook: run all cells (a new explorer), wait for the views and R@1."""
     run_all(page)
-    _accept_dialogs(page, until="img.baglm-plot", timeout_s=RUN_TIMEOUT_S)
-    page.wait_for_function(
-        "() => { const r = document.querySelector('.baglm-recall');"
-        " const i = document.querySelector('img.baglm-plot');"
-        " return r && r.innerText.includes('R@1') && i && i.src && i.complete; }",
-        timeout=RUN_TIMEOUT_S * 1000,
-    )
+    accept_dialogs(page, DRAWN_JS, RUN_TIMEOUT_S)
     page.evaluate(LISTEN_JS)
 
 

@@ -4,13 +4,15 @@
   127.0.0.1, a free port, a token, no browser of its own; one server for the file's two
   explorer tests, ``made_lab``); the URL it prints opened with Playwright (``executable_path``
   = the system chromium, no browser download) in one page for both tests (``lab_page``: the
-  Lab's front end, most of chromium's work, loads once); each test clears the outputs and runs
-  all cells from the Lab's menus (a new explorer, in the notebook's kernel); waits for the
+  Lab's front end, most of chromium's work, loads once), where the outputs are cleared and all
+  cells run from the Lab's menus, once for both tests (``explorer``: a new explorer in the
+  notebook's kernel, whose construction draws every dataset's figure); the test waits for the
   widget, checks that every control has a tooltip (no ``null``), that the controls line up,
   that each disabled one says why, and that each enabled one changes the plot or the R@1 line.
+  Each test holds in whatever state the other left the explorer.
   Screenshots: ``tests/artifacts/explorer.png`` (as it opens) and ``explorer_changed.png``
   (after every control was changed).
-* ``make lab`` as a user runs it: the URL it prints opens the explorer; a slider change
+* ``make lab`` as a user runs it: the URL it prints opens the explorer, which runs; a slider change
   replaces the belief image and the settings title; saving the notebook leaves
   ``git status --porcelain`` unchanged (the session lands in the ignored ``lab/``).
   Screenshot: ``tests/artifacts/explorer_make_lab.png``.
@@ -48,8 +50,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
-#: Seconds to wait for the server, the kernel's first run (imports, numba) and each change.
-SERVER_TIMEOUT, RUN_TIMEOUT, CHANGE_TIMEOUT = 90, 240, 90
+#: Seconds to wait for each change (the server and the first run: explorer_driver's limits).
+CHANGE_TIMEOUT = 90
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +85,7 @@ def browser():
 def lab_page(made_lab, browser):
     """The URL ``make lab`` printed, open in one page for this file's two explorer tests: the
     Lab shows explore.ipynb and its kernel is idle. Loading JupyterLab's front end is most of
-    chromium's work, so it is done once; each test then runs all cells (``_run_explorer``): a
-    new explorer in the notebook's kernel, whatever the other test changed."""
+    chromium's work, so it is done once."""
     from explorer_driver import open_notebook
 
     url, log, _, _ = made_lab
@@ -100,41 +101,32 @@ def lab_page(made_lab, browser):
         context.close()
 
 
-def _tail(log: Path) -> str:
-    return log.read_text(errors="replace")[-4000:] if log.exists() else ""
-
-
-def _accept_dialogs(page, until: str, timeout: float) -> None:
-    """Wait for the selector ``until``, accepting any Lab dialog (e.g. "Select Kernel")."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if page.locator(until).count():
-            return
-        accept = page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept")
-        if accept.count():
-            accept.first.click()
-        time.sleep(0.2)
-    raise TimeoutError(f"{until!r} did not appear in {timeout} s")
-
-
-def _run_explorer(page, log: Path) -> None:
-    """In the open explore.ipynb: run all cells, wait for the plot and the R@1 line."""
-    from explorer_driver import run_all
+@pytest.fixture(scope="module")
+def explorer(made_lab, lab_page):
+    """The explorer run from the open Lab page, once for this file's two explorer tests (its
+    construction draws every dataset's figure: most of the kernel's work): outputs cleared and
+    all cells run from the Lab's menus, the belief views and the R@1 line drawn. Screenshot:
+    ``explorer.png``, as it opens. Yields the page."""
+    from explorer_driver import run_explorer
     from playwright import sync_api
 
-    run_all(page)  # Edit > Clear Outputs of All Cells, Run > Run All Cells
+    _url, log, _, _ = made_lab
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page = lab_page
     try:
-        _accept_dialogs(page, until="img.baglm-plot", timeout=RUN_TIMEOUT)
-        page.wait_for_function(
-            "() => { const r = document.querySelector('.baglm-recall');"
-            " const i = document.querySelector('img.baglm-plot');"
-            " return r && r.innerText.includes('R@1') && i && i.src; }",
-            timeout=RUN_TIMEOUT * 1000,
-        )
+        run_explorer(page)  # Edit > Clear Outputs of All Cells, Run > Run All Cells
     except (sync_api.TimeoutError, TimeoutError):
         page.screenshot(path=str(ARTIFACTS / "explorer.png"))
         outputs = page.locator(".jp-OutputArea").all_inner_texts()
         pytest.fail(f"the explorer did not render; outputs: {outputs}\n" + _tail(log))
+    shown = page.locator(".baglm-explorer")
+    shown.scroll_into_view_if_needed()
+    shown.screenshot(path=str(ARTIFACTS / "explorer.png"))  # as it opens
+    return page
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-4000:] if log.exists() else ""
 
 
 #: The explorer's controls in the order the test changes them (the dataset last: it resets).
@@ -213,30 +205,14 @@ def _check_tooltips_and_alignment(page) -> dict[str, str]:
     return tips
 
 
-def _settled(page, timeout_s: float = CHANGE_TIMEOUT) -> None:
-    """Wait until the kernel is idle and the views stay as they are for a few polls: the
-    recomputes that queued key presses started are done, so the next change starts afresh."""
-    deadline, last, same = time.monotonic() + timeout_s, None, 0
-    while same < 3:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the explorer did not settle in {timeout_s} s")
-        time.sleep(0.1)
-        now = (_state(page), page.locator("#jp-main-statusbar >> text=Idle").count())
-        same = same + 1 if now == last and now[1] else 0
-        last = now
+def test_explorer_in_jupyterlab(explorer):
+    """The explorer, opened from the URL ``make lab`` printed and run (``explorer``):
+    tooltips, alignment, every enabled control changes the plot or the R@1 line. Screenshots:
+    ``explorer.png`` (as it opens) and ``explorer_changed.png`` (after every control was
+    changed)."""
+    from explorer_driver import POLL_MS, settled
 
-
-def test_explorer_in_jupyterlab(made_lab, lab_page):
-    """The explorer, opened from the URL ``make lab`` printed: tooltips, alignment, every
-    enabled control changes the plot or the R@1 line. Screenshots: ``explorer.png`` (as it
-    opens) and ``explorer_changed.png`` (after every control was changed)."""
-    _url, log, _, _ = made_lab
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page = lab_page
-    _run_explorer(page, log)
-    explorer = page.locator(".baglm-explorer")
-    explorer.scroll_into_view_if_needed()
-    explorer.screenshot(path=str(ARTIFACTS / "explorer.png"))  # as it opens
+    page = explorer
     tips = _check_tooltips_and_alignment(page)
     # D = simulated-llm:llama (soft): binarising is offered, its threshold once ticked
     assert not tips["binarise"].startswith("Disabled:")
@@ -255,15 +231,17 @@ def test_explorer_in_jupyterlab(made_lab, lab_page):
             "([r, s]) => document.querySelector('.baglm-recall').innerText !== r"
             " || document.querySelector('img.baglm-plot').src !== s",
             arg=list(before),
+            polling=POLL_MS,
             timeout=CHANGE_TIMEOUT * 1000,
         )
-        _settled(page)  # queued recomputes (key presses) done
+        settled(page, CHANGE_TIMEOUT)  # queued recomputes (key presses) done
         assert _state(page) != before, name
         changed.append(name)
     # every control changed the view, except the threshold and stay, which may leave it as it is
     assert set(changed) >= set(CONTROLS) - {"threshold", "stay"}
-    explorer.scroll_into_view_if_needed()
-    explorer.screenshot(path=str(ARTIFACTS / "explorer_changed.png"))  # after them all
+    shown = page.locator(".baglm-explorer")
+    shown.scroll_into_view_if_needed()
+    shown.screenshot(path=str(ARTIFACTS / "explorer_changed.png"))  # after them all
     assert (ARTIFACTS / "explorer.png").stat().st_size > 0
 
 
@@ -374,20 +352,20 @@ def _git_status() -> str:
     ).stdout
 
 
-def test_make_lab_opens_the_explorer_updates_in_place_and_leaves_git_clean(made_lab, lab_page):
+def test_make_lab_opens_the_explorer_updates_in_place_and_leaves_git_clean(made_lab, explorer):
     """``make lab`` as a user runs it (its own ``lab/`` folder): the URL it prints opens the
-    explorer; running it, moving the signal slider (the belief image is replaced, the settings
-    title follows, the legend band stays) and saving the notebook (Ctrl+S, as autosave would)
-    leave ``git status --porcelain`` as it was (clean on a clean checkout) and
-    notebooks/explore.ipynb byte for byte unchanged; the session lands in lab/explore.ipynb.
+    explorer; running it (``explorer``), moving the signal slider (the belief image is
+    replaced, the settings title follows, the legend band stays) and saving the notebook
+    (Ctrl+S, as autosave would) leave ``git status --porcelain`` as it was (clean on a clean
+    checkout) and notebooks/explore.ipynb byte for byte unchanged; the session lands in
+    lab/explore.ipynb.
     Screenshot: ``tests/artifacts/explorer_make_lab.png``."""
-    from explorer_driver import press_slider, run_explorer, timed_change
+    from explorer_driver import DRAWN_JS, POLL_MS, press_slider, timed_change
 
     url, _log, before, tracked = made_lab  # git status and the notebook before make lab ran
     assert "/lab/tree/explore.ipynb?token=" in url  # lab_page opened it: the notebook showed
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page = lab_page
-    run_explorer(page)  # all cells run again: a new explorer, drawn, its R@1 line
+    page = explorer  # all cells ran: an explorer, drawn, its R@1 line
+    assert page.evaluate(f"() => {DRAWN_JS}")
     title = page.locator(".baglm-title").inner_text()
     legend = page.locator("img.baglm-plot-legend").get_attribute("src")
     assert "signal" in title and "simulated" in title
@@ -396,6 +374,7 @@ def test_make_lab_opens_the_explorer_updates_in_place_and_leaves_git_clean(made_
     page.wait_for_function(
         "t => document.querySelector('.baglm-title').innerText !== t",
         arg=title,
+        polling=POLL_MS,
         timeout=CHANGE_TIMEOUT * 1000,
     )
     assert page.locator("img.baglm-plot-legend").get_attribute("src")

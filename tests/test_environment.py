@@ -251,7 +251,9 @@ def test_make_lab_runs_the_venvs_jupyterlab_on_localhost(tmp_path):
         capture_output=True,
         text=True,
     ).stdout
-    assert ".venv/bin/jupyter lab --ServerApp.root_dir=lab " in out  # the ignored copy's folder
+    # .venv's JupyterLab through baglm_nb.apps.lab (jupyter lab's command line), serving the
+    # ignored copy's folder
+    assert ".venv/bin/python -m baglm_nb.apps.lab --ServerApp.root_dir=lab " in out
     assert "--LabApp.default_url=/lab/tree/explore.ipynb --ip=127.0.0.1 --port=8765" in out
     assert "the explorer is http://127.0.0.1:8765/lab/tree/explore.ipynb" in out  # printed
     assert "cp notebooks/explore.ipynb lab/explore.ipynb" in out

@@ -25,6 +25,9 @@ would change the machine or recurse:
   ``python3`` kernelspec) within 120 s, and is stopped (its whole process group).
 * Every other command (``source .venv/bin/activate``, ``python -m baglm_nb follow ...``) runs
   exactly as written.
+
+The block runs once per module (``quick_start``): the test of the block and the test of its
+``follow`` line look at the same run.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -124,16 +126,17 @@ def test_the_quick_start_block_names_every_command():
         assert f"  {command} " in targets, f"make help does not list {command!r}"
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(900)  # make data + one notebook + a pytest run + a replay, on 2 busy cores
-def test_the_quick_start_runs_as_written_in_a_fresh_shell(fresh_copy):
+@pytest.fixture(scope="module")
+def quick_start(fresh_copy) -> subprocess.CompletedProcess:
+    """The quick start block run once in a fresh shell in ``fresh_copy`` (module docstring),
+    each command's output after a ``>>> <command>`` line (:func:`command_output`)."""
     commands = quick_start_commands((ROOT / "README.md").read_text())
     script = ["set -euo pipefail"]
     for command in commands:
         run = SMALL.get(command, command)
-        if run is not None:  # make lab: the next test
+        if run is not None:  # make lab: test_make_lab_serves_the_explorer_on_localhost
             script += [f"echo '>>> {command}'", run]
-    out = subprocess.run(
+    return subprocess.run(
         [
             "env",
             "-i",
@@ -149,6 +152,18 @@ def test_the_quick_start_runs_as_written_in_a_fresh_shell(fresh_copy):
         text=True,
         timeout=600,
     )
+
+
+def command_output(stdout: str, command: str) -> str:
+    """What ``command`` printed in the quick start's ``stdout`` (up to the next command)."""
+    return stdout.split(f">>> {command}\n", 1)[1].split("\n>>> ", 1)[0]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # make data + one notebook + a pytest run + a replay, on 2 busy cores
+def test_the_quick_start_runs_as_written_in_a_fresh_shell(fresh_copy, quick_start):
+    commands = quick_start_commands((ROOT / "README.md").read_text())
+    out = quick_start
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert out.stdout.count(">>> ") == len(commands) - 1
     venv = fresh_copy / ".venv"
@@ -170,16 +185,21 @@ def _free_port() -> int:
 
 
 def _get(url: str, token: str) -> dict:
+    return json.loads(_read(url, token))
+
+
+def _read(url: str, token: str) -> bytes:
     request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
-    with urllib.request.urlopen(request, timeout=5) as response:
-        return json.loads(response.read())
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.read()
 
 
 @pytest.mark.slow
 def test_make_lab_serves_the_explorer_on_localhost(fresh_copy):
     """``make lab`` from a fresh shell (as root here when the tests run as root: it adds
     ``--allow-root``): JupyterLab of ``.venv`` answers on 127.0.0.1 with the explorer and the
-    project's kernel, then is stopped."""
+    project's kernel, its page asks for no news and no build check and the server checks for
+    no update (:mod:`baglm_nb.apps.lab`), then it is stopped."""
     port, token = _free_port(), "quickstart-test"
     command = f"make lab LAB_PORT={port} LAB_ARGS=--IdentityProvider.token={token}"
     env = fresh_env(fresh_copy)
@@ -214,6 +234,11 @@ def test_make_lab_serves_the_explorer_on_localhost(fresh_copy):
         specs = _get(f"{base}/api/kernelspecs", token)
         argv = specs["kernelspecs"]["python3"]["spec"]["argv"][0]
         assert Path(argv).resolve() == (ROOT / ".venv" / "bin" / "python").resolve()
+        page = _read(f"{base}/lab/tree/explore.ipynb", token).decode()
+        config = re.search(r'id="jupyter-config-data"[^>]*>(.*?)</script>', page, re.S)
+        config = json.loads(config.group(1))
+        assert config["buildCheck"] is False and config["news"] == {"disabled": True}
+        assert _get(f"{base}/lab/api/update", token) == {"notification": None}
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -237,10 +262,12 @@ def _notebook_parameters(stem: str) -> dict:
 
 
 @pytest.mark.slow
-def test_the_quick_start_follow_line_agrees_with_notebook_09s_timeline(tmp_path):
-    """The README's ``follow`` line, run as written, names its D and settings and prints the
-    same video metrics as notebook 09's timeline of that video (its smoothed panel, computed
-    here in the same run with the notebook's own parameters: ``follow``'s defaults)."""
+@pytest.mark.timeout(900)  # the quick start's run (quick_start), when this test comes first
+def test_the_quick_start_follow_line_agrees_with_notebook_09s_timeline(fresh_copy, quick_start):
+    """The README's ``follow`` line, run as written (in the quick start's fresh shell, its
+    venv activated: ``quick_start``), names its D and settings and prints the same video
+    metrics as notebook 09's timeline of that video (its smoothed panel, computed here with
+    the notebook's own parameters: ``follow``'s defaults)."""
     from baglm_nb.analyses.assistance import quality_text, timeline_data
     from baglm_nb.core import sources
     from baglm_nb.inputs.follow_defaults import FOLLOW_ANNOUNCEMENT
@@ -251,15 +278,8 @@ def test_the_quick_start_follow_line_agrees_with_notebook_09s_timeline(tmp_path)
         if c.startswith("python -m baglm_nb follow")
     )
     words = shlex.split(command)
-    out = subprocess.run(
-        [sys.executable, *words[1:]],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
+    assert quick_start.returncode == 0, quick_start.stdout[-3000:] + quick_start.stderr[-3000:]
+    printed = command_output(quick_start.stdout, command)
     nb = _notebook_parameters("09_assistance")
     uid, dataset = words[-1], words[words.index("--dataset") + 1]
     assert (dataset, uid) == (nb["timeline_dataset"], nb["timeline_video"])
@@ -269,13 +289,13 @@ def test_the_quick_start_follow_line_agrees_with_notebook_09s_timeline(tmp_path)
     )  # fmt: skip
     obs = sources.observations(dataset, "simulated")  # the notebook: every video
     data = timeline_data(obs, nb["deps"], uid, lag, threshold=threshold, patience=patience)
-    lines = out.stdout.splitlines()
+    lines = printed.splitlines()
     settings = next(x for x in lines if x.startswith("settings: "))
     assert f"D: {nb['deps']}; threshold: {threshold:g}; patience: {patience} " in settings
     assert lines.index(settings) < 3  # among the first lines
     panel = data["smoothed" if lag else "filter"]
-    assert f"quality on this video: {quality_text(panel['metrics'])} " in out.stdout
-    assert " nan" not in out.stdout.lower()
-    report = (tmp_path / words[words.index("--html") + 1]).read_text()
+    assert f"quality on this video: {quality_text(panel['metrics'])} " in printed
+    assert " nan" not in printed.lower()
+    report = (fresh_copy / words[words.index("--html") + 1]).read_text()  # the shell's folder
     assert f"<td>{nb['deps']}</td>" in report and ">nan<" not in report.lower()
     assert "<th>smoothing lag</th>" in report and f"<td>{lag} segment" in report
