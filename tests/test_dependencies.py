@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from tiny_llm import write_tiny_smollm2
 
 from baglm_nb.analyses.violations import violation_report, violations, violations_table
 from baglm_nb.apps.cli.main import main
@@ -162,6 +163,19 @@ def smollm2():
     return load_smollm2(batch_size=4)
 
 
+@pytest.fixture(scope="module")
+def tiny_smollm2(tmp_path_factory):
+    """SmolLM2's architecture, tokenizer and chat template with tiny random weights
+    (``tests/tiny_llm.py``): the tests that compare the back-end's code paths (shared prefixes,
+    right-padded candidate batches, root reuse, left-padded full prompts) run the same decoder
+    code on the same tokens as with the 135M model, for a hundredth of its forward passes'
+    cost. Its P("Yes") is small (a near-uniform softmax): compared with a relative tolerance,
+    where float rounding is about 1e-6 and a suffix run at positions off by one is 20 times
+    off."""
+    folder = write_tiny_smollm2(tmp_path_factory.mktemp("tiny-smollm2"))
+    return TransformersBackend.from_pretrained(folder, name="tiny-smollm2", batch_size=4)
+
+
 def test_yes_and_no_must_be_single_tokens():
     class Tok:
         pad_token_id = 0
@@ -182,28 +196,28 @@ def test_prompt_orientation_and_version(smollm2):
     assert smollm2.name == "SmolLM2-135M-Instruct.Q4_1"
 
 
-def test_smollm2_matrix_batched_equals_one_by_one(smollm2):
-    d = dep.dependency_matrix(GOAL, STEPS, smollm2)  # shared prefix, batched
+def test_smollm2_matrix_batched_equals_one_by_one(tiny_smollm2):
+    d = dep.dependency_matrix(GOAL, STEPS, tiny_smollm2)  # shared prefix, batched
     assert d.shape == (2, 2) and np.isfinite(d).all()
     assert ((d > 0) & (d < 1)).all()
     one = TransformersBackend(
-        smollm2.model, smollm2.tokenizer, name="x", batch_size=1, shared_prefix=False
+        tiny_smollm2.model, tiny_smollm2.tokenizer, name="x", batch_size=1, shared_prefix=False
     )
     for i, j in dep._pair_order(2):
         p = one.score(GOAL, [(STEPS[i], STEPS[j])])[0]  # one full prompt, no padding
-        assert d[i, j] == pytest.approx(p, abs=1e-5), (i, j)
-    assert abs(d[0, 1] - d[1, 0]) > 1e-4  # the two orientations are different questions
+        assert d[i, j] == pytest.approx(p, rel=1e-4), (i, j)
+    assert abs(d[0, 1] / d[1, 0] - 1) > 1e-2  # the two orientations are different questions
     # pairs with different prerequisite candidates: scored from the common prefix only
-    pooled = smollm2.score(GOAL, [(STEPS[1], STEPS[0]), (STEPS[0], STEPS[1])])
-    np.testing.assert_allclose(pooled, [d[1, 0], d[0, 1]], atol=1e-5)
+    pooled = tiny_smollm2.score(GOAL, [(STEPS[1], STEPS[0]), (STEPS[0], STEPS[1])])
+    np.testing.assert_allclose(pooled, [d[1, 0], d[0, 1]], rtol=1e-4, atol=0)
     # full prompts, left-padded in one batch (the published layout) agree as well
     full = TransformersBackend(
-        smollm2.model, smollm2.tokenizer, name="x", batch_size=4, shared_prefix=False
+        tiny_smollm2.model, tiny_smollm2.tokenizer, name="x", batch_size=4, shared_prefix=False
     )
-    np.testing.assert_allclose(dep.dependency_matrix(GOAL, STEPS, full), d, atol=1e-5)
+    np.testing.assert_allclose(dep.dependency_matrix(GOAL, STEPS, full), d, rtol=1e-4, atol=0)
 
 
-def test_smollm2_candidate_batches_and_root_reuse_equal_full_prompts(smollm2):
+def test_smollm2_candidate_batches_and_root_reuse_equal_full_prompts(tiny_smollm2):
     """Candidates of unequal length in batches of 2 (right-padded passes), then a second goal
     that reuses the first call's root cache up to where the prompts differ."""
     steps = ["Crack two eggs into a bowl", "Whisk", "Pour the beaten eggs into the hot pan"]
@@ -211,14 +225,14 @@ def test_smollm2_candidate_batches_and_root_reuse_equal_full_prompts(smollm2):
     # prefix, run as a batch of 2 candidates of unequal length and a batch of 1, as with all 9
     # pairs; the 3 diagonal pairs only added full-prompt reference passes.
     pairs = [(steps[i], steps[j]) for i, j in dep._pair_order(3) if i != j]
-    fast = TransformersBackend(smollm2.model, smollm2.tokenizer, name="x", batch_size=2)
+    fast = TransformersBackend(tiny_smollm2.model, tiny_smollm2.tokenizer, name="x", batch_size=2)
     one = TransformersBackend(
-        smollm2.model, smollm2.tokenizer, name="x", batch_size=1, shared_prefix=False
+        tiny_smollm2.model, tiny_smollm2.tokenizer, name="x", batch_size=1, shared_prefix=False
     )
     for goal in ("make an omelette", "make scrambled eggs"):
         got = fast.score(goal, pairs)
         want = np.array([one.score(goal, [p])[0] for p in pairs])
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=0)
     reused, tokens = fast._last_root[1], fast._last_root[0]
     first = fast._token_ids([fast.render("make an omelette", *pairs[0])])[0]
     shared = common_prefix_length([first, tokens])
@@ -263,7 +277,8 @@ def test_published_sampling_by_hand(smollm2):
     assert got == pytest.approx(want, abs=1e-5)
 
 
-def test_smollm2_cache_reuse(smollm2, tmp_path):
+def test_smollm2_cache_reuse(tiny_smollm2, tmp_path):
+    smollm2 = tiny_smollm2  # the cache's bookkeeping does not depend on the weights
     videos = [
         make_video("v1", "tea", STEPS, {}),
         make_video("v2", "tea", STEPS, {}),  # same group: one matrix serves both

@@ -30,6 +30,7 @@ import numpy as np
 import pytest
 from busy_machine import machine_stretch
 from clips import CLIPS, score_argv
+from tiny_llm import write_tiny_smollm2
 
 # Before ``import ray``, which reads them: a local Ray node takes the machine's network address
 # unless told that clusters are off (the tests only ever use the loopback address); token
@@ -49,8 +50,7 @@ from baglm_nb.apps.cli.main import main  # noqa: E402
 from baglm_nb.inputs.datasets import Segment, Video, load_dataset  # noqa: E402
 from baglm_nb.inputs.video import probe  # noqa: E402
 from baglm_nb.models import dependencies as dep  # noqa: E402
-from baglm_nb.models.gguf import convert_gguf  # noqa: E402
-from baglm_nb.models.llm_local import TransformersBackend, smollm2_gguf  # noqa: E402
+from baglm_nb.models.llm_local import TransformersBackend  # noqa: E402
 from baglm_nb.models.ray_pool import RayOptions, RayPool  # noqa: E402
 from baglm_nb.models.scoring import ScorerSpec, make_scorer, score_dataset  # noqa: E402
 from baglm_nb.stores.dependencies import DependencyCache  # noqa: E402
@@ -329,8 +329,8 @@ class _Killing:
     def score_segments(self, frames, goal, steps, **options):
         if goal in self.kill and goal not in self.seen:  # the first batch of this attempt
             self.seen.add(goal)
-            with open(self.folder / f"{goal}.attempts", "a") as f:
-                f.write(f"{os.getpid()}\n")
+            with open(self.folder / f"{goal}.attempts", "a") as f:  # pid, built, numba loaded
+                f.write(f"{os.getpid()} {self.scorer is not None} {'numba' in sys.modules}\n")
             tries = len((self.folder / f"{goal}.attempts").read_text().splitlines())
             if tries <= self.kill[goal]:
                 os.kill(os.getpid(), signal.SIGKILL)
@@ -378,9 +378,16 @@ def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
     assert summary["scored"] == 1 and summary["attempts"] == {"cup": 2, "Megamind_bugy": 2}
     assert summary["failed"]["Megamind_bugy"].startswith("worker died 2 times")
     # every attempt ran in its own worker process: killed ones are replaced, not reused
+    attempts = []
     for goal in ("killed once", "always killed"):
-        pids = (tmp_path / f"{goal}.attempts").read_text().split()
+        lines = [ln.split() for ln in (tmp_path / f"{goal}.attempts").read_text().splitlines()]
+        pids = [pid for pid, _, _ in lines]
         assert len(pids) == len(set(pids)) == 2
+        attempts += lines
+    # a worker loads only what its object needs: one that dies before building its scorer
+    # has not imported numba (the frame resizing of the model's preprocessing)
+    fresh = [numba for _, built, numba in attempts if built == "False"]
+    assert fresh and set(fresh) == {"False"}, attempts
     # 2 workers and 3 deaths: the last death leaves no video waiting for a worker (a
     # replacement per death would start 5), so at most 2 replacements were started
     assert 3 <= len(starts) <= 4, starts
@@ -505,30 +512,11 @@ def _video(uid: str, group: str, steps: list[str]) -> Video:
 @pytest.fixture(scope="module")
 def tiny_llm(tmp_path_factory) -> Path:
     """A folder of a tiny random-init LLM of SmolLM2's architecture, with SmolLM2's real
-    tokenizer and chat template: it loads and scores through the same
+    tokenizer and chat template (``tests/tiny_llm.py``): it loads and scores through the same
     ``TransformersBackend.from_pretrained`` path as the real model, in a fraction of its load
     and forward time (the Ray path does not depend on the model's size; ``load_smollm2`` itself
     is tested in test_dependencies.py)."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
-    real = convert_gguf(smollm2_gguf())
-    config = AutoConfig.from_pretrained(real)
-    config.update(
-        {
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "head_dim": 8,
-        }
-    )
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("tiny-llm")
-    AutoModelForCausalLM.from_config(config).save_pretrained(folder)
-    AutoTokenizer.from_pretrained(real).save_pretrained(folder)
-    return folder
+    return write_tiny_smollm2(tmp_path_factory.mktemp("tiny-llm"))
 
 
 def test_deps_on_ray_equal_the_local_matrices(cluster, tiny_llm, tmp_path):

@@ -34,6 +34,7 @@ Exports :class:`RayOptions`, :class:`RayPool` (the ``"ray"``
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -112,12 +113,9 @@ class _Worker:
     """The actor: builds its object once (loads the model), then runs calls on it."""
 
     def __init__(self, factory: Callable[[], Any], threads: int, describe: Callable | None):
-        import numba
-        import torch
-
-        torch.set_num_threads(threads)  # each worker uses its own cores, and no others
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # frame resizing
+        _limit_threads(threads)  # each worker uses its own cores, and no others
         self.obj = factory()
+        _limit_threads(threads)  # the libraries the factory imported, whatever they read
         self.identity = None if describe is None else describe(self.obj)
 
     def ready(self) -> Any:
@@ -131,6 +129,32 @@ class _Worker:
     def pid(self) -> int:
         """This worker's process id."""
         return os.getpid()
+
+
+#: The compute libraries' thread-count variables, read when each library is first loaded.
+_THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMBA_NUM_THREADS",
+)
+
+
+def _limit_threads(threads: int) -> None:
+    """Make this worker's compute use ``threads`` threads, without importing anything.
+
+    The libraries not loaded yet (torch, numba, BLAS) read the environment variables when the
+    worker's object first needs them (a worker that scores with the simulated scorer never
+    loads torch); those loaded already are set directly. numba's threads serve the frame
+    resizing."""
+    for name in _THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "set_num_threads"):
+        torch.set_num_threads(threads)
+    numba = sys.modules.get("numba")
+    if numba is not None and hasattr(numba, "set_num_threads"):
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
 
 
 def _ray() -> Any:
