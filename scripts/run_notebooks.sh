@@ -121,8 +121,8 @@ for nb in "${notebooks[@]}"; do
     echo "[$index/$total] $name (elapsed $(elapsed))"
     t0=$SECONDS
     status=0
-    python -m baglm_nb.apps.notebook_run "$nb" "$out" --params-file "${PARAMS_FILE:-}" \
-        --extra "${PAPERMILL_ARGS:-}" -- -k python3 --cwd "$outdir" --no-progress-bar \
+    python -m baglm_nb.apps.notebook_run "$nb" "$out" --params-file="${PARAMS_FILE:-}" \
+        --extra="${PAPERMILL_ARGS:-}" -- -k python3 --cwd "$outdir" --no-progress-bar \
         --log-level WARNING >"$log" 2>&1 || status=$?
     if ((status == RENDER_FAILED)); then
         echo "[$index/$total] $name FAILED (HTML export) after $((SECONDS - t0)) s"

@@ -3,7 +3,7 @@
 ``scripts/run_notebooks.sh`` runs, for each notebook::
 
     python -m baglm_nb.apps.notebook_run NOTEBOOK OUTPUT [--params-file FILE]
-        [--extra "PAPERMILL_ARGS"] [-- papermill options...]
+        [--extra="PAPERMILL_ARGS"] [-- papermill options...]
 
 which executes ``NOTEBOOK`` into ``OUTPUT`` with papermill's own command line (its options,
 parameter flags, messages and exit statuses, as ``papermill NOTEBOOK OUTPUT ...`` would), then
