@@ -16,8 +16,9 @@
 # executed with kernel "python3" (the .venv's, see `make setup`) and cwd figures/<stem>,
 # so whatever a notebook saves with a relative path lands next to its executed copy.
 # Kernels use Jupyter's inline matplotlib backend, so a displayed figure is an image. The
-# executed copy is then made ready to share (python -m baglm_nb render): the widgets a run
-# leaves (tqdm progress bars) are removed and the HTML embeds every image.
+# executed copy is then made ready to share (what python -m baglm_nb render does, in the same
+# process as papermill: baglm_nb.apps.notebook_run): the widgets a run leaves (tqdm progress
+# bars) are removed and the HTML embeds every image.
 # Stops at the first failing notebook; the outputs of those that succeeded are kept.
 set -euo pipefail
 
@@ -66,41 +67,18 @@ if ((${#notebooks[@]} == 0)); then
     exit 0
 fi
 
-# Extra papermill arguments, split like a shell would (quotes respected, no eval).
-extra=()
-if [[ -n "${PAPERMILL_ARGS:-}" ]]; then
-    while IFS= read -r -d '' a; do
-        extra+=("$a")
-    done < <(python -c 'import os, shlex, sys
-for a in shlex.split(os.environ["PAPERMILL_ARGS"]):
-    sys.stdout.write(a + "\0")')
-fi
-
-# A parameter file (papermill -f) goes only to the notebooks whose parameters cell names
-# `scores` (the prepared score caches of `make data`); the others take no such parameter.
-takes_scores() {
-    python - "$1" <<'PY'
-import json, sys
-nb = json.load(open(sys.argv[1]))
-cells = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
-sys.exit(0 if any("scores =" in "".join(c["source"]) for c in cells) else 1)
-PY
-}
 if [[ -n "${PARAMS_FILE:-}" && ! -f "$PARAMS_FILE" ]]; then
     echo "error: parameter file not found: $PARAMS_FILE (run 'make data')" >&2
     exit 1
 fi
 [[ -n "${PARAMS_FILE:-}" ]] && PARAMS_FILE="$(realpath "$PARAMS_FILE")"
 
-# papermill's own command line, in a Python process that skips the IRI grammar jsonschema would
-# compile at import (baglm_nb.apps.render.skip_iri_grammar; the render verb skips it too).
-run_papermill() {
-    python -c 'import sys
-from baglm_nb.apps.render import skip_iri_grammar
-skip_iri_grammar()
-from papermill.cli import papermill
-sys.exit(papermill(prog_name="papermill"))' "$@"
-}
+# One Python process per notebook runs papermill's own command line and then renders the
+# executed copy (python -m baglm_nb.apps.notebook_run: its exit status says which step failed).
+# PAPERMILL_ARGS is split there like a shell would (quotes respected, no eval); PARAMS_FILE
+# (papermill -f) goes only to the notebooks whose parameters cell names `scores` (the prepared
+# score caches of `make data`); the others take no such parameter.
+RENDER_FAILED=3 # baglm_nb.apps.notebook_run.RENDER_FAILED
 
 n=${#notebooks[@]}
 i=0
@@ -139,16 +117,19 @@ for nb in "${notebooks[@]}"; do
     rm -rf "$outdir"
     mkdir -p "$outdir"
 
-    params=()
-    if [[ -n "${PARAMS_FILE:-}" ]] && takes_scores "$nb"; then
-        params=(-f "$PARAMS_FILE")
-    fi
-
     index=$(next_index)
     echo "[$index/$total] $name (elapsed $(elapsed))"
     t0=$SECONDS
-    if ! run_papermill "$nb" "$out" -k python3 --cwd "$outdir" --no-progress-bar \
-        --log-level WARNING "${params[@]}" "${extra[@]}" >"$log" 2>&1; then
+    status=0
+    python -m baglm_nb.apps.notebook_run "$nb" "$out" --params-file="${PARAMS_FILE:-}" \
+        --extra="${PAPERMILL_ARGS:-}" -- -k python3 --cwd "$outdir" --no-progress-bar \
+        --log-level WARNING >"$log" 2>&1 || status=$?
+    if ((status == RENDER_FAILED)); then
+        echo "[$index/$total] $name FAILED (HTML export) after $((SECONDS - t0)) s"
+        tail -n 30 "$log" >&2
+        echo "error: the HTML export (python -m baglm_nb render) failed for $out (log: $log)" >&2
+        exit 1
+    elif ((status != 0)); then
         echo "[$index/$total] $name FAILED after $((SECONDS - t0)) s (elapsed $(elapsed))"
         echo "---- papermill output ----" >&2
         if grep -q 'PapermillExecutionError' "$log"; then
@@ -162,12 +143,6 @@ for nb in "${notebooks[@]}"; do
         if ((i > 1)); then
             echo "       outputs of the $((i - 1)) notebook(s) before it are kept in figures/" >&2
         fi
-        exit 1
-    fi
-    if ! python -m baglm_nb render "$out" >>"$log" 2>&1; then
-        echo "[$index/$total] $name FAILED (HTML export) after $((SECONDS - t0)) s"
-        tail -n 30 "$log" >&2
-        echo "error: python -m baglm_nb render failed for $out (log: $log)" >&2
         exit 1
     fi
     echo "[$index/$total] $name ok in $((SECONDS - t0)) s (elapsed $(elapsed)) -> $outdir/"

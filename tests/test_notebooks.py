@@ -23,8 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 
 #: Small parameters per notebook, and the files each must write into its working folder.
-#: Notebooks 02-06 keep their default datasets and sources (small limits only), so that their
-#: tables have the columns of the full run: ``tests/test_page_widths.py`` measures these pages.
+#: Notebooks 02-06 keep their default datasets and sources (small limits only; 05's checks, a
+#: row per dataset, on three), so that their tables have the columns of the full run:
+#: ``tests/test_page_widths.py`` measures these pages.
 #: Two videos per dataset (``limit``) is the least that still has a spread across videos: each
 #: table and figure goes through the code a full run does, only over fewer videos.
 SMALL = {
@@ -78,8 +79,15 @@ SMALL = {
             "segment_duration.items.parquet",
         ],
     ),
-    "05_analysis": (
-        {"limit": 2, "signals": [1.0], "noise_levels": [0.0, 1.0], "sensitivity_limit": 2},
+    "05_analysis": (  # the checks: a row per dataset, COIN's like HT-Step's (one of each
+        # recall and localization protocol: R@1 and article mAP, Avg. R@1, windowed recall)
+        {
+            "limit": 2,
+            "check_datasets": ["htstep", "crosstask", "ego4d_goalstep"],
+            "signals": [1.0],
+            "noise_levels": [0.0, 1.0],
+            "sensitivity_limit": 2,
+        },
         [
             "sensitivity.csv",
             "sensitivity.md",
@@ -399,6 +407,75 @@ def test_render_makes_paths_relative_and_the_page_offline(tmp_path):
     )
     relative_paths(sibling)  # a folder beside the repository is not inside it
     assert sibling.cells[0].outputs[0].text == f"{ROOT}x/a .\n"
+
+
+def test_runner_gives_the_parameter_file_only_to_notebooks_that_take_scores(tmp_path):
+    """``PARAMS_FILE`` (papermill ``-f``) goes to the notebooks whose parameters cell names
+    ``scores``; ``PAPERMILL_ARGS`` is split like a shell would, after the runner's options."""
+    from baglm_nb.apps.notebook_run import papermill_args, takes_scores
+
+    taking = {nb.stem for nb in NOTEBOOKS if takes_scores(nb)}
+    assert {"03_main_results", "08_qualitative"} <= taking
+    assert not {"00_dataset_statistics", "01_score_segments", "07_timing"} & taking
+    main, stats = (str(ROOT / "notebooks" / f"{s}.ipynb") for s in ("03_main_results", "00_x"))
+    extra = """-p limit 5 -y '{"datasets": ["coin"]}'"""
+    assert papermill_args(main, "o.ipynb", ["-k", "python3"], "p.json", extra) == [
+        main, "o.ipynb", "-k", "python3", "-f", "p.json",
+        "-p", "limit", "5", "-y", '{"datasets": ["coin"]}',
+    ]  # fmt: skip
+    assert papermill_args(main, "o.ipynb", [], "", "") == [main, "o.ipynb"]
+    assert papermill_args(stats, "o.ipynb", [], "p.json") == [stats, "o.ipynb"]  # no such file
+    with pytest.raises(ValueError, match="bad papermill arguments"):
+        papermill_args(main, "o.ipynb", [], "", "-p x 'unclosed")
+    (tmp_path / "bad.ipynb").write_text("not a notebook")
+    assert not takes_scores(tmp_path / "bad.ipynb")
+
+
+def test_runner_exit_status_says_which_step_failed(tmp_path, monkeypatch, capsys):
+    """``baglm_nb.apps.notebook_run`` in this process on a notebook papermill only prepares (no
+    kernel): rendered (0), the HTML export failing (``RENDER_FAILED``), bad options (2)."""
+    import nbformat
+
+    from baglm_nb.apps import notebook_run
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nbformat.write(nb, tmp_path / "t.ipynb")
+    out = tmp_path / "out" / "t.ipynb"
+    out.parent.mkdir()
+    monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # papermill's CLI would set it
+    argv = [str(tmp_path / "t.ipynb"), str(out), "--extra=-p x 2", "--", "--prepare-only"]
+    assert notebook_run.main(argv) == 0, capsys.readouterr()
+    assert "x = 2" in out.read_text() and out.with_suffix(".html").is_file()
+
+    def broken(path):
+        raise RuntimeError(f"cannot export {path}")
+
+    monkeypatch.setattr("baglm_nb.apps.render.render", broken)
+    assert notebook_run.main(argv) == notebook_run.RENDER_FAILED
+    assert "RuntimeError: cannot export" in capsys.readouterr().err
+    assert notebook_run.main([*argv, "--no-such-option"]) == 2
+    assert "No such option" in capsys.readouterr().err
+    assert notebook_run.main([*argv[:2], "--extra=-p x 'unclosed"]) == 2
+    assert "bad papermill arguments" in capsys.readouterr().err
+
+
+def test_runner_names_the_failing_notebook_and_says_why(tmp_path):
+    """``scripts/run_notebooks.sh`` on a run that fails before any cell (papermill refuses an
+    option): the [1/1] line says FAILED, papermill's error and the notebook are named, exit 1."""
+    env = {k: v for k, v in os.environ.items() if k != "PARAMS_FILE"}
+    env.update(FIGURES_DIR=str(tmp_path), PAPERMILL_ARGS="--no-such-option")
+    nb = ROOT / "notebooks" / "00_dataset_statistics.ipynb"
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "run_notebooks.sh"), str(nb)],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert re.search(r"^\[1/1\] 00_dataset_statistics\.ipynb FAILED after \d+ s", done.stdout, re.M)
+    assert "No such option" in done.stderr and "--no-such-option" in done.stderr
+    assert f"error: notebook {nb} failed" in done.stderr
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)  # conftest: xdist_group

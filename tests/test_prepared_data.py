@@ -10,6 +10,9 @@ import pandas as pd
 import papermill
 import pytest
 from cli_runs import run_main
+from test_notebooks import SMALL, rendered
+
+from baglm_nb.inputs.datasets import DATASETS
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "03_main_results.ipynb"
@@ -28,11 +31,15 @@ def _run(tmp: Path, params: dict) -> pd.DataFrame:
     return pd.read_csv(tmp / "main_results.csv")
 
 
-def test_notebook_from_prepared_caches_equals_the_in_memory_simulation(tmp_path):
+def test_notebook_from_prepared_caches_equals_the_in_memory_simulation(tmp_path, tmp_path_factory):
+    """Notebook 03 on prepared caches makes the rows of its run on the in-memory simulation:
+    the run that ``tests/test_notebooks.py`` checks (the same small parameters, every dataset;
+    :func:`test_notebooks.rendered`: one run per test session), here on two of its datasets."""
+    small = SMALL[NOTEBOOK.stem][0]
     manifest = tmp_path / "prepared.json"
     cache = str(tmp_path / "cache")
     # the verb in this process (what it writes is checked here, not the process boundary)
-    argv = ["simulate", "--dataset", "htstep", "crosstask", "--limit", "2"]
+    argv = ["simulate", "--dataset", "htstep", "crosstask", "--limit", str(small["limit"])]
     out = run_main(*argv, "--cache-root", cache, "--manifest", str(manifest))
     assert out.returncode == 0, out.stderr[-2000:]
     scores = json.loads(manifest.read_text())["scores"]
@@ -42,12 +49,16 @@ def test_notebook_from_prepared_caches_equals_the_in_memory_simulation(tmp_path)
     )
     # two videos per dataset: the prepared caches and the in-memory simulation still go through
     # every table of the notebook, each over more than one video
-    small = {"datasets": ["htstep", "crosstask"], "limit": 2}
-    prepared = _run(tmp_path / "prepared", {**small, "scores": scores})
-    in_memory = _run(tmp_path / "memory", small)
+    datasets = [name for name in DATASETS if name in scores]  # in the full run's order
+    prepared = _run(tmp_path / "prepared", {**small, "datasets": datasets, "scores": scores})
+    in_memory = pd.read_csv(rendered(NOTEBOOK.stem, tmp_path_factory) / "main_results.csv")
+    names = {DATASETS[name].display_name for name in scores}
+    assert names < set(in_memory["dataset"])  # the run of every dataset, these two among them
+    in_memory = in_memory[in_memory["dataset"].isin(names)].reset_index(drop=True)
     pd.testing.assert_frame_equal(prepared, in_memory)
     computed = prepared[prepared["source"] != "paper"]  # the paper's other methods: no videos
     assert set(computed["source"]) == {"simulated"} and set(computed["videos"]) == {2}
+    assert set(computed["dataset"]) == names
 
 
 @pytest.mark.parametrize("stem", ["03_main_results", "06_localization"])

@@ -54,7 +54,7 @@ def qualitative_case(
         mean over the video's evaluable steps) with the video's pairs of both methods as items.
     """
     from baglm_nb.analyses.belief_views import belief_figure, keyframe_times
-    from baglm_nb.inputs.video import find_video_file, frames_at
+    from baglm_nb.inputs.video_records import find_video_file
 
     video = next((v for v in load_dataset(dataset) if v.uid == uid), None)
     if video is None:
@@ -66,7 +66,11 @@ def qualitative_case(
     beliefs = run_baglm(obs, "none" if d is None else d, videos=[video])[uid]
     raw = obs.vsg[uid]
     path = find_video_file(video_dir, uid)
-    frames = frames_at(path, keyframe_times(beliefs, raw, keyframes)) if path else None
+    frames = None
+    if path:  # torch and torchcodec only where a keyframe is decoded
+        from baglm_nb.inputs.video import frames_at
+
+        frames = frames_at(path, keyframe_times(beliefs, raw, keyframes))
     name = DATASET_NAMES.get(dataset, dataset)
     d_label = d.label if d is not None else "none"
     what = f"{name} {uid}: {video.goal}; D: {d_label}"

@@ -1,8 +1,9 @@
 """An executed notebook made ready to share: no saved widgets, no local paths, one offline page.
 
 ``scripts/run_notebooks.sh`` (``make figures``) runs this after papermill on each executed
-notebook: ``python -m baglm_nb render figures/<stem>/<stem>.ipynb`` (the verb is
-:mod:`baglm_nb.apps.cli.render`).
+notebook, in papermill's process (:mod:`baglm_nb.apps.notebook_run`); the ``render`` verb
+(:mod:`baglm_nb.apps.cli.render`) does the same for notebooks given by name:
+``python -m baglm_nb render figures/<stem>/<stem>.ipynb``.
 
 - :func:`strip_widgets` removes what a finished run leaves of ipywidgets: the outputs that
   display a widget (the progress bars of ``tqdm.auto``: a frozen bar in the notebook, a

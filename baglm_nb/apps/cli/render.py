@@ -3,7 +3,8 @@
 Each notebook is rewritten in place (no saved widgets, repository-relative paths, one parameter
 per line) and gets a self-contained offline HTML page beside it
 (:func:`baglm_nb.apps.render.render`); the HTML paths are printed, one per line.
-``scripts/run_notebooks.sh`` (``make figures``) runs it after papermill. A missing or invalid
+``scripts/run_notebooks.sh`` (``make figures``) does the same after papermill, in papermill's
+process (:mod:`baglm_nb.apps.notebook_run`). A missing or invalid
 notebook raises (one ``error:`` line naming it, exit 2: :mod:`baglm_nb.apps.cli.main`).
 """
 
