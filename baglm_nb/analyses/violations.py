@@ -17,6 +17,7 @@ presets to the paper's table (:mod:`baglm_nb.core.simulate_deps`): :func:`preset
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -28,7 +29,7 @@ import pandas as pd
 
 from baglm_nb.analyses.result_table import ResultTable
 from baglm_nb.core import simulate_deps, sources
-from baglm_nb.inputs.datasets import Video, load_dataset
+from baglm_nb.inputs.datasets import Video, dataset_version, load_dataset
 from baglm_nb.inputs.grid import first_starts
 from baglm_nb.inputs.paper import PAPER_VIOLATIONS, PAPER_VIOLATIONS_DATASET
 from baglm_nb.stores.dependencies import DependencyCache
@@ -124,20 +125,23 @@ def violations(
     if resolved is None:
         raise ValueError(f"no dependency source for {videos[0].dataset}")
     source = resolved.label if source is None else source
-    groups = _group_checks(videos, resolved, scope, include_diagonal)
+    if isinstance(dataset, str):  # the whole file: its masks are remembered per version
+        masks = _whole_masks(dataset_version(dataset), scope)
+    else:
+        masks = _group_masks(videos, scope)
+    groups = [
+        (unit, _union(vs, resolved, include_diagonal), violated) for vs, unit, violated in masks
+    ]
     units = sorted({unit for unit, _, _ in groups})
-    rows = [_threshold_row(float(t), groups, units) for t in thresholds]
+    rows = _threshold_rows([float(t) for t in thresholds], groups, units)
     return pd.DataFrame([{**row, "source": source} for row in rows])
 
 
-def _group_checks(
-    videos: list[Video], resolved: Any, scope: str, include_diagonal: bool
-) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """Per group: (its unit, the union matrix, the "violated if kept" mask).
+def _group_masks(videos: list[Video], scope: str) -> list[tuple[list[Video], str, np.ndarray]]:
+    """Per group: (its videos, its unit, the "violated if kept" mask), which do not depend on D.
 
-    The union matrix is the ``max`` over the group's videos (``-inf`` on the diagonal when it
-    is left out); the mask is checked against the videos of the group's unit (the group, or
-    its task with ``scope="task"``).
+    The mask is checked against the videos of the group's unit (the group, or its task with
+    ``scope="task"``).
     """
     by_group: dict[str, list[Video]] = {}
     by_task: dict[str, list[Video]] = {}
@@ -145,53 +149,74 @@ def _group_checks(
         by_group.setdefault(v.group, []).append(v)
         by_task.setdefault(v.task, []).append(v)
     firsts = {v.uid: _first_times(v) for v in videos}
-    groups: list[tuple[str, np.ndarray, np.ndarray]] = []
+    masks = []
     for g, vs in by_group.items():
         steps = vs[0].steps
-        k = len(steps)
-        d = np.zeros((k, k))
         for v in vs:
             if v.steps != steps:
                 raise ValueError(f"group {g!r}: videos {vs[0].uid!r} and {v.uid!r} differ in steps")
-            m = resolved.matrix(v)
-            d = np.maximum(d, m)
         check = vs if scope == "group" else by_task[vs[0].task]
         times = np.array([[firsts[w.uid].get(s, math.inf) for s in steps] for w in check])
         present = np.isfinite(times)
         # bad[w, i, j]: both present in w and not first(j) < first(i)
         bad = present[:, :, None] & present[:, None, :] & ~(times[:, None, :] < times[:, :, None])
         violated = bad.any(axis=0)
-        if not include_diagonal:
-            d = d.copy()
-            np.fill_diagonal(d, -np.inf)
-        groups.append((g if scope == "group" else vs[0].task, d, violated))
-    return groups
+        violated.setflags(write=False)
+        masks.append((vs, g if scope == "group" else vs[0].task, violated))
+    return masks
 
 
-def _threshold_row(
-    t: float, groups: list[tuple[str, np.ndarray, np.ndarray]], units: list[str]
-) -> dict[str, Any]:
-    """The counts of one threshold, pooled over the groups (``groups`` of :func:`_group_checks`)."""
-    kept = violated_n = 0
-    unit_bad: dict[str, bool] = dict.fromkeys(units, False)
+@functools.lru_cache(maxsize=8)
+def _whole_masks(version: tuple, scope: str) -> list[tuple[list[Video], str, np.ndarray]]:
+    """:func:`_group_masks` of a whole annotation file, remembered per ``version``: a preset fit
+    (:func:`fit_preset`) checks many matrices against the same annotations."""
+    return _group_masks(load_dataset(version[0].name), scope)
+
+
+def _union(vs: list[Video], resolved: Any, include_diagonal: bool) -> np.ndarray:
+    """The group's matrix: the ``max`` over its videos' (``-inf`` on the diagonal when it is
+    left out)."""
+    k = vs[0].num_steps
+    d = np.zeros((k, k))
+    for v in vs:
+        d = np.maximum(d, resolved.matrix(v))
+    if not include_diagonal:
+        d = d.copy()
+        np.fill_diagonal(d, -np.inf)
+    return d
+
+
+def _threshold_rows(
+    thresholds: list[float], groups: list[tuple[str, np.ndarray, np.ndarray]], units: list[str]
+) -> list[dict[str, Any]]:
+    """The counts of each threshold, pooled over the groups (unit, union matrix, mask)."""
+    ts = np.asarray(thresholds, dtype=np.float64)[:, None, None]
+    kept = np.zeros(len(thresholds), dtype=np.int64)
+    violated_n = np.zeros(len(thresholds), dtype=np.int64)
+    unit_bad = {unit: np.zeros(len(thresholds), dtype=bool) for unit in units}
     for unit, d, violated in groups:
-        keep = d >= t
-        n_bad = int((keep & violated).sum())
-        kept += int(keep.sum())
+        keep = d[None] >= ts  # (thresholds, K, K)
+        n_bad = (keep & violated).sum(axis=(1, 2))
+        kept += keep.sum(axis=(1, 2))
         violated_n += n_bad
-        if n_bad:
-            unit_bad[unit] = True
+        unit_bad[unit] |= n_bad > 0
     n_units = len(units)
-    n_bad_units = sum(unit_bad.values())
-    return {
-        "threshold": t,
-        "dependencies": kept,
-        "violated": violated_n,
-        "violated_pct": 100.0 * violated_n / kept if kept else 0.0,
-        "tasks": n_units,
-        "tasks_with_violation": n_bad_units,
-        "tasks_violated_pct": 100.0 * n_bad_units / n_units,
-    }
+    rows = []
+    for i, t in enumerate(thresholds):
+        kept_i, bad_i = int(kept[i]), int(violated_n[i])
+        n_bad_units = sum(bool(bad[i]) for bad in unit_bad.values())
+        rows.append(
+            {
+                "threshold": t,
+                "dependencies": kept_i,
+                "violated": bad_i,
+                "violated_pct": 100.0 * bad_i / kept_i if kept_i else 0.0,
+                "tasks": n_units,
+                "tasks_with_violation": n_bad_units,
+                "tasks_violated_pct": 100.0 * n_bad_units / n_units,
+            }
+        )
+    return rows
 
 
 def violations_table(
@@ -344,8 +369,7 @@ def preset_loss(
     """
     dataset = PAPER_VIOLATIONS_DATASET
     matrices = simulate_deps.simulated_dependencies(dataset, preset, seed, videos=videos)
-    videos = load_dataset(dataset) if videos is None else list(videos)
-    frame = violations(matrices, videos, source=preset.label)
+    frame = violations(matrices, dataset if videos is None else list(videos), source=preset.label)
     loss = 0.0
     for col, weight in (("violated_pct", 1.0), ("tasks_violated_pct", TASK_WEIGHT)):
         paper = np.asarray(PAPER_VIOLATIONS[col][preset.llm], dtype=np.float64)

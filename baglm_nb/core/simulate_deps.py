@@ -274,13 +274,31 @@ def _whole_dataset(
     version: tuple, preset: LLMPreset, seed: int, held_out: bool
 ) -> dict[str, np.ndarray]:
     """:func:`simulated_dependencies` of a whole annotation file, remembered per ``version``."""
-    return _matrices(_groups(load_dataset(version[0].name)), preset, seed, held_out)
+    by_group = _groups(load_dataset(version[0].name))
+    return _matrices(by_group, preset, seed, held_out, _whole_evidence(version))
+
+
+@functools.lru_cache(maxsize=8)
+def _whole_evidence(version: tuple) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """:func:`order_evidence` of every group of a whole annotation file, remembered per
+    ``version``: it does not depend on the preset or the seed, so a preset fit
+    (:func:`~baglm_nb.analyses.violations.fit_preset`) counts it once (read-only arrays)."""
+    evidence = {g: order_evidence(vs) for g, vs in _groups(load_dataset(version[0].name)).items()}
+    for arrays in evidence.values():
+        for a in arrays:
+            a.setflags(write=False)
+    return evidence
 
 
 def _matrices(
-    by_group: Mapping[str, list[Video]], preset: str | LLMPreset, seed: int, held_out: bool
+    by_group: Mapping[str, list[Video]],
+    preset: str | LLMPreset,
+    seed: int,
+    held_out: bool,
+    evidence: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> dict[str, np.ndarray]:
-    evidence = {g: order_evidence(vs) for g, vs in by_group.items()}
+    if evidence is None:
+        evidence = {g: order_evidence(vs) for g, vs in by_group.items()}
     if not held_out:
         return {
             g: simulated_matrix(vs, preset, seed, evidence=evidence[g])
