@@ -44,6 +44,13 @@ def grounder(scorer) -> OnlineGrounder:
     return OnlineGrounder(scorer, "handle a cup", STEPS, chain, source="random-init")
 
 
+@pytest.fixture(scope="module")
+def cup_followed(scorer) -> list:
+    """cup.mp4 followed (the tiny model, the published grid): the estimates the tests below
+    read (a reference, the latency bars), computed once."""
+    return list(follow(CLIPS / "cup.mp4", grounder(scorer)))
+
+
 def expected_segments(path) -> int:
     info = probe(path)
     return num_segments(info.num_frames, info.fps)
@@ -108,10 +115,10 @@ def test_follow_a_growing_file(scorer, tmp_path):
     assert ends and ends[0].startswith(f"no new frames for {timeout:g} s")
 
 
-def test_follow_a_url(scorer):
+def test_follow_a_url(scorer, cup_followed):
     with serve(CLIPS) as base:
         ests = list(follow(f"{base}/cup.mp4", grounder(scorer)))
-    local = list(follow(CLIPS / "cup.mp4", grounder(scorer)))
+    local = cup_followed
     np.testing.assert_allclose([e.belief for e in ests], [e.belief for e in local], atol=1e-9)
 
 
@@ -160,10 +167,10 @@ def test_html_report_opens_in_headless_chromium(scorer, tmp_path):
     assert all(u.startswith(("file:", "data:")) for u in requests)  # self-contained
 
 
-def test_latency_bars_span_their_segments(scorer):
+def test_latency_bars_span_their_segments(cup_followed):
     """One bar per segment from its t_start to its t_end: the axis starts at 0 s (bars centred
     on segment starts put it at -1 s), and its mm:ss labels are distinct."""
-    ests = list(follow(CLIPS / "cup.mp4", grounder(scorer)))
+    ests = cup_followed
     fig = latency_figure(ests)
     ax = fig.axes[0]
     fig.canvas.draw()

@@ -1,7 +1,8 @@
 """Live sources: the stream grid, argument handling, the lag policies, stepping over gaps, and
-real streams of a committed clip on 127.0.0.1 (RTSP over TCP and UDP, live HTTP MPEG-TS, UDP
-MPEG-TS), each started and stopped inside its test: a stream followed end to end, replay
-equivalence with the file, gaps under a slow scorer, a stall, a dropped server, Ctrl-C.
+real streams of a committed clip (scaled down: :func:`small_cup`) on 127.0.0.1 (RTSP over TCP
+and UDP, live HTTP MPEG-TS, HLS, UDP MPEG-TS), each started and stopped inside its test: a
+stream followed end to end, replay equivalence with the file, gaps under a slow scorer, a
+stall, a dropped server, Ctrl-C.
 
 The stream tests are marked ``slow`` (``make test-fast`` leaves them out); every stream and
 subprocess has a time limit.
