@@ -44,6 +44,13 @@ def grounder(scorer) -> OnlineGrounder:
     return OnlineGrounder(scorer, "handle a cup", STEPS, chain, source="random-init")
 
 
+@pytest.fixture(scope="module")
+def cup_followed(scorer) -> list:
+    """cup.mp4 followed (the tiny model, the published grid): the estimates the tests below
+    read (a reference, the latency bars), computed once."""
+    return list(follow(CLIPS / "cup.mp4", grounder(scorer)))
+
+
 def expected_segments(path) -> int:
     info = probe(path)
     return num_segments(info.num_frames, info.fps)
@@ -108,10 +115,10 @@ def test_follow_a_growing_file(scorer, tmp_path):
     assert ends and ends[0].startswith(f"no new frames for {timeout:g} s")
 
 
-def test_follow_a_url(scorer):
+def test_follow_a_url(scorer, cup_followed):
     with serve(CLIPS) as base:
         ests = list(follow(f"{base}/cup.mp4", grounder(scorer)))
-    local = list(follow(CLIPS / "cup.mp4", grounder(scorer)))
+    local = cup_followed
     np.testing.assert_allclose([e.belief for e in ests], [e.belief for e in local], atol=1e-9)
 
 
@@ -160,10 +167,10 @@ def test_html_report_opens_in_headless_chromium(scorer, tmp_path):
     assert all(u.startswith(("file:", "data:")) for u in requests)  # self-contained
 
 
-def test_latency_bars_span_their_segments(scorer):
+def test_latency_bars_span_their_segments(cup_followed):
     """One bar per segment from its t_start to its t_end: the axis starts at 0 s (bars centred
     on segment starts put it at -1 s), and its mm:ss labels are distinct."""
-    ests = list(follow(CLIPS / "cup.mp4", grounder(scorer)))
+    ests = cup_followed
     fig = latency_figure(ests)
     ax = fig.axes[0]
     fig.canvas.draw()
@@ -351,9 +358,13 @@ def _readme_follow_commands() -> list[str]:
     return [c for c in commands if c.startswith("python -m baglm_nb follow")]
 
 
-def test_the_readme_follow_commands_run_as_written(tmp_path):
+def test_the_readme_follow_commands_run_as_written(tmp_path, monkeypatch):
     """Each README follow command, in a folder where ``simulate`` wrote data/cache (as
-    ``make data`` does); a command that needs model weights is only parsed."""
+    ``make data`` does); a command that needs model weights is only parsed. The first one that
+    runs is run as typed in a shell (``python -m baglm_nb`` in a new process, in that folder);
+    the others run the same argv through the command line's ``main`` in this process, in that
+    folder (what they do is the verb's; a new interpreter would import numpy, numba, pandas and
+    matplotlib again for each)."""
     from baglm_nb.apps.cli.main import build_parser
 
     commands = _readme_follow_commands()
@@ -363,12 +374,15 @@ def test_the_readme_follow_commands_run_as_written(tmp_path):
     prepare = ["simulate", "--dataset", "htstep", "--limit", "1"]
     made = run_main(*prepare, "--cache-root", str(tmp_path / "data" / "cache"))
     assert made.returncode == 0, made.stderr
+    monkeypatch.chdir(tmp_path)  # the in-process runs' working folder, as the process's
+    in_shell = True
     for command in commands:
         argv = shlex.split(command)[3:]
         args = build_parser().parse_args(argv)
         if args.model:
             continue  # needs weights
-        out = _cli(*argv[1:], cwd=tmp_path)
+        out = _cli(*argv[1:], cwd=tmp_path) if in_shell else run_main(*argv)
+        in_shell = False
         assert out.returncode == 0, f"{command}\n{out.stderr}"
         for flag in ("--html", "--jsonl"):
             if flag in argv:
@@ -491,30 +505,49 @@ def test_a_source_that_breaks_mid_run_exits_1_with_its_last_decode_error(tmp_pat
     assert not any("more things" in x for x in out.splitlines()[1:])  # one line of the goal
 
 
+#: Whole segments in :func:`box_mp4`.
+BOX_SEGMENTS = 3
+
+
 @pytest.fixture(scope="module")
-def box_ts(tmp_path_factory) -> Path:
-    """``ffmpeg -i box.mp4 -c:v copy -f mpegts box.ts``: torchcodec reports 4.5e-12 fps."""
-    path = tmp_path_factory.mktemp("ts") / "box.ts"
-    _ffmpeg("-i", str(CLIPS / "box.mp4"), "-c:v", "copy", "-f", "mpegts", str(path))
+def box_mp4(tmp_path_factory) -> Path:
+    """box.mp4's first 6.1 s, cut by stream copy (its own frames, B frames and timestamps):
+    3 whole segments where the whole clip has 7. Its MPEG-TS remux is the same kind of file
+    (torchcodec reports no usable rate or duration, so it is followed on its frames' own
+    timestamps, from 1.4 s), followed on the same paths at less than half the frames to decode
+    and the segments to score."""
+    path = tmp_path_factory.mktemp("box") / "box-6s.mp4"
+    _ffmpeg("-i", str(CLIPS / "box.mp4"), "-t", "6.1", "-an", "-c:v", "copy", str(path))
     return path
 
 
 @pytest.fixture(scope="module")
-def box_on_its_timestamps(scorer):
-    """box.mp4 followed on its frames' own timestamps (read as a live source, queued)."""
-    return list(follow(CLIPS / "box.mp4", grounder(scorer), live=True, lag="queue"))
+def box_ts(tmp_path_factory, box_mp4) -> Path:
+    """``ffmpeg -i box.mp4 -c:v copy -f mpegts box.ts`` (of :func:`box_mp4`): torchcodec reports
+    4.5e-12 fps."""
+    path = tmp_path_factory.mktemp("ts") / "box.ts"
+    _ffmpeg("-i", str(box_mp4), "-c:v", "copy", "-f", "mpegts", str(path))
+    assert probe(path).timing == "frames"  # the remux's own kind: followed on its timestamps
+    return path
 
 
-def test_an_mpegts_remux_is_followed_like_its_mp4(scorer, box_ts, box_on_its_timestamps):
+@pytest.fixture(scope="module")
+def box_on_its_timestamps(scorer, box_mp4):
+    """:func:`box_mp4` followed on its frames' own timestamps (read as a live source, queued)."""
+    return list(follow(box_mp4, grounder(scorer), live=True, lag="queue"))
+
+
+def test_an_mpegts_remux_is_followed_like_its_mp4(scorer, box_mp4, box_ts, box_on_its_timestamps):
     ends: list[str] = []
     ests = list(follow(box_ts, grounder(scorer), on_end=ends.append))
-    assert [e.segment for e in ests] == list(range(7)) == [e.segment for e in box_on_its_timestamps]
-    mp4 = probe(CLIPS / "box.mp4")
-    assert num_segments(mp4.num_frames, mp4.fps) == 7  # the published grid's count too
+    n = BOX_SEGMENTS
+    assert [e.segment for e in ests] == list(range(n)) == [e.segment for e in box_on_its_timestamps]
+    mp4 = probe(box_mp4)
+    assert num_segments(mp4.num_frames, mp4.fps) == n  # the published grid's count too
     np.testing.assert_array_equal(
         [e.belief for e in ests], [e.belief for e in box_on_its_timestamps]
     )
-    assert ends == ["source ended after 7 segments"]
+    assert ends == [f"source ended after {n} segments"]
 
 
 def test_a_growing_mpegts_remux_is_followed_like_its_mp4(
@@ -538,7 +571,7 @@ def test_a_growing_mpegts_remux_is_followed_like_its_mp4(
     ests = list(
         follow(live, grounder(scorer), growing=True, timeout=timeout, poll=0.3, on_end=ends.append)
     )
-    assert [e.segment for e in ests] == list(range(7))
+    assert [e.segment for e in ests] == list(range(BOX_SEGMENTS))
     np.testing.assert_array_equal(
         [e.belief for e in ests], [e.belief for e in box_on_its_timestamps]
     )

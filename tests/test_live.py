@@ -1,7 +1,8 @@
 """Live sources: the stream grid, argument handling, the lag policies, stepping over gaps, and
-real streams of a committed clip on 127.0.0.1 (RTSP over TCP and UDP, live HTTP MPEG-TS, UDP
-MPEG-TS), each started and stopped inside its test: a stream followed end to end, replay
-equivalence with the file, gaps under a slow scorer, a stall, a dropped server, Ctrl-C.
+real streams of a committed clip (scaled down: :func:`small_cup`) on 127.0.0.1 (RTSP over TCP
+and UDP, live HTTP MPEG-TS, HLS, UDP MPEG-TS), each started and stopped inside its test: a
+stream followed end to end, replay equivalence with the file, gaps under a slow scorer, a
+stall, a dropped server, Ctrl-C.
 
 The stream tests are marked ``slow`` (``make test-fast`` leaves them out); every stream and
 subprocess has a time limit.
@@ -283,18 +284,39 @@ def scorer():
 SHORT_SEGMENTS = 2
 
 
-@pytest.fixture(scope="module")
-def short_cup(tmp_path_factory) -> Path:
-    """cup.mp4's first 4.1 s, cut by stream copy (its own frames and timestamps; I and P frames
-    only, so the cut decodes cleanly): 2 whole segments and the start of a third, as the whole
-    clip has 4 and the start of a fifth. The tests that follow a clip to its end (stream
-    against file, the stream's end, the report) take the same paths with it as with the whole
-    clip, at half the segments to score and, over UDP at 1x, half the wait."""
+def _ffmpeg(*args: str) -> None:
     import subprocess
 
+    cmd = ["ffmpeg", "-nostdin", "-loglevel", "error", "-y", *args]
+    subprocess.run(cmd, check=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def small_cup(tmp_path_factory) -> Path:
+    """cup.mp4 scaled to 160x120: the clip every stream below carries. The same frames' times
+    (8.1 s, 217 frames at 26.777 fps, each frame's own timestamp kept), H.264 with I and P
+    frames and a key frame every 30 frames, as cup.mp4 has: what these tests look at (the grid
+    on the stream's clock, gaps, lag, stalls, reconnections, ends, signals, the beliefs of a
+    stream against those of its file) depends on when the frames come, not on their size, and
+    the tiny model sees 56x56 pixels either way. A reader decodes it about 20 times faster than
+    the 640x480 original, in this process and in the ``follow`` processes, which decode the
+    stream while their model loads."""
+    path = tmp_path_factory.mktemp("clip") / "cup-160x120.mp4"
+    scale = ["-vf", "scale=160:120", "-fps_mode", "passthrough"]
+    h264 = ["-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-g", "30", "-sc_threshold", "0"]
+    _ffmpeg("-i", str(CUP), "-an", *scale, *h264, "-threads", "1", str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def short_cup(tmp_path_factory, small_cup) -> Path:
+    """:func:`small_cup`'s first 4.1 s, cut by stream copy (its own frames and timestamps; I and
+    P frames only, so the cut decodes cleanly): 2 whole segments and the start of a third, as
+    the whole clip has 4 and the start of a fifth. The tests that follow a clip to its end
+    (stream against file, the stream's end, the report) take the same paths with it as with
+    the whole clip, at half the segments to score and, over UDP at 1x, half the wait."""
     path = tmp_path_factory.mktemp("clip") / "cup-4s.mp4"
-    cut = ["ffmpeg", "-nostdin", "-loglevel", "error", "-i", str(CUP), "-t", "4.1", "-an"]
-    subprocess.run([*cut, "-c:v", "copy", str(path)], check=True, timeout=60)
+    _ffmpeg("-i", str(small_cup), "-t", "4.1", "-an", "-c:v", "copy", str(path))
     return path
 
 
@@ -405,13 +427,13 @@ class SlowScorer:
 
 
 @pytest.mark.slow
-def test_lag_drop_logs_gaps_under_a_slow_scorer_and_keeps_up(scorer):
+def test_lag_drop_logs_gaps_under_a_slow_scorer_and_keeps_up(scorer, small_cup):
     """Segments arrive every 0.5 s (a stream at 4x) and scoring takes over 1 s: ``drop``
     scores the newest segment each time and logs the others as gaps; the lag stays bounded:
     each segment waits at most for the previous one's scoring (measured, so the bound holds on
     a busy machine), not for a backlog."""
     items, ends = [], []
-    with RtspServer(CUP, speed=4, loop=True) as server:
+    with RtspServer(small_cup, speed=4, loop=True) as server:
         stream = follow(
             server.url, grounder(SlowScorer(scorer, 1.0)), lag="drop", on_end=ends.append
         )
@@ -435,16 +457,16 @@ def test_lag_drop_logs_gaps_under_a_slow_scorer_and_keeps_up(scorer):
 
 
 @pytest.mark.slow
-def test_live_http_mpegts_hls_and_udp_mpegts(scorer):
+def test_live_http_mpegts_hls_and_udp_mpegts(scorer, small_cup):
     """Endless streams (the clip looped): segments in order on the stream's clock; with ``drop``
     every segment is either scored or logged as a gap."""
     for kind in ("http", "hls", "udp"):
         items, ends = [], []
         port = free_port(socket.SOCK_DGRAM)
         ctx = {
-            "http": http_ts(CUP, speed=2),
-            "hls": http_hls(CUP, speed=2),
-            "udp": udp_ts(CUP, port, speed=2),
+            "http": http_ts(small_cup, speed=2),
+            "hls": http_hls(small_cup, speed=2),
+            "udp": udp_ts(small_cup, port, speed=2),
         }[kind]
         with ctx as handle:
             url = f"udp://127.0.0.1:{port}" if kind == "udp" else handle
@@ -486,7 +508,9 @@ def _scoring_after(run: FollowProcess, since: float) -> float:
 
 
 @pytest.mark.slow
-def test_a_stalled_server_ends_the_run_within_the_timeout_plus_a_second(task_file, tmp_path):
+def test_a_stalled_server_ends_the_run_within_the_timeout_plus_a_second(
+    task_file, tmp_path, small_cup
+):
     """A server on 127.0.0.1 sends frames, then stalls (the connection stays open): ``follow
     --timeout 2`` says "no frames for ..." within --timeout + 1 s of the last frame the server
     sent (plus the scoring of segments complete before the stall, which comes first), as one
@@ -502,7 +526,7 @@ def test_a_stalled_server_ends_the_run_within_the_timeout_plus_a_second(task_fil
     timeout = 2
     stretch = machine_stretch()
     with (
-        RtspServer(CUP, loop=True, speed=2) as server,
+        RtspServer(small_cup, loop=True, speed=2) as server,
         _follow_until_two_events(server, tmp_path, task_file, "--timeout", str(timeout)) as run,
     ):
         server.stall()
@@ -531,7 +555,9 @@ def test_a_stalled_server_ends_the_run_within_the_timeout_plus_a_second(task_fil
 
 
 @pytest.mark.slow
-def test_sigint_on_a_stalled_stream_exits_within_a_second_with_the_report(task_file, tmp_path):
+def test_sigint_on_a_stalled_stream_exits_within_a_second_with_the_report(
+    task_file, tmp_path, small_cup
+):
     """Ctrl-C (SIGINT) while the server stalls: the process is gone within 1 s of the signal,
     exit 130, the report written and the event log whole. On a busy machine the bound is
     stretched by :func:`~busy_machine.machine_stretch` and half as much again; the CPU time
@@ -540,7 +566,7 @@ def test_sigint_on_a_stalled_stream_exits_within_a_second_with_the_report(task_f
     stream plays at 2x: the two events come sooner, and the signal still finds it stalled."""
     stretch = machine_stretch()
     with (
-        RtspServer(CUP, loop=True, speed=2) as server,
+        RtspServer(small_cup, loop=True, speed=2) as server,
         _follow_until_two_events(server, tmp_path, task_file, "--timeout", "60") as run,
     ):
         server.stall()
@@ -563,7 +589,7 @@ def test_sigint_on_a_stalled_stream_exits_within_a_second_with_the_report(task_f
 
 
 @pytest.mark.slow
-def test_a_stall_ends_within_the_timeout_plus_a_second(scorer):
+def test_a_stall_ends_within_the_timeout_plus_a_second(scorer, small_cup):
     """Timed from the last frame that arrived (the reader's clock; frames the server had already
     sent when it stalled still arrive after ``stall()``): the run ends within --timeout + 1 s, a
     failure, with the time without frames; scoring segments that were complete before the stall
@@ -577,7 +603,7 @@ def test_a_stall_ends_within_the_timeout_plus_a_second(scorer):
         ended_at.append(time.perf_counter())
         ends.append(reason)
 
-    with RtspServer(CUP, loop=True, speed=2) as server:
+    with RtspServer(small_cup, loop=True, speed=2) as server:
         reader = live_reader_for(server.url, segment_duration=2, timeout=2)
         for est in follow(reader, grounder(scorer), on_end=on_end):
             if stalled:  # a segment complete before the stall, scored before the end is seen
@@ -594,9 +620,9 @@ def test_a_stall_ends_within_the_timeout_plus_a_second(scorer):
 
 
 @pytest.mark.slow
-def test_a_dropped_server_is_reconnected_with_the_gap_logged(scorer):
+def test_a_dropped_server_is_reconnected_with_the_gap_logged(scorer, small_cup):
     items, ends = [], []
-    with RtspServer(CUP, loop=True, speed=2) as server:
+    with RtspServer(small_cup, loop=True, speed=2) as server:
         stream = follow(
             server.url, grounder(scorer), lag="queue", reconnect=3, timeout=5, on_end=ends.append
         )
@@ -617,11 +643,11 @@ def test_a_dropped_server_is_reconnected_with_the_gap_logged(scorer):
 
 
 @pytest.mark.slow
-def test_a_dropped_rtsp_client_is_a_broken_source(scorer):
+def test_a_dropped_rtsp_client_is_a_broken_source(scorer, small_cup):
     """The server cuts the client off without RTCP BYE: the source broke (a failure), whereas
     a stream that ends with its BYE ended (test_an_rtsp_stream_gives_the_beliefs_of_its_file)."""
     ends, got = [], []
-    with RtspServer(CUP, loop=True, speed=2) as server:
+    with RtspServer(small_cup, loop=True, speed=2) as server:
         for est in follow(server.url, grounder(scorer), lag="queue", on_end=ends.append):
             got.append(est)
             if len(got) == 1:  # once a segment came (not after fixed seconds: the load varies)
@@ -662,7 +688,7 @@ def _follow_http(task_file, tmp_path, url, *extra: str) -> tuple[int, str]:
 
 @pytest.mark.slow
 def test_a_killed_http_server_exits_1_and_a_finished_stream_exits_0(
-    short_cup, task_file, tmp_path, capsys
+    small_cup, short_cup, task_file, tmp_path, capsys
 ):
     log = tmp_path / "events.jsonl"
 
@@ -672,7 +698,7 @@ def test_a_killed_http_server_exits_1_and_a_finished_stream_exits_0(
             time.sleep(0.05)
         url.kill()
 
-    with http_ts(CUP, loop=True, speed=2) as url:
+    with http_ts(small_cup, loop=True, speed=2) as url:
         threading.Thread(target=kill_after_one_event, daemon=True).start()
         code, page = _follow_http(task_file, tmp_path, url, "--jsonl", str(log))
     out, err = capsys.readouterr()
@@ -691,7 +717,7 @@ def test_a_killed_http_server_exits_1_and_a_finished_stream_exits_0(
 
 
 @pytest.mark.slow
-def test_ctrl_c_keeps_the_event_log_and_the_report_complete(task_file, tmp_path, capsys):
+def test_ctrl_c_keeps_the_event_log_and_the_report_complete(small_cup, task_file, tmp_path, capsys):
     """A live HTTP MPEG-TS stream followed until Ctrl-C (a real SIGINT to this process, once
     two events are logged): exit 130, every logged line whole, the report written."""
     log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
@@ -708,7 +734,7 @@ def test_ctrl_c_keeps_the_event_log_and_the_report_complete(task_file, tmp_path,
         sent.append(time.monotonic())
         os.kill(os.getpid(), signal.SIGINT)
 
-    with http_ts(CUP, speed=2) as url:
+    with http_ts(small_cup, speed=2) as url:
         threading.Thread(target=interrupt_after_two_events, daemon=True).start()
         code = main(
             [
@@ -775,7 +801,7 @@ def test_a_dropped_interrupt_still_stops_the_consumer(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_a_stalled_live_stream_stops_at_the_next_poll_once_the_flag_is_set(scorer):
+def test_a_stalled_live_stream_stops_at_the_next_poll_once_the_flag_is_set(scorer, small_cup):
     """No segment arrives (the server stalled, the connection open): the flag is checked at
     every poll of the buffer, so the run stops within a poll, and the reader with it."""
     from baglm_nb.apps.online.live import _POLL_S
@@ -786,7 +812,7 @@ def test_a_stalled_live_stream_stops_at_the_next_poll_once_the_flag_is_set(score
         set_at.append(time.monotonic())
         pressed.set()
 
-    with RtspServer(CUP, loop=True, speed=2) as server:
+    with RtspServer(small_cup, loop=True, speed=2) as server:
         stream = follow(server.url, grounder(scorer), lag="queue", timeout=30, stop=pressed)
         first = next(stream)
         server.stall()
@@ -809,13 +835,13 @@ def test_the_reconnection_backoff():
 
 
 @pytest.mark.slow
-def test_a_reconnect_window_rides_out_a_server_restart(scorer):
+def test_a_reconnect_window_rides_out_a_server_restart(scorer, small_cup):
     """The server goes away for about 1 s (its port closed: connections are refused), then
     comes back on the same port: --reconnect-window 12 keeps trying (waits 0.5, 1 s: a try
     that is refused, then one that connects) and resumes after a gap; without it the run
     ends, failed."""
     items, ends = [], []
-    server = RtspServer(CUP, loop=True, speed=2)
+    server = RtspServer(small_cup, loop=True, speed=2)
     port, url = server.port, server.url
     restarted: list[RtspServer] = []
     try:
@@ -827,7 +853,8 @@ def test_a_reconnect_window_rides_out_a_server_restart(scorer):
             if len(items) == 2:
                 server.close()
                 threading.Timer(
-                    1.0, lambda: restarted.append(RtspServer(CUP, loop=True, speed=2, port=port))
+                    1.0,
+                    lambda: restarted.append(RtspServer(small_cup, loop=True, speed=2, port=port)),
                 ).start()
             if any(isinstance(i, Gap) for i in items) and not isinstance(item, Gap):
                 stream.close()  # a segment after the gap: reconnected
@@ -840,7 +867,7 @@ def test_a_reconnect_window_rides_out_a_server_restart(scorer):
     assert gap.reason == "reconnect" and not ends
     assert _covered(items) == list(range(_covered(items)[-1] + 1))
     got = []
-    with RtspServer(CUP, loop=True, speed=2) as server:
+    with RtspServer(small_cup, loop=True, speed=2) as server:
         for est in follow(server.url, grounder(scorer), lag="queue", timeout=3, on_end=ends.append):
             got.append(est)
             if len(got) == 1:  # the server goes away once a segment came
@@ -849,7 +876,7 @@ def test_a_reconnect_window_rides_out_a_server_restart(scorer):
 
 
 @pytest.mark.slow
-def test_sigterm_writes_the_report_as_ctrl_c_does(task_file, tmp_path, capsys):
+def test_sigterm_writes_the_report_as_ctrl_c_does(small_cup, task_file, tmp_path, capsys):
     log, report = tmp_path / "events.jsonl", tmp_path / "report.html"
 
     def terminate_after_two_events():
@@ -861,7 +888,7 @@ def test_sigterm_writes_the_report_as_ctrl_c_does(task_file, tmp_path, capsys):
         os.kill(os.getpid(), signal.SIGTERM)
 
     before = signal.getsignal(signal.SIGTERM)
-    with http_ts(CUP, speed=2) as url:
+    with http_ts(small_cup, speed=2) as url:
         threading.Thread(target=terminate_after_two_events, daemon=True).start()
         code = main(
             [
