@@ -28,13 +28,22 @@ def run_cli(*argv: str, timeout: float = 300, **kw) -> subprocess.CompletedProce
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
 
 
-def run_main(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """What Python's own ``warnings.showwarning`` does: ``warnings.formatwarning``'s text
+    (the command line's one line during a verb) written to ``sys.stderr``."""
+    (file or sys.stderr).write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def run_main(
+    *argv: str, env: dict[str, str] | None = None, show_warnings: bool = False
+) -> subprocess.CompletedProcess:
     """``main(ARGV)`` in this process, as :func:`run_cli` reports a run (its exit status, its
     stdout and stderr as text), without a new interpreter's imports: for tests of a verb's
     behaviour, not of the process boundary (signals, a fresh shell, library warnings that a
-    process shows once). ``env``: variables set for the run. The environment, the working
-    folder, the SIGINT/SIGTERM handlers and the warnings filters are restored afterwards (a
-    verb may change them)."""
+    process shows once). ``env``: variables set for the run. ``show_warnings``: warnings are
+    written to its stderr as a process shows them (else pytest records them). The environment,
+    the working folder, the SIGINT/SIGTERM handlers and the warnings filters are restored
+    afterwards (a verb may change them)."""
     from baglm_nb.apps.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
@@ -47,6 +56,8 @@ def run_main(*argv: str, env: dict[str, str] | None = None) -> subprocess.Comple
             contextlib.redirect_stdout(out),
             contextlib.redirect_stderr(err),
         ):
+            if show_warnings:
+                warnings.showwarning = _show_warning
             try:
                 code = main(list(argv))
             except SystemExit as exc:  # argparse's usage errors

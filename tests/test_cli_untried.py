@@ -23,6 +23,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -222,17 +223,27 @@ def test_lang_c_no_home_and_a_repository_path_with_spaces(tmp_path):
 
 @pytest.mark.parametrize("verb", ["simulate", "score"])
 def test_two_processes_writing_one_cache_at_once(verb, tmp_path, stub):
-    """Both runs succeed, and the cache holds each entry once, whole, equal to one run's."""
+    """Both runs succeed, and the cache holds each entry once, whole, equal to one run's.
+
+    One writer is a new ``python -m baglm_nb`` process, the other this process (the same verb
+    in-process): it starts as soon as the new process has opened the cache, so that both
+    write their entries at once (two new processes cost two interpreters' and models' start
+    for the same race)."""
     root, alone = tmp_path / "shared", tmp_path / "alone"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     argv = verb_argv(verb, root, tmp_path, stub.url)
     cmd = [sys.executable, "-m", "baglm_nb", *argv]
-    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for _ in range(2)]  # fmt: skip
-    outs = [p.communicate(timeout=600) for p in procs]
-    for proc, (_, err) in zip(procs, outs, strict=True):
-        assert proc.returncode == 0, err
-        assert "Traceback" not in err
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    deadline = time.monotonic() + 600
+    while not list(root.rglob("config.json")) and proc.poll() is None:
+        assert time.monotonic() < deadline, "the new process never opened the cache"
+        time.sleep(0.01)
+    here = run_main(*argv)
+    _, err = proc.communicate(timeout=600)
+    for status, stderr in ((proc.returncode, err), (here.returncode, here.stderr)):
+        assert status == 0, stderr
+        assert "Traceback" not in stderr
     assert not temp_files(root) and len(stored(root)) == 2
     assert main(verb_argv(verb, alone, tmp_path, stub.url)) == 0
     shared = ScoreCache.open(next(root.rglob("config.json")).parent)

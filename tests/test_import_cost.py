@@ -1,10 +1,12 @@
 """What a command-line run imports: the verbs that need no model, plot or notebook load none of
 the libraries that take seconds to import (torch, transformers, torchcodec, scipy.signal,
 scipy.stats, matplotlib, nbformat, ray), and neither do the bad-input paths of the verbs that do
-need one, which refuse the input before anything heavy loads. Each case is a real process
-(``python -c``) that runs the verb in-process and reports ``sys.modules``: the checks are by
-module name, never by seconds (``benchmarks/cli_start.py`` times the verbs). The ``baglm-nb``
-console script ends like ``python -m baglm_nb``, without the interpreter's teardown.
+need one, which refuse the input before anything heavy loads. Each case is a process of its
+own that runs the verb and reports ``sys.modules``: a child forked from one fresh Python per
+module (:func:`probe`), so that each case pays for its verb and not for starting Python and its
+common libraries again. The checks are by module name, never by seconds
+(``benchmarks/cli_start.py`` times the verbs). The ``baglm-nb`` console script ends like
+``python -m baglm_nb``, without the interpreter's teardown.
 """
 
 from __future__ import annotations
@@ -31,33 +33,94 @@ HEAVY = (
     "ray",
 )
 
-#: Runs ``main(argv)`` in a fresh process; prints the status, the output's tail and the loaded
-#: modules as JSON.
-PROBE = """
-import contextlib, io, json, sys
+#: Libraries that every verb here loads, none of them heavy (the fork server imports them, and
+#: sets up numba's compiler as a process's first kernel does, once: see :data:`FORK_SERVER`).
+COMMON = ("numpy", "pandas", "pyarrow.parquet", "numba")
+
+#: A fresh Python that imports the command line's module (as every run does) and
+#: :data:`COMMON` (its arguments), prints its own modules as JSON, then for each line of JSON
+#: on stdin (``{"argv": [...], "cwd": "..."}``) forks a child that runs ``main(argv)`` in
+#: ``cwd`` and prints the child's status, output's tail and loaded modules as one line of JSON
+#: (``crash``: the traceback of an error ``main`` let through). A child starts from the
+#: server's modules only (it never runs a verb itself), so what a child holds beyond them, its
+#: verb imported: as a fresh process would, as long as the server holds nothing heavy
+#: (:func:`probe` checks).
+FORK_SERVER = """
+import contextlib, io, json, os, sys, traceback
 from baglm_nb.apps.cli.main import main
-out, err = io.StringIO(), io.StringIO()
-with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-    try:
-        status = main(sys.argv[1:])
-    except SystemExit as exc:
-        status = exc.code
-print(json.dumps({"status": status, "stdout": out.getvalue()[-3000:],
-                  "stderr": err.getvalue()[-3000:], "modules": sorted(sys.modules)}))
+for name in sys.argv[1:]:  # COMMON
+    __import__(name)
+import numba
+numba.njit("float64(float64)")(lambda x: x)  # numba's compiler, which any first kernel sets up
+print(json.dumps(sorted(sys.modules)), flush=True)
+for line in sys.stdin:
+    request = json.loads(line)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        report = {}
+        try:
+            os.close(read)
+            null = os.open(os.devnull, os.O_RDWR)  # the server's stdin and stdout stay its own
+            os.dup2(null, 0)
+            os.dup2(null, 1)
+            os.chdir(request["cwd"])
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    status = main(request["argv"])
+                except SystemExit as exc:
+                    status = exc.code
+            report = {"status": status, "stdout": out.getvalue()[-3000:],
+                       "stderr": err.getvalue()[-3000:], "modules": sorted(sys.modules)}
+        except BaseException:
+            report = {"crash": traceback.format_exc()}
+        finally:
+            with os.fdopen(write, "w") as pipe:
+                pipe.write(json.dumps(report))
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        text = pipe.read()
+    os.waitpid(pid, 0)
+    print(text or json.dumps({"crash": "the child ended without a report"}), flush=True)
 """
 
 
-def _probe(*argv: str) -> dict:
-    """Run ``python -m baglm_nb ARGV`` as :data:`PROBE` does; its status, output and modules."""
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.splitlines()[-1])
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    """``probe(*argv)``: ``main(argv)`` run in a child of :data:`FORK_SERVER` (one server per
+    module), from the repository root; its status, output and modules."""
+    log = tmp_path_factory.mktemp("fork-server") / "stderr.txt"
+    with log.open("w") as stderr:
+        server = subprocess.Popen(
+            [sys.executable, "-c", FORK_SERVER, *COMMON],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+
+    def read_line() -> str:
+        line = server.stdout.readline()
+        assert line, f"the fork server ended: {log.read_text()[-3000:]}"
+        return line
+
+    own = json.loads(read_line())
+    # what a child holds beyond this, its verb loaded: none of it may be heavy here
+    assert _heavy(own) == [], f"the fork server itself imported {_heavy(own)}"
+
+    def run(*argv: str) -> dict:
+        server.stdin.write(json.dumps({"argv": list(argv), "cwd": str(ROOT)}) + "\n")
+        server.stdin.flush()
+        report = json.loads(read_line())
+        assert "crash" not in report, report["crash"]
+        return report
+
+    yield run
+    server.stdin.close()
+    server.wait(timeout=60)
 
 
 def _heavy(modules: list[str]) -> list[str]:
@@ -107,26 +170,26 @@ BAD_INPUT = {
 
 
 @pytest.mark.parametrize("case", list(CHEAP_RUNS))
-def test_a_verb_that_needs_no_model_or_plot_imports_no_heavy_library(case, tmp_path):
-    run = _probe(*(a.replace("{tmp}", str(tmp_path)) for a in CHEAP_RUNS[case]))
+def test_a_verb_that_needs_no_model_or_plot_imports_no_heavy_library(case, tmp_path, probe):
+    run = probe(*(a.replace("{tmp}", str(tmp_path)) for a in CHEAP_RUNS[case]))
     assert run["status"] == 0, run["stderr"]
     assert run["stdout"].strip(), "the run printed nothing"
     assert _heavy(run["modules"]) == [], f"{case} imported {_heavy(run['modules'])}"
 
 
 @pytest.mark.parametrize("case", list(BAD_INPUT))
-def test_bad_input_is_refused_before_a_heavy_library_loads(case, tmp_path):
+def test_bad_input_is_refused_before_a_heavy_library_loads(case, tmp_path, probe):
     argv, says = BAD_INPUT[case]
-    run = _probe(*(a.replace("{tmp}", str(tmp_path)) for a in argv))
+    run = probe(*(a.replace("{tmp}", str(tmp_path)) for a in argv))
     assert run["status"] == 2, run["stderr"]
     assert says in one_error_line(run["stderr"])
     assert _heavy(run["modules"]) == [], f"{case} imported {_heavy(run['modules'])}"
 
 
-def test_the_report_loads_matplotlib_and_still_no_torch(tmp_path):
+def test_the_report_loads_matplotlib_and_still_no_torch(tmp_path, probe):
     """The probe sees what a verb imports: ``--html`` draws (matplotlib), nothing else heavy."""
     html = tmp_path / "report.html"
-    run = _probe(*CHEAP_RUNS["follow --replay"][:-2], "--html", str(html), "--", UID)
+    run = probe(*CHEAP_RUNS["follow --replay"][:-2], "--html", str(html), "--", UID)
     assert run["status"] == 0, run["stderr"]
     assert html.stat().st_size > 0
     assert _heavy(run["modules"]) == ["matplotlib"]
