@@ -3,7 +3,7 @@
 #   make setup      apt ffmpeg + chromium (when root) + .venv + pip install -e ".[dev,server-tests,ray]"
 #                   + llama.cpp's GGUF converter + Jupyter kernel, with a timing line per phase
 #                   (scripts/setup.sh)
-#   make test       the whole suite in .venv on 2 pytest-xdist workers, one test file per worker at
+#   make test       the whole suite in .venv on 3 pytest-xdist workers, one test file per worker at
 #                   a time (TEST_WORKERS=0: in one process); a test that cannot run fails (never skips)
 #   make test-fast  the quick subset: -m "not slow and not browser and not server and not ray"
 #   make lint       ruff check + ruff format --check
@@ -31,8 +31,10 @@ PYTEST_ARGS ?=
 # tests stay on one worker, so its module fixtures (models, servers, clusters) are built once;
 # a notebook's run and the tests of its page are one group of their own (tests/conftest.py:
 # xdist_group), and the longest groups start first (the conftest's order, kept by
-# --no-loadscope-reorder).
-TEST_WORKERS ?= 2
+# --no-loadscope-reorder). Three workers on 2 cores: about a third of the tests' wall time is
+# waiting (servers, Ray, chromium, real-time streams), which the third worker fills; each worker
+# computes on one thread (tests/conftest.py).
+TEST_WORKERS ?= 3
 XDIST_ARGS := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 NOTEBOOKS ?=
 PAPERMILL_ARGS ?=

@@ -59,7 +59,7 @@ NOTEBOOK_RUN_TESTS = (
     "tests/test_browser.py::test_notebook_08_html_shows_its_figure",
 )
 
-#: The groups that take longest, started first so that the two workers end together; the
+#: The groups that take longest, started first so that the workers end together; the
 #: other groups follow, those with more tests first. Order only: no test depends on it, and a
 #: group missing here only starts later. From ``--durations`` (the notebooks: per group, one
 #: process, load average 15) and the longest tests named in the suite's timing issue.
