@@ -9,7 +9,7 @@
               back, the frame resampler. Without it, the first process that reaches a kernel
               compiles it (seconds each; a notebook kernel, a test worker and a CLI run may each
               pay for the same kernel when they start together).
-  --models    convert the SmolLM2 GGUF that ``deps --llm smollm2`` loads into the model cache
+  --models    convert the SmolLM2 GGUF that ``deps --backend smollm2`` loads into the model cache
               (:func:`baglm_nb.models.gguf.model_cache_dir`), as its first use would (tens of
               CPU-seconds).
   --fixtures  the tiny Qwen2.5-VL GGUF pairs that the served-scorer tests serve
@@ -115,7 +115,7 @@ def _first_uid(dataset: str) -> str:
 
 
 def warm_models() -> None:
-    """The SmolLM2 GGUF, converted as ``deps --llm smollm2`` converts it on first use."""
+    """The SmolLM2 GGUF, converted as ``deps --backend smollm2`` converts it on first use."""
     from baglm_nb.models.gguf import convert_gguf
     from baglm_nb.models.llm_local import smollm2_gguf
 

@@ -52,21 +52,9 @@ def launch(pw):
 
 
 @contextmanager
-def open_page(path: Path, browser=None):
+def open_page(path: Path, browser):
     """A Playwright page showing the local HTML file ``path`` at :data:`VIEWPORT`, in a context
-    of its own of ``browser`` (an open Playwright browser, e.g. one per test module), or of a
-    chromium of its own when ``browser`` is None."""
-    if browser is None:
-        from playwright import sync_api
-
-        with sync_api.sync_playwright() as pw:
-            own = launch(pw)
-            try:
-                with open_page(path, own) as page:
-                    yield page
-            finally:
-                own.close()
-        return
+    of its own of ``browser`` (an open Playwright browser, e.g. one per test module)."""
     context = browser.new_context(viewport=VIEWPORT)
     try:
         page = context.new_page()

@@ -10,13 +10,13 @@ Shared by the browser tests and ``benchmarks/explorer_latency.py``:
 * :func:`open_explorer`: opens that URL (:func:`open_notebook`), clears the outputs and runs
   all cells from the Lab's menus (:func:`run_explorer`, :func:`run_all`, accepting any kernel
   dialog), and waits for the belief views and the R@1 line.
+* :func:`timed_change`: the milliseconds from a user's input (key, click or menu choice) to the
+  updated belief image painted: the ``img.baglm-plot`` element gets a new ``src``, the image is
+  decoded, and two animation frames pass (the second runs after the frame that shows it).
 
 The waits poll inside the page (``wait_for_function`` at :data:`POLL_MS`), not from Python: a
 poll from Python is a round trip through Playwright's driver each time, and the belief image's
 ``src`` is a data URI of hundreds of kilobytes.
-* :func:`timed_change`: the milliseconds from a user's input (key, click or menu choice) to the
-  updated belief image painted: the ``img.baglm-plot`` element gets a new ``src``, the image is
-  decoded, and two animation frames pass (the second runs after the frame that shows it).
 """
 
 from __future__ import annotations

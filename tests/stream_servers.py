@@ -32,6 +32,11 @@ from pathlib import Path
 FFMPEG = ["ffmpeg", "-nostdin", "-loglevel", "error"]
 
 
+def ffmpeg(*args: str) -> None:
+    """Run ffmpeg quietly with ``args`` (output files overwritten); fails when it fails."""
+    subprocess.run([*FFMPEG, "-y", *args], check=True, timeout=60)
+
+
 def free_port(kind: int = socket.SOCK_STREAM) -> int:
     """A port that is free on 127.0.0.1 now."""
     with socket.socket(socket.AF_INET, kind) as s:

@@ -235,12 +235,15 @@ def test_two_processes_writing_one_cache_at_once(verb, tmp_path, stub):
     cmd = [sys.executable, "-m", "baglm_nb", *argv]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)  # fmt: skip
-    deadline = time.monotonic() + 600
-    while not list(root.rglob("config.json")) and proc.poll() is None:
-        assert time.monotonic() < deadline, "the new process never opened the cache"
-        time.sleep(0.01)
-    here = run_main(*argv)
-    _, err = proc.communicate(timeout=600)
+    try:
+        deadline = time.monotonic() + 600
+        while not list(root.rglob("config.json")) and proc.poll() is None:
+            assert time.monotonic() < deadline, "the new process never opened the cache"
+            time.sleep(0.01)
+        here = run_main(*argv)
+        _, err = proc.communicate(timeout=600)
+    finally:
+        proc.kill()  # ended already, unless this test failed first
     for status, stderr in ((proc.returncode, err), (here.returncode, here.stderr)):
         assert status == 0, stderr
         assert "Traceback" not in stderr

@@ -221,10 +221,7 @@ def test_smollm2_candidate_batches_and_root_reuse_equal_full_prompts(tiny_smollm
     """Candidates of unequal length in batches of 2 (right-padded passes), then a second goal
     that reuses the first call's root cache up to where the prompts differ."""
     steps = ["Crack two eggs into a bowl", "Whisk", "Pour the beaten eggs into the hot pan"]
-    # The pairs off the diagonal: each of the 3 candidates keeps 2 rows, so its own cached
-    # prefix, run as a batch of 2 candidates of unequal length and a batch of 1, as with all 9
-    # pairs; the 3 diagonal pairs only added full-prompt reference passes.
-    pairs = [(steps[i], steps[j]) for i, j in dep._pair_order(3) if i != j]
+    pairs = [(steps[i], steps[j]) for i, j in dep._pair_order(3)]
     fast = TransformersBackend(tiny_smollm2.model, tiny_smollm2.tokenizer, name="x", batch_size=2)
     one = TransformersBackend(
         tiny_smollm2.model, tiny_smollm2.tokenizer, name="x", batch_size=1, shared_prefix=False

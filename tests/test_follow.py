@@ -20,6 +20,7 @@ import pytest
 from busy_machine import machine_stretch
 from cli_runs import one_error_line, run_cli, run_main
 from range_server import serve
+from stream_servers import ffmpeg
 
 from baglm_nb.apps.online import follow
 from baglm_nb.apps.online.report import RunReport, latency_figure, write_html_report
@@ -399,11 +400,10 @@ def test_a_file_named_by_a_dataset_uid_gets_its_ground_truth(tmp_path):
     # in this process (the verb's behaviour; a real process's clean stderr with --model is
     # test_a_cup_run_with_a_task_file_is_clean's subject): no second interpreter importing
     # torch, transformers and the tiny model again
-    out = _run(
-        str(clip), "--model", "random-init:internvl", "--dataset", "coin", "--html", str(report)
-    )
+    argv = ["--model", "random-init:internvl", "--dataset", "coin", "--html", str(report)]
+    out = run_main("follow", str(clip), *argv, show_warnings=True)
     assert out.returncode == 0, out.stderr
-    assert out.stderr == ""  # no library warnings (transformers' FutureWarning, its logger)
+    assert out.stderr == ""  # no library warning shown, as a process would show it
     assert f"goal: {video.goal}" in out.stdout and "status: 4 segments" in out.stdout
     page = report.read_text()
     # the clip's 8 s end before the video's first annotated step (00:25): nothing is shaded
@@ -436,12 +436,6 @@ def task_file(tmp_path_factory) -> Path:
     return path
 
 
-def _ffmpeg(*args: str) -> None:
-    subprocess.run(
-        ["ffmpeg", "-nostdin", "-loglevel", "error", "-y", *args], check=True, timeout=60
-    )
-
-
 @pytest.mark.parametrize("case", ["missing", "empty", "short", "moov-at-end", "moov-growing"])
 def test_a_source_that_cannot_be_followed_is_refused_before_the_model_loads(
     case, task_file, tmp_path, capsys
@@ -450,9 +444,9 @@ def test_a_source_that_cannot_be_followed_is_refused_before_the_model_loads(
     if case == "empty":
         path.write_bytes(b"")
     elif case == "short":  # 1 s: no whole 2-s segment
-        _ffmpeg("-i", str(CLIPS / "cup.mp4"), "-t", "1", "-an", "-c:v", "copy", str(path))
+        ffmpeg("-i", str(CLIPS / "cup.mp4"), "-t", "1", "-an", "-c:v", "copy", str(path))
     elif case.startswith("moov"):  # FFmpeg writes the index at the end; cut before it
-        _ffmpeg("-i", str(CLIPS / "cup.mp4"), "-an", "-c:v", "copy", str(tmp_path / "f.mp4"))
+        ffmpeg("-i", str(CLIPS / "cup.mp4"), "-an", "-c:v", "copy", str(tmp_path / "f.mp4"))
         data = (tmp_path / "f.mp4").read_bytes()
         assert data.rfind(b"moov") > data.find(b"mdat") > 0
         path.write_bytes(data[: len(data) // 2])
@@ -517,7 +511,7 @@ def box_mp4(tmp_path_factory) -> Path:
     timestamps, from 1.4 s), followed on the same paths at less than half the frames to decode
     and the segments to score."""
     path = tmp_path_factory.mktemp("box") / "box-6s.mp4"
-    _ffmpeg("-i", str(CLIPS / "box.mp4"), "-t", "6.1", "-an", "-c:v", "copy", str(path))
+    ffmpeg("-i", str(CLIPS / "box.mp4"), "-t", "6.1", "-an", "-c:v", "copy", str(path))
     return path
 
 
@@ -526,7 +520,7 @@ def box_ts(tmp_path_factory, box_mp4) -> Path:
     """``ffmpeg -i box.mp4 -c:v copy -f mpegts box.ts`` (of :func:`box_mp4`): torchcodec reports
     4.5e-12 fps."""
     path = tmp_path_factory.mktemp("ts") / "box.ts"
-    _ffmpeg("-i", str(box_mp4), "-c:v", "copy", "-f", "mpegts", str(path))
+    ffmpeg("-i", str(box_mp4), "-c:v", "copy", "-f", "mpegts", str(path))
     assert probe(path).timing == "frames"  # the remux's own kind: followed on its timestamps
     return path
 

@@ -25,6 +25,7 @@ from busy_machine import machine_stretch
 from stream_servers import (
     FollowProcess,
     RtspServer,
+    ffmpeg,
     free_port,
     http_hls,
     http_ts,
@@ -284,13 +285,6 @@ def scorer():
 SHORT_SEGMENTS = 2
 
 
-def _ffmpeg(*args: str) -> None:
-    import subprocess
-
-    cmd = ["ffmpeg", "-nostdin", "-loglevel", "error", "-y", *args]
-    subprocess.run(cmd, check=True, timeout=60)
-
-
 @pytest.fixture(scope="module")
 def small_cup(tmp_path_factory) -> Path:
     """cup.mp4 scaled to 160x120: the clip every stream below carries. The same frames' times
@@ -304,7 +298,7 @@ def small_cup(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("clip") / "cup-160x120.mp4"
     scale = ["-vf", "scale=160:120", "-fps_mode", "passthrough"]
     h264 = ["-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-g", "30", "-sc_threshold", "0"]
-    _ffmpeg("-i", str(CUP), "-an", *scale, *h264, "-threads", "1", str(path))
+    ffmpeg("-i", str(CUP), "-an", *scale, *h264, "-threads", "1", str(path))
     return path
 
 
@@ -316,7 +310,7 @@ def short_cup(tmp_path_factory, small_cup) -> Path:
     (stream against file, the stream's end, the report) take the same paths with it as with
     the whole clip, at half the segments to score and, over UDP at 1x, half the wait."""
     path = tmp_path_factory.mktemp("clip") / "cup-4s.mp4"
-    _ffmpeg("-i", str(small_cup), "-t", "4.1", "-an", "-c:v", "copy", str(path))
+    ffmpeg("-i", str(small_cup), "-t", "4.1", "-an", "-c:v", "copy", str(path))
     return path
 
 

@@ -10,6 +10,7 @@ import pkgutil
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numba.core.registry
@@ -91,13 +92,19 @@ def test_the_numba_step_reaches_and_caches_every_kernel():
     assert sorted(empty) == []
 
 
-def test_the_model_steps_leave_what_their_first_use_reads(warm):
+def test_the_model_steps_leave_what_their_first_use_reads(warm, monkeypatch):
     from baglm_nb.models.gguf import convert_gguf, model_cache_dir
     from baglm_nb.models.llm_local import smollm2_gguf
     from baglm_nb.models.testing import random_gguf
 
     warm.warm_models()
     warm.warm_fixtures()
+
+    # the first uses below only read: each builds its files in a fresh temporary folder first
+    def no_build(*args, **kwargs):
+        pytest.fail("not warm: a first use would build its files now")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", no_build)
     folder = convert_gguf(smollm2_gguf())
     assert folder.parent == model_cache_dir() and (folder / ".complete").is_file()
     for seed in (0, 1):
@@ -106,6 +113,8 @@ def test_the_model_steps_leave_what_their_first_use_reads(warm):
 
 
 def test_a_failing_step_is_one_error_line_and_exit_1(warm, monkeypatch, capsys):
+    monkeypatch.setenv("TQDM_DISABLE", "1")  # main sets it for its process: undone after this test
+
     def broken() -> None:
         raise RuntimeError("no space left")
 

@@ -181,8 +181,7 @@ def _union(vs: list[Video], resolved: Any, include_diagonal: bool) -> np.ndarray
     for v in vs:
         d = np.maximum(d, resolved.matrix(v))
     if not include_diagonal:
-        d = d.copy()
-        np.fill_diagonal(d, -np.inf)
+        np.fill_diagonal(d, -np.inf)  # d is this function's own array
     return d
 
 

@@ -52,10 +52,10 @@ def takes_scores(notebook: str | Path) -> bool:
     """
     try:
         nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        cells = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
+        return any("scores =" in "".join(c["source"]) for c in cells)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # not a notebook
         return False
-    cells = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
-    return any("scores =" in "".join(c["source"]) for c in cells)
 
 
 def papermill_args(
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         argv = papermill_args(args.notebook, args.output, options, args.params_file, args.extra)
     except ValueError as exc:  # PAPERMILL_ARGS that no shell would split
-        print(exc, file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     status = _papermill(argv)
     if status:

@@ -137,7 +137,10 @@ def recall_from_hits(dataset: str, hits: pd.DataFrame, video_order: Sequence[str
         task_hits = np.bincount(codes, weights=video_hits_n[picked], minlength=len(tasks))
         task_pairs = np.bincount(codes, weights=video_pairs_n[picked], minlength=len(tasks))
         present = task_pairs > 0
-        values.append((task_hits[present] / task_pairs[present]).mean())
+        # a draw without any evaluable pair is NaN, as the mean over no task is
+        values.append(
+            (task_hits[present] / task_pairs[present]).mean() if present.any() else np.nan
+        )
     return float(np.mean(values) * 100)
 
 

@@ -148,6 +148,8 @@ def _limit_threads(threads: int) -> None:
     loads torch); those loaded already are set directly. numba's threads serve the frame
     resizing."""
     for name in _THREAD_VARIABLES:
+        if name == "NUMBA_NUM_THREADS" and "numba" in sys.modules:
+            continue  # a loaded numba refuses a changed variable at its next compile; set below
         os.environ[name] = str(threads)
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "set_num_threads"):
