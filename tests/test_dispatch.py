@@ -6,6 +6,8 @@ The Ray engine (:class:`~baglm_nb.models.ray_pool.RayPool`) is exercised on a cl
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from baglm_nb.models.dispatch import ENGINES, LocalEngine, make_engine
@@ -108,3 +110,26 @@ def test_an_unknown_setting_is_named():
         make_engine("local", _describe, build=Counter, loaded=Counter())
     with pytest.raises(ValueError, match="either build or loaded"):
         make_engine("local", _describe)
+
+
+def test_a_workers_thread_limit_leaves_a_loaded_numba_able_to_compile(monkeypatch):
+    """A Ray worker whose object's module loaded numba (and started its threads) limits the
+    threads without changing ``NUMBA_NUM_THREADS``: numba refuses to compile after that
+    variable changed once its threads run."""
+    import numba
+    import torch
+
+    from baglm_nb.models.ray_pool import _THREAD_VARIABLES, _limit_threads
+
+    for name in _THREAD_VARIABLES:  # restored after the test
+        monkeypatch.setenv(name, os.environ.get(name, str(numba.config.NUMBA_NUM_THREADS)))
+    numba_threads, torch_threads = numba.get_num_threads(), torch.get_num_threads()
+    numba.njit(lambda x: x + 1)(1)  # a compiled kernel: numba's threading is set up
+    try:
+        _limit_threads(1)
+        assert numba.get_num_threads() == 1 and torch.get_num_threads() == 1
+        assert os.environ["OMP_NUM_THREADS"] == "1"
+        assert numba.njit(lambda x: x * 2)(3) == 6  # compiles after the limit
+    finally:
+        numba.set_num_threads(numba_threads)
+        torch.set_num_threads(torch_threads)

@@ -30,7 +30,8 @@ LAB_DEFAULTS = (
     "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
     "--LabApp.extension_manager=readonly",
     # a whole dict, the only form that carries a boolean (traitlets 5 calls it deprecated in
-    # favour of key=value items, whose values are strings)
+    # favour of key=value items, whose values are strings); it replaces tornado_settings from a
+    # jupyter_server_config.py: give the option in LAB_ARGS to keep your own
     "--ServerApp.tornado_settings={'page_config_data': {'buildCheck': False}}",
 )
 
