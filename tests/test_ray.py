@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from busy_machine import machine_stretch
-from clips import CLIPS, score_argv
+from clips import CLIPS, score_argv, short_clips
 from tiny_llm import write_tiny_smollm2
 
 # Before ``import ray``, which reads them: a local Ray node takes the machine's network address
@@ -63,6 +63,22 @@ STEPS = ["pick up the object", "turn it", "put it down"]
 MODEL = "random-init:internvl"
 
 
+#: Ray's periodic book-keeping that no test here reads, off (names of Ray's ``RayConfig``; a
+#: test cluster's daemons then use about a sixth less CPU while idle): event-loop statistics
+#: and their dumps, metrics (collection and reports), task events (the dashboard's and state
+#: API's task table), the timeline, and the memory monitor (no test runs out of memory; a
+#: worker here dies by SIGKILL).
+QUIET_CLUSTER = {
+    "event_stats": False,
+    "debug_dump_period_milliseconds": 0,
+    "enable_metrics_collection": False,
+    "metrics_report_interval_ms": 600_000,
+    "task_events_report_interval_ms": 0,
+    "enable_timeline": False,
+    "memory_monitor_refresh_ms": 0,
+}
+
+
 @pytest.fixture(scope="module")
 def cluster():
     """A 2-CPU Ray cluster on 127.0.0.1 for this module, its files in a temporary folder."""
@@ -84,6 +100,7 @@ def cluster():
             _temp_dir=str(folder / "r"),
             include_dashboard=False,
             logging_level="WARNING",
+            _system_config=QUIET_CLUSTER,
         )
         address = ray.get_runtime_context().gcs_address
         assert address.startswith("127.0.0.1:")
@@ -188,11 +205,11 @@ def test_a_non_positive_connect_timeout_is_bad_input(tmp_path, capsys):
     assert rc == 2 and err == ["error: --connect-timeout must be > 0 seconds, got 0.0"]
 
 
-def write_annotations(folder: Path, goals: dict[str, str]) -> Path:
-    """A COIN-format annotation file of the test clips, one task (goal) per clip."""
+def write_annotations(folder: Path, goals: dict[str, str], videos: Path = CLIPS) -> Path:
+    """A COIN-format annotation file of the clips in ``videos``, one task (goal) per clip."""
     records = []
     for uid, goal in goals.items():
-        info = probe(next(CLIPS.glob(f"{uid}.*")))
+        info = probe(next(videos.glob(f"{uid}.*")))
         records.append(
             {
                 "video_uid": uid,
@@ -205,7 +222,7 @@ def write_annotations(folder: Path, goals: dict[str, str]) -> Path:
                         "annotations": [
                             {
                                 "language_queries": [
-                                    {"clip_start_sec": 0.5, "clip_end_sec": 3.0, "query": STEPS[0]}
+                                    {"clip_start_sec": 0.5, "clip_end_sec": 1.5, "query": STEPS[0]}
                                 ]
                             }
                         ]
@@ -223,16 +240,38 @@ def _arrays(cache: ScoreCache, uid: str) -> dict[str, np.ndarray]:
     return {"vsg": v.vsg, "progress": v.progress, "t_start": v.t_start, "t_end": v.t_end}
 
 
+#: Seconds of each clip the cluster scores: 2 segments (2 s at 2 fps), so that a killed driver
+#: has a second and third video still to score when its first is written.
+CLIP_S = 4.0
+
+
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
+def videos(tmp_path_factory) -> Path:
+    """The clips the cluster scores, one per uid of ``UIDS``: 4-s, 48x36 cuts of cup.mp4 (each
+    uid another start, ``clips.short_clips``). The Ray engine hands the worker a path and gets
+    arrays back whatever the file's length or size; these cut the model's work per video (2
+    segments rather than 4 to 7 of the full clips) in every Ray worker and local comparison.
+    The full clips' containers and decoders are tested in test_video.py."""
+    return short_clips(tmp_path_factory.mktemp("videos"), UIDS, CLIP_S)
+
+
+@pytest.fixture(scope="module")
+def tiny_scorer():
+    """The local engine's scorer of ``MODEL`` (seeded weights, so it equals each worker's),
+    built once for the module's local comparisons."""
+    return make_scorer(MODEL)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, videos, tiny_scorer):
     """The local engine's cache of the three clips (one task), to compare the Ray runs with
     (one segment per batch, as the Ray runs: the batch size changes the float rounding)."""
     folder = tmp_path_factory.mktemp("reference")
-    ann = write_annotations(folder / "ann", {u: "HandleObject" for u in UIDS})
+    ann = write_annotations(folder / "ann", {u: "HandleObject" for u in UIDS}, videos)
     summary = score_dataset(
         "coin",
-        CLIPS,
-        make_scorer(MODEL),
+        videos,
+        tiny_scorer,
         root=folder / "cache",
         annotations=ann,
         show_progress=False,
@@ -242,14 +281,23 @@ def reference(tmp_path_factory):
     return ann, ScoreCache.open(summary["cache"])
 
 
-def test_killed_driver_resumes_and_the_cache_equals_the_local_engine(cluster, reference, tmp_path):
+def _on(videos: Path, argv: list[str]) -> list[str]:
+    """``argv`` (of ``clips.score_argv``) with ``--video-dir`` set to ``videos``."""
+    argv = list(argv)
+    argv[argv.index("--video-dir") + 1] = str(videos)
+    return argv
+
+
+def test_killed_driver_resumes_and_the_cache_equals_the_local_engine(
+    cluster, reference, videos, tmp_path
+):
     ann, local = reference
     root = tmp_path / "cache"
     cmd = [
         sys.executable,
         "-m",
         "baglm_nb",
-        *score_argv(ann, root, model=MODEL),
+        *_on(videos, score_argv(ann, root, model=MODEL)),
         "--batch-segments",
         "1",
     ]
@@ -276,7 +324,7 @@ def test_killed_driver_resumes_and_the_cache_equals_the_local_engine(cluster, re
     stamps = {u: os.stat(cache.file(u)).st_mtime_ns for u in first}
     again = score_dataset(
         "coin",
-        CLIPS,
+        videos,
         MODEL,
         root=root,
         annotations=ann,
@@ -341,11 +389,11 @@ class _Killing:
 
 
 def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
-    cluster, tmp_path, monkeypatch, capsys
+    cluster, videos, tiny_scorer, tmp_path, monkeypatch, capsys
 ):
     goals = {"cup": "killed once", "Megamind_bugy": "always killed"}
-    ann = write_annotations(tmp_path / "ann", goals)
-    scorer = make_scorer(MODEL)  # the local engine's, for the comparison below
+    ann = write_annotations(tmp_path / "ann", goals, videos)
+    scorer = tiny_scorer  # the local engine's, for the comparison below
     spec = KillingSpec(
         MODEL,
         kill=(("killed once", 1), ("always killed", 99)),
@@ -363,7 +411,7 @@ def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
     monkeypatch.setattr(RayPool, "_start", counted)
     rc = main(
         [
-            *score_argv(ann, tmp_path / "cache", model=MODEL),
+            *_on(videos, score_argv(ann, tmp_path / "cache", model=MODEL)),
             "--engine",
             "ray",
             "--workers",
@@ -401,7 +449,7 @@ def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
     video = next(v for v in load_dataset("coin", ann) if v.uid == "cup")
     local = score_dataset(
         "coin",
-        CLIPS,
+        videos,
         scorer,
         root=tmp_path / "local",
         videos=[video],
@@ -434,11 +482,14 @@ class _Failing:
 
 
 def test_a_failing_video_is_recorded_on_ray_and_an_mpegts_remux_scores(
-    cluster, tmp_path, monkeypatch, capsys
+    cluster, tiny_scorer, tmp_path, monkeypatch, capsys
 ):
     """Under Ray as in the local engine: a MemoryError on one video is recorded (no
     traceback) and the run goes on; the MPEG-TS remux of box.mp4 (torchcodec: 4.5e-12 fps)
-    scores like the local engine scores it."""
+    scores like the local engine scores it. The remux is of box.mp4's first 4 s (a stream copy,
+    2 segments rather than 7): its timing is as odd as the whole file's (torchcodec's duration
+    of 1e14 s, the first frame at 1.4 s), so it takes the same decoding path; cup fails at its
+    first batch, so the whole cup.mp4 costs nothing more."""
     videos = tmp_path / "videos"
     videos.mkdir()
     subprocess.run(
@@ -449,6 +500,8 @@ def test_a_failing_video_is_recorded_on_ray_and_an_mpegts_remux_scores(
             "error",
             "-i",
             str(CLIPS / "box.mp4"),
+            "-t",
+            str(CLIP_S),
             "-c:v",
             "copy",
             "-f",
@@ -459,7 +512,9 @@ def test_a_failing_video_is_recorded_on_ray_and_an_mpegts_remux_scores(
         timeout=60,
     )
     (videos / "cup.mp4").symlink_to(CLIPS / "cup.mp4")
-    ann = write_annotations(tmp_path / "ann", {"cup": "out of memory", "box": "HandleObject"})
+    ann = write_annotations(
+        tmp_path / "ann", {"cup": "out of memory", "box": "HandleObject"}, videos
+    )
     monkeypatch.setattr(
         "baglm_nb.apps.cli.score.scorer_spec", lambda args: FailingSpec(MODEL, fail="out of memory")
     )
@@ -493,7 +548,7 @@ def test_a_failing_video_is_recorded_on_ray_and_an_mpegts_remux_scores(
     local = score_dataset(
         "coin",
         videos,
-        make_scorer(MODEL),
+        tiny_scorer,
         root=tmp_path / "local",
         videos=[box],
         show_progress=False,
