@@ -86,6 +86,10 @@ def cluster():
     env = {
         "RAY_agent_register_timeout_ms": "120000",  # a busy 2-core machine starts slowly
         "RAY_raylet_start_wait_time_s": "120",
+        # The log monitor (which forwards the workers' output to the driver) looks for new log
+        # files every 0.5 s rather than on each of its 0.1-s rounds (ray/_private/log_monitor.py:
+        # what it does anyway once a node has this many log files).
+        "RAY_LOG_MONITOR_MANY_FILES_THRESHOLD": "0",
         "PYTHONPATH": os.pathsep.join(
             [str(Path(__file__).parent / "ray_site"), os.environ.get("PYTHONPATH", "")]
         ).rstrip(os.pathsep),
