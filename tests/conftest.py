@@ -13,6 +13,14 @@ import os
 
 import pytest
 
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    # Parallel workers (make test): more workers than cores, so a thread that waits for work
+    # sleeps instead of spinning. numba's parallel kernels (the frame resize of every scoring
+    # run) use the OpenMP layer, whose idle threads otherwise spin after each call and take the
+    # core from the other workers. Set before anything loads OpenMP (read when it loads); the
+    # processes the workers start inherit it. Results and thread counts are unchanged.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from baglm_nb.apps.render import skip_iri_grammar
 
 SETUP_HINT = "`make setup` installs everything the test suite needs"
