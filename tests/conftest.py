@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import os
 
-import pytest
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    # Parallel workers (make test): one BLAS thread each, set before numpy loads OpenBLAS (it
+    # reads the variable once, at load; OMP_NUM_THREADS below comes too late for this
+    # process). Two OpenBLAS threads per worker spend CPU waiting on each other on 2 cores.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from baglm_nb.apps.render import skip_iri_grammar
+import pytest  # noqa: E402
+
+from baglm_nb.apps.render import skip_iri_grammar  # noqa: E402
 
 SETUP_HINT = "`make setup` installs everything the test suite needs"
 
