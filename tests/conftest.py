@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
-    # Parallel workers (make test): more workers than cores, so a thread that waits for work
-    # sleeps instead of spinning. numba's parallel kernels (the frame resize of every scoring
-    # run) use the OpenMP layer, whose idle threads otherwise spin after each call and take the
-    # core from the other workers. Set before anything loads OpenMP (read when it loads); the
-    # processes the workers start inherit it. Results and thread counts are unchanged.
+    # Parallel workers (make test), more workers than cores; set before numpy or anything else
+    # loads OpenBLAS or OpenMP (each reads its variable once, when it loads), and inherited by
+    # the processes the workers start. Results and thread counts are unchanged.
+    # - One BLAS thread each (OMP_NUM_THREADS below comes too late for this process): two
+    #   OpenBLAS threads per worker spend CPU waiting on each other on 2 cores.
+    # - A thread that waits for work sleeps instead of spinning: numba's parallel kernels (the
+    #   frame resize of every scoring run) use the OpenMP layer, whose idle threads otherwise
+    #   spin after each call and take the core from the other workers.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from baglm_nb.apps.render import skip_iri_grammar
+import pytest  # noqa: E402
+
+from baglm_nb.apps.render import skip_iri_grammar  # noqa: E402
 
 SETUP_HINT = "`make setup` installs everything the test suite needs"
 

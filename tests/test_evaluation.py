@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from toys import toy_video
 
-from baglm_nb.core.evaluation import evaluate, pair_hits, video_hits
-from baglm_nb.inputs.datasets import load_dataset
+from baglm_nb.core.evaluation import best_rows, evaluate, pair_hits, recall_subsets, video_hits
+from baglm_nb.inputs.datasets import dataset_spec, load_dataset
 
 
 def noisy_beliefs(videos, seed=0, truth_weight=0.5):
@@ -88,3 +88,28 @@ def test_subset_of_videos_and_bad_shapes():
         evaluate("coin", bad)
     with pytest.raises(ValueError, match="not in coin"):
         evaluate("coin", {"no-such-video": np.zeros((5, 3))})
+
+
+def test_kept_truth_and_draws_are_what_fresh_ones_give():
+    """The per-(video, T) ground truth and the per-order CrossTask draws are kept: a second
+    call gives the literal loop's subsets and leaves ``random`` where drawing them leaves it,
+    and the kept ground truth is the video's, read-only."""
+    recall = dataset_spec("crosstask").recall
+    order = [f"u{i}" for i in range(recall.subset_size + 40)]
+    literal = []
+    for seed in range(recall.subsets):
+        random.seed(seed)
+        literal.append(random.sample(order, recall.subset_size))
+    after = random.random()
+    for _ in range(2):  # drawn, then kept
+        random.seed(12345)
+        assert recall_subsets(recall, order) == literal
+        assert random.random() == after
+    video = load_dataset("coin")[0]
+    beliefs = noisy_beliefs([video])[video.uid]
+    for _ in range(2):
+        steps, best, y = best_rows(video, beliefs)
+        np.testing.assert_array_equal(y, video.ground_truth(beliefs.shape[0])[:, :-1])
+        np.testing.assert_array_equal(steps, np.flatnonzero(y.any(axis=0)))
+        np.testing.assert_array_equal(best, beliefs[:, steps].argmax(axis=0))
+        assert not y.flags.writeable and not steps.flags.writeable

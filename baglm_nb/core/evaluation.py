@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -35,13 +37,48 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True)
+class _Truth:
+    """What R@1 reads of one video on T rows, whatever the beliefs: the (T, K) ground truth
+    (read-only), its evaluable step columns and each one's first start over the duration."""
+
+    y: np.ndarray
+    steps: np.ndarray
+    positions: list[float]
+
+
+def _truth_of(video: Video, num_rows_: int) -> _Truth:
+    """:class:`_Truth` of ``video`` on ``num_rows_`` rows, computed once per video and T (every
+    evaluation of the video, of any beliefs, shares it; an unhashable video is not kept)."""
+    try:
+        return _kept_truth(video, num_rows_)
+    except TypeError:  # e.g. segments in a list
+        return _make_truth(video, num_rows_)
+
+
+@lru_cache(maxsize=16384)
+def _kept_truth(video: Video, num_rows_: int) -> _Truth:
+    return _make_truth(video, num_rows_)
+
+
+def _make_truth(video: Video, num_rows_: int) -> _Truth:
+    y = ground_truth(video, num_rows_)[:, :-1]
+    y.setflags(write=False)
+    steps = np.flatnonzero(y.any(axis=0))
+    steps.setflags(write=False)
+    first = first_starts(video)
+    duration = video.num_frames / video.fps
+    return _Truth(y, steps, [min(first[s] / duration, 1.0) for s in steps.tolist()])
+
+
 def best_rows(video: Video, beliefs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Evaluable step columns of one video, their best rows and the ground truth.
 
     ``beliefs`` is (T, K+1) with none last; the ground truth is built on its own T rows (as the
     published ``get_Y_true(*y_pred.shape, ...)``). Returns ``(steps, best, truth)``: the
     evaluable step indices, the row of each step's highest belief (the earliest on ties, as
-    ``argmax``) and the (T, K) boolean ground truth.
+    ``argmax``) and the (T, K) boolean ground truth (``steps`` and ``truth`` read-only, shared
+    by every evaluation of the video on T rows).
     """
     b = np.asarray(beliefs)
     if b.ndim != 2 or b.shape[1] != video.num_steps + 1:
@@ -49,9 +86,8 @@ def best_rows(video: Video, beliefs: np.ndarray) -> tuple[np.ndarray, np.ndarray
             f"beliefs for video {video.uid!r} must be (T, K+1) with K={video.num_steps}, "
             f"got shape {b.shape}"
         )
-    y = ground_truth(video, b.shape[0])[:, :-1]
-    steps = np.flatnonzero(y.any(axis=0))
-    return steps, b[:, steps].argmax(axis=0), y
+    truth = _truth_of(video, b.shape[0])
+    return truth.steps, b[:, truth.steps].argmax(axis=0), truth.y
 
 
 def video_hits(video: Video, beliefs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -83,30 +119,42 @@ def pair_hits(
     for v in videos:
         if v.uid not in beliefs:
             continue
-        steps, hits = video_hits(v, beliefs[v.uid])
-        first = first_starts(v)
-        duration = v.num_frames / v.fps
+        steps, best, y = best_rows(v, beliefs[v.uid])
         n = len(steps)
         cols["video_uid"] += [v.uid] * n
         cols["task"] += [v.task] * n
         cols["step_index"] += steps.tolist()
-        cols["hit"] += hits.tolist()
+        cols["hit"] += y[best, steps].tolist()
         cols["num_steps"] += [v.num_steps] * n
-        cols["position"] += [min(first[s] / duration, 1.0) for s in steps.tolist()]
+        cols["position"] += _truth_of(v, y.shape[0]).positions
     return pd.DataFrame(cols)
 
 
 def recall_subsets(recall: Recall, video_order: Sequence[str]) -> list[list[str]]:
     """A per-task recall's random subsets of uids (``random.seed(0..subsets-1)``; all when fewer).
 
-    CrossTask: 20 subsets of 1850 uids.
+    CrossTask: 20 subsets of 1850 uids. The draws are kept per (recall, order) and the global
+    ``random`` state is left where drawing them leaves it, as on the first call.
     """
-    uids = list(video_order)
-    out = []
-    for seed in range(recall.subsets):
-        random.seed(seed)
-        out.append(random.sample(uids, min(recall.subset_size, len(uids))))
-    return out
+    key = (recall.subsets, recall.subset_size, tuple(video_order))
+    kept = _SUBSETS.get(key)
+    if kept is None:
+        uids = list(key[2])
+        out = []
+        for seed in range(recall.subsets):
+            random.seed(seed)
+            out.append(tuple(random.sample(uids, min(recall.subset_size, len(uids)))))
+        kept = _SUBSETS[key] = (tuple(out), random.getstate())
+        while len(_SUBSETS) > _SUBSETS_KEPT:
+            del _SUBSETS[next(iter(_SUBSETS))]
+    random.setstate(kept[1])
+    return [list(chosen) for chosen in kept[0]]
+
+
+#: The draws of the last few (recall, video order) pairs (an evaluation draws the same ones
+#: for BaGLM, the baseline and every point of a sweep).
+_SUBSETS: dict[tuple, tuple[tuple[tuple[str, ...], ...], tuple]] = {}
+_SUBSETS_KEPT = 16
 
 
 def recall_from_hits(dataset: str, hits: pd.DataFrame, video_order: Sequence[str]) -> float:
