@@ -46,10 +46,19 @@ def grounder(scorer) -> OnlineGrounder:
 
 
 @pytest.fixture(scope="module")
-def cup_followed(scorer) -> list:
-    """cup.mp4 followed (the tiny model, the published grid): the estimates the tests below
-    read (a reference, the latency bars), computed once."""
-    return list(follow(CLIPS / "cup.mp4", grounder(scorer)))
+def cup_run(scorer) -> tuple[list, list[str], float]:
+    """cup.mp4 followed (the tiny model, the published grid), once for the tests below (what a
+    run yields, a reference, the latency bars, the report in a browser): its estimates, the
+    reasons passed to ``on_end`` and :func:`machine_stretch` measured as the run ended."""
+    ends: list[str] = []
+    ests = list(follow(CLIPS / "cup.mp4", grounder(scorer), on_end=ends.append))
+    return ests, ends, machine_stretch()
+
+
+@pytest.fixture(scope="module")
+def cup_followed(cup_run) -> list:
+    """:func:`cup_run`'s estimates."""
+    return cup_run[0]
 
 
 def expected_segments(path) -> int:
@@ -57,10 +66,8 @@ def expected_segments(path) -> int:
     return num_segments(info.num_frames, info.fps)
 
 
-def test_follow_a_file_scores_every_segment(scorer):
-    ends: list[str] = []
-    ests = list(follow(CLIPS / "cup.mp4", grounder(scorer), on_end=ends.append))
-    stretch = machine_stretch()
+def test_follow_a_file_scores_every_segment(scorer, cup_run):
+    ests, ends, stretch = cup_run
     n = expected_segments(CLIPS / "cup.mp4")
     assert [e.segment for e in ests] == list(range(n)) and n == 4
     assert ends == [f"source ended after {n} segments"]
@@ -133,7 +140,7 @@ def test_a_broken_source_stops_with_a_clear_message(scorer, tmp_path):
 
 
 @pytest.mark.browser
-def test_html_report_opens_in_headless_chromium(scorer, tmp_path):
+def test_html_report_opens_in_headless_chromium(cup_followed, tmp_path):
     from playwright import sync_api
 
     chromium = shutil.which("chromium")
@@ -141,7 +148,7 @@ def test_html_report_opens_in_headless_chromium(scorer, tmp_path):
         pytest.fail(
             "Debian's chromium is not installed: apt-get install -y chromium (or make setup)"
         )
-    ests = list(follow(CLIPS / "cup.mp4", grounder(scorer)))
+    ests = cup_followed  # the report of a run (the run's own checks: the test above)
     page_path = write_html_report(RunReport(ests, STEPS, title="cup run"), tmp_path / "report.html")
     args = [
         "--no-sandbox",

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from busy_machine import machine_stretch
 from stream_servers import (
+    FollowForks,
     FollowProcess,
     RtspServer,
     ffmpeg,
@@ -477,11 +478,25 @@ def test_live_http_mpegts_hls_and_udp_mpegts(scorer, small_cup):
             assert 2 * e.segment + 1.5 <= e.marks["frame_time"] + 1e-3 < 2 * e.segment + 1.54
 
 
-def _follow_until_two_events(server: RtspServer, tmp_path: Path, task_file, *extra: str):
-    """``follow`` of ``server`` in a subprocess (the tiny model), once it has logged two events:
-    the model loaded and segments came."""
+@pytest.fixture(scope="module")
+def follow_forks():
+    """The ``follow`` processes of the tests below (real processes: signals, exit statuses,
+    stderr, a stall's timing) are children forked from one Python that imported torch,
+    transformers and the rest once (:class:`~stream_servers.FollowForks`): each test pays for
+    its run, not for importing them again. A fresh process's start and its clean stderr are
+    test_follow.py::test_a_cup_run_with_a_task_file_is_clean's subject."""
+    with FollowForks() as forks:
+        assert forks.threads == 1, f"the fork server runs {forks.threads} Python threads"
+        yield forks
+
+
+def _follow_until_two_events(
+    server: RtspServer, tmp_path: Path, task_file, forks: FollowForks, *extra: str
+):
+    """``follow`` of ``server`` in a process of its own (the tiny model), once it has logged
+    two events: the model loaded and segments came."""
     args = ["--task", str(task_file), "--model", "random-init:internvl", *extra]
-    run = FollowProcess(server.url, tmp_path, *args)
+    run = FollowProcess(server.url, tmp_path, *args, forks=forks)
     try:
         run.wait_for_events(2, timeout=240)  # the model loads first: minutes on a busy machine
     except BaseException:
@@ -503,7 +518,7 @@ def _scoring_after(run: FollowProcess, since: float) -> float:
 
 @pytest.mark.slow
 def test_a_stalled_server_ends_the_run_within_the_timeout_plus_a_second(
-    task_file, tmp_path, small_cup
+    task_file, tmp_path, small_cup, follow_forks
 ):
     """A server on 127.0.0.1 sends frames, then stalls (the connection stays open): ``follow
     --timeout 2`` says "no frames for ..." within --timeout + 1 s of the last frame the server
@@ -521,7 +536,9 @@ def test_a_stalled_server_ends_the_run_within_the_timeout_plus_a_second(
     stretch = machine_stretch()
     with (
         RtspServer(small_cup, loop=True, speed=2) as server,
-        _follow_until_two_events(server, tmp_path, task_file, "--timeout", str(timeout)) as run,
+        _follow_until_two_events(
+            server, tmp_path, task_file, follow_forks, "--timeout", str(timeout)
+        ) as run,
     ):
         server.stall()
         cpu = run.cpu_s()
@@ -550,7 +567,7 @@ def test_a_stalled_server_ends_the_run_within_the_timeout_plus_a_second(
 
 @pytest.mark.slow
 def test_sigint_on_a_stalled_stream_exits_within_a_second_with_the_report(
-    task_file, tmp_path, small_cup
+    task_file, tmp_path, small_cup, follow_forks
 ):
     """Ctrl-C (SIGINT) while the server stalls: the process is gone within 1 s of the signal,
     exit 130, the report written and the event log whole. On a busy machine the bound is
@@ -561,7 +578,9 @@ def test_sigint_on_a_stalled_stream_exits_within_a_second_with_the_report(
     stretch = machine_stretch()
     with (
         RtspServer(small_cup, loop=True, speed=2) as server,
-        _follow_until_two_events(server, tmp_path, task_file, "--timeout", "60") as run,
+        _follow_until_two_events(
+            server, tmp_path, task_file, follow_forks, "--timeout", "60"
+        ) as run,
     ):
         server.stall()
         time.sleep(1.0)  # nothing arrives: the run waits on the stalled stream
