@@ -166,11 +166,12 @@ def _change(page, name: str) -> None:
     elif box.locator("input[type=checkbox]").count():
         box.locator("input[type=checkbox]").click()
     else:
-        handle = box.locator(".noUi-handle")
-        handle.focus()
-        key, times = ("ArrowRight", 1) if name in ("segment", "stay") else ("ArrowLeft", 10)
-        for _ in range(times):
-            handle.press(key)
+        # one key press, one recompute in the kernel: a step up for the short sliders, Home
+        # (the slider's minimum: the threshold 0.5 -> 0.05, the signal to 0) for the others,
+        # a change as large as ten steps down without ten queued recomputes (each key press
+        # is a change the kernel redraws)
+        key = "ArrowRight" if name in ("segment", "stay") else "Home"
+        box.locator(".noUi-handle").press(key)
 
 
 def _state(page) -> tuple[str, str]:
