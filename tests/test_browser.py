@@ -166,11 +166,12 @@ def _change(page, name: str) -> None:
     elif box.locator("input[type=checkbox]").count():
         box.locator("input[type=checkbox]").click()
     else:
-        handle = box.locator(".noUi-handle")
-        handle.focus()
-        key, times = ("ArrowRight", 1) if name in ("segment", "stay") else ("ArrowLeft", 10)
-        for _ in range(times):
-            handle.press(key)
+        # one key press, one recompute in the kernel: a step up for the short sliders, Home
+        # (the slider's minimum: the threshold 0.5 -> 0.05, the signal to 0) for the others,
+        # a change as large as ten steps down without ten queued recomputes (each key press
+        # is a change the kernel redraws)
+        key = "ArrowRight" if name in ("segment", "stay") else "Home"
+        box.locator(".noUi-handle").press(key)
 
 
 def _state(page) -> tuple[str, str]:
@@ -353,6 +354,11 @@ def _git_status() -> str:
     ).stdout
 
 
+def _saves_explore(response) -> bool:
+    """The Lab's save of the session notebook: a PUT of ``explore.ipynb`` to the contents API."""
+    return response.request.method == "PUT" and "/api/contents/explore.ipynb" in response.url
+
+
 def test_make_lab_opens_the_explorer_updates_in_place_and_leaves_git_clean(made_lab, explorer):
     """``make lab`` as a user runs it (its own ``lab/`` folder): the URL it prints opens the
     explorer; running it (``explorer``), moving the signal slider (the belief image is
@@ -383,7 +389,10 @@ def test_make_lab_opens_the_explorer_updates_in_place_and_leaves_git_clean(made_
     page.locator(".baglm-explorer").screenshot(path=str(ARTIFACTS / "explorer_make_lab.png"))
     page.locator(".jp-NotebookPanel").first.click()
     saving = time.time()
-    page.keyboard.press("Control+s")
+    # the save's request answered (the notebook may show no unsaved change before Ctrl+S, so
+    # "not dirty" alone can hold before the file is written: a loaded machine's race)
+    with page.expect_response(_saves_explore, timeout=30_000):
+        page.keyboard.press("Control+s")
     page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
     session = ROOT / "lab" / "explore.ipynb"
     assert session.stat().st_mtime >= saving - 1  # this save wrote it (1 s: file times)
