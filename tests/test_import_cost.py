@@ -222,3 +222,27 @@ def test_the_console_script_ends_like_python_m_without_the_teardown(tmp_path):
     assert done.returncode == reference.returncode == 2
     assert one_error_line(done.stderr) == one_error_line(reference.stderr)
     assert "teardown ran" not in done.stderr
+
+
+def test_the_video_module_imports_torchcodec_only_to_open_a_file(monkeypatch):
+    """:mod:`baglm_nb.inputs.video` loads without torchcodec (which pulls in torch._dynamo:
+    seconds of CPU in every process and test worker that imports the module for a name), and
+    opening a file imports it: checked in this process on a fresh copy of the module, with any
+    import of torchcodec made to fail (``sys.modules`` and the package restored afterwards)."""
+    from torchcodec.decoders import VideoDecoder
+
+    import baglm_nb.inputs
+    import baglm_nb.inputs.video as loaded
+
+    cup = ROOT / "tests" / "data" / "videos" / "cup.mp4"
+    monkeypatch.setattr(baglm_nb.inputs, "video", loaded)  # the import below rebinds it
+    monkeypatch.delitem(sys.modules, "baglm_nb.inputs.video")
+    with monkeypatch.context() as blocked:
+        for name in [m for m in sys.modules if m.split(".")[0] == "torchcodec"]:
+            blocked.setitem(sys.modules, name, None)  # an import of it raises ImportError
+        fresh = importlib.import_module("baglm_nb.inputs.video")
+        assert fresh is not loaded and "VideoDecoder" not in vars(fresh)
+        with pytest.raises(ImportError):
+            fresh.probe(cup)
+    assert fresh.VideoDecoder is VideoDecoder
+    assert fresh.probe(cup) == loaded.probe(cup)
