@@ -40,7 +40,8 @@ TEST_WORKERS ?= 3
 # Without them every worker compiles and assertion-rewrites all the test modules again on every
 # run, and every process the tests start (CLI runs, notebook kernels, servers' clients) compiles
 # the baglm_nb modules it imports from source. Not PYTHONPYCACHEPREFIX: that would also move
-# site-packages' caches. Measured in the README (Tests).
+# site-packages' caches. Measured by benchmarks/startup_cost.py (README: How long the quick
+# start takes).
 TEST_ENV := env -u PYTHONDONTWRITEBYTECODE
 XDIST_ARGS := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 NOTEBOOKS ?=
