@@ -35,6 +35,14 @@ PYTEST_ARGS ?=
 # waiting (servers, Ray, chromium, real-time streams), which the third worker fills; each worker
 # computes on one thread (tests/conftest.py).
 TEST_WORKERS ?= 3
+# Bytecode: the test run writes .pyc files (__pycache__ beside each source, ignored by git) even
+# where the environment sets PYTHONDONTWRITEBYTECODE (which stops the writing, not the reading).
+# Without them every worker compiles and assertion-rewrites all the test modules again on every
+# run, and every process the tests start (CLI runs, notebook kernels, servers' clients) compiles
+# the baglm_nb modules it imports from source. Not PYTHONPYCACHEPREFIX: that would also move
+# site-packages' caches. Measured by benchmarks/startup_cost.py (README: How long the quick
+# start takes).
+TEST_ENV := env -u PYTHONDONTWRITEBYTECODE
 XDIST_ARGS := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 NOTEBOOKS ?=
 PAPERMILL_ARGS ?=
@@ -104,7 +112,7 @@ endef
 test:
 	$(require_venv)
 	@echo "$(VPY) -m pytest $(XDIST_ARGS) $(PYTEST_ARGS)"; \
-	$(VPY) -m pytest $(XDIST_ARGS) $(PYTEST_ARGS) || { rc=$$?; \
+	$(TEST_ENV) $(VPY) -m pytest $(XDIST_ARGS) $(PYTEST_ARGS) || { rc=$$?; \
 	  if [ $$rc = 5 ]; then echo "error: pytest collected no tests (exit code 5); tests must exist." >&2; fi; \
 	  exit $$rc; }
 

@@ -12,6 +12,7 @@
 #   gguf converter   llama.cpp's convert_hf_to_gguf.py + gguf-py of the installed xllamacpp release,
 #                    from its sdist, into .venv/share/llama.cpp-convert (scripts/fetch_gguf_converter.sh)
 #   kernel           the 'python3' Jupyter kernel inside .venv (papermill runs the notebooks on it)
+#   bytecode         python -m compileall baglm_nb: its .pyc files, read by every later process
 #   warm caches      what every first run would build, built once here (scripts/warm_caches.py):
 #                    the numba kernels' on-disk caches, the SmolLM2 GGUF converted for transformers,
 #                    the served-scorer tests' tiny Qwen2.5-VL GGUFs; on every `make setup` (cheap
@@ -174,6 +175,13 @@ if [[ -n "$apt_pid" ]]; then
     phase "system packages" "$(cat "$LOG_DIR/apt.seconds")"
     phase "  (waited for apt)" $((SECONDS - t0))
 fi
+
+# -- bytecode: baglm_nb's .pyc files beside its sources (__pycache__, ignored by git), which every
+# later process reads even where PYTHONDONTWRITEBYTECODE is set (it stops writing, not reading);
+# a source edited later is compiled again by the process that imports it.
+t0=$SECONDS
+"$VPY" -m compileall -q "$ROOT/baglm_nb" >/dev/null || fail /dev/null "compiling baglm_nb failed"
+phase "bytecode" $((SECONDS - t0))
 
 # -- warm caches (after apt: every step runs the product's own code) ---------------------------
 t0=$SECONDS

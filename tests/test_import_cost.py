@@ -37,21 +37,30 @@ HEAVY = (
 #: sets up numba's compiler as a process's first kernel does, once: see :data:`FORK_SERVER`).
 COMMON = ("numpy", "pandas", "pyarrow.parquet", "numba")
 
+#: The verb the fork server runs once before forking (the filter on one simulated video: the
+#: work every cheap verb below shares), so that each child loads only what its own verb adds.
+WARM_UP = ["evaluate", "--dataset", "coin", "--scores", "simulated", "--limit", "1"]
+
 #: A fresh Python that imports the command line's module (as every run does) and
-#: :data:`COMMON` (its arguments), prints its own modules as JSON, then for each line of JSON
+#: :data:`COMMON` (its arguments), runs :data:`WARM_UP` once (the modules and numba kernels that
+#: the cheap verbs share, loaded once rather than in every child; its output dropped), prints
+#: its own modules as JSON, then for each line of JSON
 #: on stdin (``{"argv": [...], "cwd": "..."}``) forks a child that runs ``main(argv)`` in
 #: ``cwd`` and prints the child's status, output's tail and loaded modules as one line of JSON
 #: (``crash``: the traceback of an error ``main`` let through). A child starts from the
-#: server's modules only (it never runs a verb itself), so what a child holds beyond them, its
-#: verb imported: as a fresh process would, as long as the server holds nothing heavy
-#: (:func:`probe` checks).
+#: server's modules, so a heavy library among a child's modules was imported by its verb: as
+#: in a fresh process, as long as the server holds nothing heavy (:func:`probe` checks, after
+#: the warm-up).
 FORK_SERVER = """
 import contextlib, io, json, os, sys, traceback
 from baglm_nb.apps.cli.main import main
-for name in sys.argv[1:]:  # COMMON
+WARM_UP = json.loads(sys.argv[1])
+for name in sys.argv[2:]:  # COMMON
     __import__(name)
 import numba
 numba.njit("float64(float64)")(lambda x: x)  # numba's compiler, which any first kernel sets up
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    assert main(WARM_UP) == 0  # the filter's modules and cached kernels, loaded once for all
 print(json.dumps(sorted(sys.modules)), flush=True)
 for line in sys.stdin:
     request = json.loads(line)
@@ -94,7 +103,7 @@ def probe(tmp_path_factory):
     log = tmp_path_factory.mktemp("fork-server") / "stderr.txt"
     with log.open("w") as stderr:
         server = subprocess.Popen(
-            [sys.executable, "-c", FORK_SERVER, *COMMON],
+            [sys.executable, "-c", FORK_SERVER, json.dumps(WARM_UP), *COMMON],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -222,3 +231,27 @@ def test_the_console_script_ends_like_python_m_without_the_teardown(tmp_path):
     assert done.returncode == reference.returncode == 2
     assert one_error_line(done.stderr) == one_error_line(reference.stderr)
     assert "teardown ran" not in done.stderr
+
+
+def test_the_video_module_imports_torchcodec_only_to_open_a_file(monkeypatch):
+    """:mod:`baglm_nb.inputs.video` loads without torchcodec (which pulls in torch._dynamo:
+    seconds of CPU in every process and test worker that imports the module for a name), and
+    opening a file imports it: checked in this process on a fresh copy of the module, with any
+    import of torchcodec made to fail (``sys.modules`` and the package restored afterwards)."""
+    from torchcodec.decoders import VideoDecoder
+
+    import baglm_nb.inputs
+    import baglm_nb.inputs.video as loaded
+
+    cup = ROOT / "tests" / "data" / "videos" / "cup.mp4"
+    monkeypatch.setattr(baglm_nb.inputs, "video", loaded)  # the import below rebinds it
+    monkeypatch.delitem(sys.modules, "baglm_nb.inputs.video")
+    with monkeypatch.context() as blocked:
+        for name in [m for m in sys.modules if m.split(".")[0] == "torchcodec"]:
+            blocked.setitem(sys.modules, name, None)  # an import of it raises ImportError
+        fresh = importlib.import_module("baglm_nb.inputs.video")
+        assert fresh is not loaded and "VideoDecoder" not in vars(fresh)
+        with pytest.raises(ImportError):
+            fresh.probe(cup)
+    assert fresh.VideoDecoder is VideoDecoder
+    assert fresh.probe(cup) == loaded.probe(cup)

@@ -30,14 +30,15 @@ returned ``times`` are the file's own (non-monotonic) timestamps.
 from __future__ import annotations
 
 import os
+import sys
 import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from torchcodec.decoders import VideoDecoder
 
 from baglm_nb.inputs.frame_times import frame_timed_info, implausible, timed_batches
 from baglm_nb.inputs.grid import num_segments, segment_frame_indices
@@ -51,6 +52,9 @@ from baglm_nb.inputs.video_records import (
     missing_file,
     source_path,
 )
+
+if TYPE_CHECKING:
+    from torchcodec.decoders import VideoDecoder
 
 __all__ = [
     "CPU_ONLY_CODECS",
@@ -73,6 +77,18 @@ CPU_ONLY_CODECS = frozenset({"av1", "vp9"})
 # Opening and probing
 
 
+def __getattr__(name: str):
+    """``VideoDecoder``: torchcodec's, imported when a file is first opened, not with this
+    module (torchcodec pulls in torch._dynamo: seconds of CPU for a process that only names
+    this module's functions or records)."""
+    if name != "VideoDecoder":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from torchcodec.decoders import VideoDecoder
+
+    globals()["VideoDecoder"] = VideoDecoder
+    return VideoDecoder
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0].strip() if text else type(exc).__name__
@@ -92,7 +108,7 @@ def _open(path: Path | str, device: str = "cpu", num_threads: int = 1) -> VideoD
         if not path.is_file():
             raise VideoError(path, "not a regular file")
     try:
-        return VideoDecoder(
+        return sys.modules[__name__].VideoDecoder(  # torchcodec's, loaded on first use
             str(path), device=device, seek_mode="exact", num_ffmpeg_threads=num_threads
         )
     except ValueError as exc:
