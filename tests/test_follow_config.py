@@ -118,3 +118,28 @@ def test_an_interrupt_the_verb_did_not_report_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(session, "run_follow", pressed)
     assert main(["follow", "--replay", "--", UID]) == EXIT_INTERRUPTED == 130
     assert capsys.readouterr().err == "error: interrupted\n"
+
+
+def test_an_interrupt_while_the_command_line_is_read_is_the_same_one_line(monkeypatch, capsys):
+    """Ctrl-C before the verb starts (the command line being read, on a busy machine) ends as
+    one during the verb does: ``error: interrupted`` and 130, no traceback."""
+    import argparse
+
+    def pressed(self, args=None, namespace=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", pressed)
+    assert main(["follow", "--replay", "--", UID]) == EXIT_INTERRUPTED
+    assert capsys.readouterr().err == "error: interrupted\n"
+
+
+def test_a_command_line_that_cannot_be_built_is_a_traceback(monkeypatch):
+    """A bug in building the command line is not dressed up as bad input: it propagates."""
+    import baglm_nb.apps.cli.main as cli_main
+
+    def broken():
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cli_main, "build_parser", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["follow", "--replay", "--", UID])

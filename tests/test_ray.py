@@ -125,9 +125,15 @@ def cluster():
 # connecting: bounded in time, Ctrl-C works, no cluster is a named error (no cluster needed)
 
 
-def _score_on(address: str, tmp_path: Path, *extra: str) -> tuple[int, float]:
-    """``score --engine ray --address ADDRESS``: (exit status, seconds)."""
+def _score_on(
+    address: str, tmp_path: Path, *extra: str, interrupt_after_s: float | None = None
+) -> tuple[int, float]:
+    """``score --engine ray --address ADDRESS``: (exit status, seconds); with
+    ``interrupt_after_s``, a Ctrl-C (SIGINT to this process) that long after ``main`` starts
+    (the annotations are written first, so the signal never lands in the test's own set-up)."""
     ann = write_annotations(tmp_path / "ann", {"cup": "HandleObject"})
+    if interrupt_after_s is not None:
+        threading.Timer(interrupt_after_s, os.kill, (os.getpid(), signal.SIGINT)).start()
     t0 = time.monotonic()
     rc = main(
         [
@@ -187,8 +193,9 @@ def default_sigint():
 
 
 def test_ctrl_c_works_while_connecting(not_connected, default_sigint, tmp_path, capsys):
-    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
-    rc, seconds = _score_on("127.0.0.1:1", tmp_path, "--connect-timeout", "30")
+    rc, seconds = _score_on(
+        "127.0.0.1:1", tmp_path, "--connect-timeout", "30", interrupt_after_s=1.0
+    )
     assert rc == 130 and seconds < 1 + 3 * machine_stretch(), seconds
     assert capsys.readouterr().err.strip().splitlines() == ["error: interrupted"]
 

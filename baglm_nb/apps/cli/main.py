@@ -194,22 +194,25 @@ def main(argv: list[str] | None = None, *, exit_process: bool = False) -> int:
     :func:`console_main`) the process ends here with that status (:func:`end_process`),
     quickly unless the verb sets ``quick_exit`` to False.
     """
-    args = build_parser().parse_args(argv)
-    quiet_library_warnings(args.debug)
-    shown, warnings.formatwarning = warnings.formatwarning, warning_format(args.debug)
-    try:
+    args, shown = None, warnings.formatwarning
+    try:  # a Ctrl-C while the command line is read ends as one during the verb does
+        args = build_parser().parse_args(argv)
+        quiet_library_warnings(args.debug)
+        warnings.formatwarning = warning_format(args.debug)
         status = args.func(args)
     except KeyboardInterrupt as exc:
         line, status = interrupted_status(exc)
         error = exc if line else None
     except Exception as exc:
+        if args is None:  # the command line itself could not be built: a bug, shown as one
+            raise
         error, line, status = exc, error_line(exc), exit_status(exc)
     else:
         error = line = None
     finally:
         warnings.formatwarning = shown
     if error is not None:
-        if args.debug:
+        if getattr(args, "debug", False):
             traceback.print_exception(error)
         print(line, file=sys.stderr)
     if exit_process:
