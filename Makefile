@@ -111,7 +111,7 @@ endef
 
 test:
 	$(require_venv)
-	@echo "$(VPY) -m pytest $(XDIST_ARGS) $(PYTEST_ARGS)"; \
+	@echo "$(TEST_ENV) $(VPY) -m pytest $(XDIST_ARGS) $(PYTEST_ARGS)"; \
 	$(TEST_ENV) $(VPY) -m pytest $(XDIST_ARGS) $(PYTEST_ARGS) || { rc=$$?; \
 	  if [ $$rc = 5 ]; then echo "error: pytest collected no tests (exit code 5); tests must exist." >&2; fi; \
 	  exit $$rc; }

@@ -180,7 +180,8 @@ fi
 # later process reads even where PYTHONDONTWRITEBYTECODE is set (it stops writing, not reading);
 # a source edited later is compiled again by the process that imports it.
 t0=$SECONDS
-"$VPY" -m compileall -q "$ROOT/baglm_nb" >/dev/null || fail /dev/null "compiling baglm_nb failed"
+"$VPY" -m compileall -q "$ROOT/baglm_nb" >"$LOG_DIR/compile.log" 2>&1 ||
+    fail "$LOG_DIR/compile.log" "compiling baglm_nb failed (the lines above name the file)"
 phase "bytecode" $((SECONDS - t0))
 
 # -- warm caches (after apt: every step runs the product's own code) ---------------------------

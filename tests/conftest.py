@@ -14,7 +14,7 @@ import os
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     # Parallel workers (make test), more workers than cores; set before numpy or anything else
     # loads OpenBLAS or OpenMP (each reads its variable once, when it loads), and inherited by
-    # the processes the workers start. Results and thread counts are unchanged.
+    # the processes the workers start (results are unchanged).
     # - One BLAS thread each (OMP_NUM_THREADS below comes too late for this process): two
     #   OpenBLAS threads per worker spend CPU waiting on each other on 2 cores.
     # - A thread that waits for work sleeps instead of spinning: numba's parallel kernels (the

@@ -10,6 +10,9 @@
 * :func:`udp_ts`: FFmpeg sending MPEG-TS to a UDP port.
 * :func:`http_hls`: a live HLS playlist (FFmpeg's HLS muxer, 1-s segments, a sliding window)
   served over HTTP.
+* :class:`FollowProcess`: ``python -m baglm_nb follow`` in a process of its own, its output
+  lines time-stamped; with :class:`FollowForks`, forked from one Python that imported torch,
+  transformers and the rest once.
 
 Every server listens on 127.0.0.1 only and is stopped when its ``with`` block ends.
 """
@@ -462,13 +465,17 @@ def _serve_forks(fd: int, imports: list[str]) -> None:
     import traceback
 
     sock = socket.socket(fileno=fd)
+    from baglm_nb.apps.cli.main import quiet_library_warnings
+
+    quiet_library_warnings(False)  # as main does before a verb imports anything heavy
     for name in imports:
         importlib.import_module(name)
     print(json.dumps({"threads": threading.active_count()}), flush=True)
     while True:
         message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
-        if not message:  # the test's end closed
-            return
+        if not message:  # the test's end closed: no teardown of torch and the rest
+            sys.stdout.flush()
+            os._exit(0)
         pid = os.fork()
         if pid == 0:  # the child: python -m baglm_nb ARGV, with these modules loaded
             status = 70
@@ -482,8 +489,12 @@ def _serve_forks(fd: int, imports: list[str]) -> None:
                 from baglm_nb.apps.cli.main import main
 
                 main(json.loads(message), exit_process=True)  # ends the process
-            except SystemExit as exc:  # argparse's usage errors
-                status = exc.code if isinstance(exc.code, int) else 2
+            except SystemExit as exc:  # argparse's usage errors: as Python ends on one
+                if exc.code is None or isinstance(exc.code, int):
+                    status = exc.code or 0
+                else:
+                    print(exc.code, file=sys.stderr)
+                    status = 1
             except BaseException:
                 traceback.print_exc()
             finally:
@@ -512,6 +523,7 @@ class FollowForks:
         import sys
 
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._import_err = tempfile.TemporaryFile(mode="w+")  # what importing printed
         code = (
             "import sys; sys.path.insert(0, sys.argv[1]); import stream_servers; "
             "stream_servers._serve_forks(int(sys.argv[2]), sys.argv[3:])"
@@ -520,14 +532,19 @@ class FollowForks:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", code, here, str(theirs.fileno()), *imports],
             stdout=subprocess.PIPE,
+            stderr=self._import_err,
             text=True,
             pass_fds=[theirs.fileno()],
         )
         theirs.close()
         line = self.proc.stdout.readline()
+        self._import_err.seek(0)
+        #: What the server printed on stderr while importing (a fresh ``follow`` would print
+        #: it too: warnings and advice that the verb's filters let through).
+        self.import_stderr: str = self._import_err.read()
         if not line:
             self.close()
-            raise RuntimeError("the fork server ended before it was ready")
+            raise RuntimeError(f"the fork server ended before it was ready:\n{self.import_stderr}")
         #: Python threads of the server once its imports are done (1: safe to fork).
         self.threads: int = json.loads(line)["threads"]
         self._lock = threading.Lock()
@@ -545,6 +562,17 @@ class FollowForks:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.proc.stdout.close()
+        self._import_err.close()
+
+    def _reply(self) -> dict:
+        """The server's next message (a pid or an exit report)."""
+        import json
+
+        message = self._sock.recv(1 << 16)
+        if not message:
+            raise RuntimeError(f"the fork server ended (exit status {self.proc.poll()})")
+        return json.loads(message)
 
     def start(self, argv: list[str]) -> _ForkedChild:
         """Fork a child that runs ``python -m baglm_nb`` with ``argv``: its handle, whose
@@ -558,18 +586,16 @@ class FollowForks:
         finally:
             os.close(out_write)
             os.close(err_write)
-        pid = json.loads(self._sock.recv(1 << 16))["pid"]
+        pid = self._reply()["pid"]
         return _ForkedChild(self, pid, argv, open(out_read), open(err_read))
 
     def _exit_report(self, pid: int, timeout: float | None) -> dict | None:
         """The exit report of child ``pid``, or None if none came within ``timeout`` s."""
-        import json
-
         with self._lock:
             ready, _, _ = select.select([self._sock], [], [], timeout)
             if not ready:
                 return None
-            report = json.loads(self._sock.recv(1 << 16))
+            report = self._reply()
         if report["pid"] != pid:
             raise RuntimeError(f"an exit report of {report['pid']}, not of {pid}")
         return report
@@ -607,11 +633,13 @@ class _ForkedChild:
         self.send_signal(signal.SIGKILL)
 
     def wait(self, timeout: float | None = None) -> int:
-        """The exit status, polled in slices of 50 ms (the exit time is the server's)."""
+        """The exit status, polled every 10 ms without holding the report's lock in between
+        (other threads poll too; the exit time is the server's)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll(0.05) is None:
+        while self.poll() is None:
             if deadline is not None and time.monotonic() > deadline:
                 raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(0.01)
         return self.returncode
 
 

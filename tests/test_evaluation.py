@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -90,26 +91,41 @@ def test_subset_of_videos_and_bad_shapes():
         evaluate("coin", {"no-such-video": np.zeros((5, 3))})
 
 
-def test_kept_truth_and_draws_are_what_fresh_ones_give():
-    """The per-(video, T) ground truth and the per-order CrossTask draws are kept: a second
-    call gives the literal loop's subsets and leaves ``random`` where drawing them leaves it,
-    and the kept ground truth is the video's, read-only."""
-    recall = dataset_spec("crosstask").recall
-    order = [f"u{i}" for i in range(recall.subset_size + 40)]
+def _literal_draws(recall, order: list[str]) -> tuple[list[list[str]], float]:
+    """The subsets drawn by a literal loop, and ``random``'s next number after them."""
     literal = []
     for seed in range(recall.subsets):
         random.seed(seed)
-        literal.append(random.sample(order, recall.subset_size))
-    after = random.random()
-    for _ in range(2):  # drawn, then kept
-        random.seed(12345)
-        assert recall_subsets(recall, order) == literal
-        assert random.random() == after
+        literal.append(random.sample(order, min(recall.subset_size, len(order))))
+    return literal, random.random()
+
+
+def test_kept_truth_and_draws_are_what_fresh_ones_give():
+    """The per-(video, T) ground truth and the per-(recall, order) CrossTask draws are kept: a
+    second call gives the literal loop's subsets and leaves ``random`` where drawing them leaves
+    it, another order or subset size gets its own draws (the key holds both), and the kept
+    ground truth is the video's on each T and for a changed video, read-only."""
+    recall = dataset_spec("crosstask").recall
+    order = [f"u{i}" for i in range(recall.subset_size + 40)]
+    shuffled = random.Random(7).sample(order, len(order))
+    for rec, uids in [
+        (recall, order),
+        (recall, shuffled),  # same uids, another order: other subsets
+        (dataclasses.replace(recall, subset_size=recall.subset_size - 5), order),
+        (recall, order),  # the first again, after the others were kept
+    ]:
+        literal, after = _literal_draws(rec, uids)
+        for _ in range(2):  # drawn (or kept before), then kept
+            random.seed(12345)
+            assert recall_subsets(rec, uids) == literal
+            assert random.random() == after
     video = load_dataset("coin")[0]
-    beliefs = noisy_beliefs([video])[video.uid]
-    for _ in range(2):
-        steps, best, y = best_rows(video, beliefs)
-        np.testing.assert_array_equal(y, video.ground_truth(beliefs.shape[0])[:, :-1])
-        np.testing.assert_array_equal(steps, np.flatnonzero(y.any(axis=0)))
-        np.testing.assert_array_equal(best, beliefs[:, steps].argmax(axis=0))
-        assert not y.flags.writeable and not steps.flags.writeable
+    full = noisy_beliefs([video])[video.uid]
+    shorter = dataclasses.replace(video, segments=video.segments[:1])
+    for v, beliefs in [(video, full), (video, full[:-3]), (shorter, full), (video, full)]:
+        for _ in range(2):
+            steps, best, y = best_rows(v, beliefs)
+            np.testing.assert_array_equal(y, v.ground_truth(beliefs.shape[0])[:, :-1])
+            np.testing.assert_array_equal(steps, np.flatnonzero(y.any(axis=0)))
+            np.testing.assert_array_equal(best, beliefs[:, steps].argmax(axis=0))
+            assert not y.flags.writeable and not steps.flags.writeable

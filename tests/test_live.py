@@ -487,6 +487,7 @@ def follow_forks():
     test_follow.py::test_a_cup_run_with_a_task_file_is_clean's subject."""
     with FollowForks() as forks:
         assert forks.threads == 1, f"the fork server runs {forks.threads} Python threads"
+        assert forks.import_stderr == ""  # nothing a fresh follow would print while importing
         yield forks
 
 

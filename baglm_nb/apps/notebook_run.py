@@ -142,6 +142,8 @@ if __name__ == "__main__":
     status = main()
     # Its work done, the process exits without the garbage collector going over every object
     # of papermill, nbconvert and the notebook once more (a noticeable share of its CPU time):
-    # the objects are still freed and the exit handlers still run.
+    # the exit handlers (atexit, weakref finalizers) still run; objects held in reference
+    # cycles are left to the operating system (their __del__ does not run; papermill and the
+    # render close their files themselves before this point).
     gc.freeze()
     sys.exit(status)

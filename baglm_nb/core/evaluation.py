@@ -44,20 +44,22 @@ class _Truth:
 
     y: np.ndarray
     steps: np.ndarray
-    positions: list[float]
+    positions: tuple[float, ...]
 
 
 def _truth_of(video: Video, num_rows_: int) -> _Truth:
     """:class:`_Truth` of ``video`` on ``num_rows_`` rows, computed once per video and T (every
     evaluation of the video, of any beliefs, shares it; an unhashable video is not kept)."""
     try:
-        return _kept_truth(video, num_rows_)
+        hash(video)
     except TypeError:  # e.g. segments in a list
         return _make_truth(video, num_rows_)
+    return _kept_truth(video, num_rows_)
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=16384)  # more than the four datasets' videos; all of them take about 13 MB
 def _kept_truth(video: Video, num_rows_: int) -> _Truth:
+    """:func:`_make_truth`, kept per (video, T) by value."""
     return _make_truth(video, num_rows_)
 
 
@@ -68,7 +70,7 @@ def _make_truth(video: Video, num_rows_: int) -> _Truth:
     steps.setflags(write=False)
     first = first_starts(video)
     duration = video.num_frames / video.fps
-    return _Truth(y, steps, [min(first[s] / duration, 1.0) for s in steps.tolist()])
+    return _Truth(y, steps, tuple(min(first[s] / duration, 1.0) for s in steps.tolist()))
 
 
 def best_rows(video: Video, beliefs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
