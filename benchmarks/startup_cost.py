@@ -60,6 +60,7 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float
 
 
 def pyc_files(root: Path) -> list[Path]:
+    """The ``.pyc`` files under ``root`` (the copy's own, not a virtual environment's)."""
     return [p for p in root.rglob("*.pyc") if ".venv" not in p.parts]
 
 
