@@ -1,11 +1,15 @@
 """Scoring and dependencies on a Ray cluster started here (127.0.0.1, 2 CPUs, one per module).
 
-The cluster runs the tiny random-init models: the Ray engine's cache equals the local engine's;
-a worker killed on its first attempt at a video is replaced and the video scored on the
-replacement (2 attempts); a video that always kills its worker ends in ``failures.json`` and the
-run exits 1; a killed driver's run resumes with only the missing videos; ``deps`` on Ray gives
-the local engine's matrices. Ray's session files live in a temporary folder, and its auth token
-is this module's own (an environment variable), so nothing is written to the home directory.
+The cluster runs the tiny random-init models where the model's path on Ray is the subject: the
+Ray engine's cache equals the local engine's, and a killed driver's run resumes with only the
+missing videos; ``deps`` on Ray gives the local engine's matrices. Where the subject is the
+engine's orchestration, the workers score with ``FrameScorer`` (a fixed function of the decoded
+frames, no model to load): a worker killed on its first attempt at a video is replaced and the
+video scored on the replacement (2 attempts); a video that always kills its worker ends in
+``failures.json`` and the run exits 1; a failing video is recorded and an MPEG-TS remux decodes
+in the worker as in the local engine. Ray's session files live in a temporary folder, and its
+auth token is this module's own (an environment variable), so nothing is written to the home
+directory.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -268,8 +273,7 @@ def videos(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny_scorer():
-    """The local engine's scorer of ``MODEL`` (seeded weights, so it equals each worker's),
-    built once for the module's local comparisons."""
+    """The local engine's scorer of ``MODEL`` (seeded weights, so it equals each worker's)."""
     return make_scorer(MODEL)
 
 
@@ -362,31 +366,61 @@ def test_killed_driver_resumes_and_the_cache_equals_the_local_engine(
         assert set(cache.read_video(uid).timings) == {"decode_s", "vsg_s", "progress_s"}
 
 
+class FrameScorer:
+    """A scorer whose scores are a fixed function of the decoded frames alone: each segment's
+    per-frame, per-channel pixel means through fixed random weights, then a softmax (VSG over
+    the K steps and none, progress over the 10 digits).
+
+    For the tests whose subject is the Ray engine's orchestration (a worker replaced, a video
+    recorded as failed, an odd container decoded in the worker), not the model: a Ray run and
+    the local engine agree exactly only if the worker decoded the same frames of the same
+    video and the driver stored what came back, and a worker that builds it imports numpy only
+    (no transformers model: its load is most of a model worker's start). The tiny model's own
+    path on Ray, preprocessing and forward passes, is compared with the local engine by
+    ``test_killed_driver_resumes_and_the_cache_equals_the_local_engine``."""
+
+    model_id = "frame-means"
+    label = "random-init"  # not a trained model's scores (the cache folder says so)
+
+    def score_segments(self, frames, goal, steps, **options):
+        x = np.asarray(frames, dtype=np.float64)  # (S, F, C, H, W) uint8 frames
+        features = x.mean(axis=(3, 4)).reshape(len(x), -1) / 255.0  # (S, F*C)
+        rng = np.random.default_rng(features.shape[1])
+        k = len(steps)
+        vsg = _softmax(features @ rng.standard_normal((features.shape[1], k + 1)))
+        logits = features @ rng.standard_normal((features.shape[1], k * 10))
+        progress = _softmax(logits.reshape(len(x), k, 10))
+        return types.SimpleNamespace(vsg=vsg, progress=progress, timings={})
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 @dataclasses.dataclass(frozen=True)
 class KillingSpec(ScorerSpec):
-    """The tiny model, but its worker kills itself (SIGKILL) when it starts a video whose goal
-    is in ``kill``, on that video's first ``kill[goal]`` attempts (counted in ``folder``).
+    """:class:`FrameScorer`, but its worker kills itself (SIGKILL) when it starts a video whose
+    goal is in ``kill``, on that video's first ``kill[goal]`` attempts (counted in ``folder``).
 
-    The model is loaded on the worker's first batch that is not killed: a worker that dies
-    mid-video dies the same way with or without a model in memory, and each killed worker then
-    costs its process start only. ``identity`` (model id, label) is the tiny model's, taken in
-    the test process, so every worker reports it before loading anything."""
+    The scorer is built on the worker's first batch that is not killed, as a model would be
+    loaded: a worker that dies mid-video dies the same way with or without a model in memory."""
 
     kill: tuple[tuple[str, int], ...] = ()
     folder: str = ""
-    identity: tuple[str, str] = ("", "")
 
     def __call__(self):
         with open(Path(self.folder) / "workers", "a") as f:  # one line per worker built
             f.write(f"{os.getpid()}\n")
-        return _Killing(functools.partial(ScorerSpec.__call__, self), self)
+        return _Killing(FrameScorer, self)
 
 
 class _Killing:
+    model_id, label = FrameScorer.model_id, FrameScorer.label  # reported before building
+
     def __init__(self, build, spec: KillingSpec) -> None:
         self.build, self.scorer, self.seen = build, None, set()
         self.kill, self.folder = dict(spec.kill), Path(spec.folder)
-        self.model_id, self.label = spec.identity
 
     def score_segments(self, frames, goal, steps, **options):
         if goal in self.kill and goal not in self.seen:  # the first batch of this attempt
@@ -398,21 +432,16 @@ class _Killing:
                 os.kill(os.getpid(), signal.SIGKILL)
         if self.scorer is None:
             self.scorer = self.build()
-            assert (self.scorer.model_id, self.scorer.label) == (self.model_id, self.label)
         return self.scorer.score_segments(frames, goal, steps, **options)
 
 
 def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
-    cluster, videos, tiny_scorer, tmp_path, monkeypatch, capsys
+    cluster, videos, tmp_path, monkeypatch, capsys
 ):
     goals = {"cup": "killed once", "Megamind_bugy": "always killed"}
     ann = write_annotations(tmp_path / "ann", goals, videos)
-    scorer = tiny_scorer  # the local engine's, for the comparison below
     spec = KillingSpec(
-        MODEL,
-        kill=(("killed once", 1), ("always killed", 99)),
-        folder=str(tmp_path),
-        identity=(scorer.model_id, scorer.label),
+        MODEL, kill=(("killed once", 1), ("always killed", 99)), folder=str(tmp_path)
     )
     monkeypatch.setattr("baglm_nb.apps.cli.score.scorer_spec", lambda args: spec)
     starts = []
@@ -447,7 +476,8 @@ def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
         assert len(pids) == len(set(pids)) == 2
         attempts += lines
     # a worker loads only what its object needs: one that dies before building its scorer
-    # has not imported numba (the frame resizing of the model's preprocessing)
+    # has not imported numba (the frame resizing of a model's preprocessing), though it has
+    # decoded its first batch
     fresh = [numba for _, built, numba in attempts if built == "False"]
     assert fresh and set(fresh) == {"False"}, attempts
     # 2 workers and 3 deaths: the last death leaves no video waiting for a worker (a
@@ -464,7 +494,7 @@ def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
     local = score_dataset(
         "coin",
         videos,
-        scorer,
+        FrameScorer(),
         root=tmp_path / "local",
         videos=[video],
         show_progress=False,
@@ -476,12 +506,12 @@ def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
 
 @dataclasses.dataclass(frozen=True)
 class FailingSpec(ScorerSpec):
-    """The tiny model, but scoring a video whose goal is ``fail`` raises a MemoryError."""
+    """:class:`FrameScorer`, but scoring a video whose goal is ``fail`` raises a MemoryError."""
 
     fail: str = ""
 
     def __call__(self):
-        return _Failing(super().__call__(), self.fail)
+        return _Failing(FrameScorer(), self.fail)
 
 
 class _Failing:
@@ -496,14 +526,16 @@ class _Failing:
 
 
 def test_a_failing_video_is_recorded_on_ray_and_an_mpegts_remux_scores(
-    cluster, tiny_scorer, tmp_path, monkeypatch, capsys
+    cluster, tmp_path, monkeypatch, capsys
 ):
     """Under Ray as in the local engine: a MemoryError on one video is recorded (no
     traceback) and the run goes on; the MPEG-TS remux of box.mp4 (torchcodec: 4.5e-12 fps)
     scores like the local engine scores it. The remux is of box.mp4's first 4 s (a stream copy,
     2 segments rather than 7): its timing is as odd as the whole file's (torchcodec's duration
     of 1e14 s, the first frame at 1.4 s), so it takes the same decoding path; cup fails at its
-    first batch, so the whole cup.mp4 costs nothing more."""
+    first batch, so the whole cup.mp4 costs nothing more. Both engines score with
+    ``FrameScorer``: equal scores mean the worker decoded the remux's frames as the local engine
+    does."""
     videos = tmp_path / "videos"
     videos.mkdir()
     subprocess.run(
@@ -562,7 +594,7 @@ def test_a_failing_video_is_recorded_on_ray_and_an_mpegts_remux_scores(
     local = score_dataset(
         "coin",
         videos,
-        tiny_scorer,
+        FrameScorer(),  # the frames decoded locally, scored as the worker scored its own
         root=tmp_path / "local",
         videos=[box],
         show_progress=False,
