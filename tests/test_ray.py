@@ -425,8 +425,9 @@ class _Killing:
     def score_segments(self, frames, goal, steps, **options):
         if goal in self.kill and goal not in self.seen:  # the first batch of this attempt
             self.seen.add(goal)
-            with open(self.folder / f"{goal}.attempts", "a") as f:  # pid, built, numba loaded
-                f.write(f"{os.getpid()} {self.scorer is not None} {'numba' in sys.modules}\n")
+            with open(self.folder / f"{goal}.attempts", "a") as f:  # pid, built, loaded
+                loaded = " ".join(str(name in sys.modules) for name in ("numba", "pandas"))
+                f.write(f"{os.getpid()} {self.scorer is not None} {loaded}\n")
             tries = len((self.folder / f"{goal}.attempts").read_text().splitlines())
             if tries <= self.kill[goal]:
                 os.kill(os.getpid(), signal.SIGKILL)
@@ -472,14 +473,15 @@ def test_dead_worker_is_replaced_and_a_poison_video_is_recorded(
     attempts = []
     for goal in ("killed once", "always killed"):
         lines = [ln.split() for ln in (tmp_path / f"{goal}.attempts").read_text().splitlines()]
-        pids = [pid for pid, _, _ in lines]
+        pids = [pid for pid, *_ in lines]
         assert len(pids) == len(set(pids)) == 2
         attempts += lines
     # a worker loads only what its object needs: one that dies before building its scorer
     # has not imported numba (the frame resizing of a model's preprocessing), though it has
-    # decoded its first batch
-    fresh = [numba for _, built, numba in attempts if built == "False"]
+    # decoded its first batch; and no worker imports pandas (the driver alone writes caches)
+    fresh = [numba for _, built, numba, _ in attempts if built == "False"]
     assert fresh and set(fresh) == {"False"}, attempts
+    assert {pandas for *_, pandas in attempts} == {"False"}, attempts
     # 2 workers and 3 deaths: the last death leaves no video waiting for a worker (a
     # replacement per death would start 5), so at most 2 replacements were started
     assert 3 <= len(starts) <= 4, starts

@@ -46,12 +46,11 @@ from baglm_nb.models.dispatch import ENGINES, Engine, EngineSetting, make_engine
 from baglm_nb.models.questions import ScoringError
 from baglm_nb.models.ray_pool import Outcome
 from baglm_nb.stores.atomic import atomic_write_json
-from baglm_nb.stores.caches import create_cache
 from baglm_nb.stores.keys import ScoreKey
-from baglm_nb.stores.scores import ScoreCache, read_weights_record, warn_unfingerprinted
 
 if TYPE_CHECKING:
     from baglm_nb.models.engine import Scorer
+    from baglm_nb.stores.scores import ScoreCache
 
 __all__ = [
     "ENGINES",
@@ -488,6 +487,7 @@ def _check_weights(folder: Path, record: Mapping[str, Any] | None) -> None:
     differently (another model behind the same name and description): ``ServerError``
     naming both canaries and the folder."""
     from baglm_nb.models.served_checks import ServerRefused, canary_refusal
+    from baglm_nb.stores.scores import read_weights_record
 
     stored = read_weights_record(folder) if folder.is_dir() else None
     if not record or not stored or "canary" not in record or "canary" not in stored:
@@ -513,6 +513,8 @@ def _open_cache(
     first time, or when the stored canary was asked differently (a served cache from before
     canaries: said in one line, since its model cannot be checked)."""
     from baglm_nb.models.served_checks import canary_refusal
+    from baglm_nb.stores.caches import create_cache  # pandas: the driver's, not a worker's
+    from baglm_nb.stores.scores import read_weights_record, warn_unfingerprinted
 
     model_id, _, weights, record = identity
     key = _score_key(dataset, model_id, weights, segment_duration, sampling_fps)
