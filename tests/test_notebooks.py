@@ -358,6 +358,10 @@ def test_render_reuses_compiled_templates_and_recompiles_a_changed_one(tmp_path,
     assert render.to_html(nb) == first and compiled == []  # every template from the cache
     monkeypatch.setattr(render, "OFFLINE_TEMPLATE", render.OFFLINE_TEMPLATE + "{# changed #}\n")
     assert render.to_html(nb) == first and compiled == ["offline.html.j2"]  # only the changed
+    (tmp_path / "file").touch()  # no folder to be had: no cache, the same page
+    assert cache(tmp_path / "file" / "templates") is None
+    monkeypatch.setattr(render, "template_cache", lambda: cache(tmp_path / "file" / "templates"))
+    assert render.to_html(nb) == first
 
 
 def test_render_strips_widgets_and_embeds_every_image(tmp_path):

@@ -206,14 +206,26 @@ def template_cache(directory: str | os.PathLike | None = None):
     reads them. Entries are written whole (a temporary file renamed). ``directory``: by
     default Jinja's own, a folder of this user's in the system's temporary folder, made
     private (mode 0700) and refused if it is not; a ``directory`` given is made if missing.
+    Only a speed-up: ``None`` (templates compiled as before) when the folder cannot be had,
+    and an entry that cannot be written is not kept.
     """
     import nbconvert
     from jinja2 import FileSystemBytecodeCache
 
-    if directory is not None:
-        Path(directory).mkdir(mode=0o700, parents=True, exist_ok=True)
+    class _Kept(FileSystemBytecodeCache):
+        def dump_bytecode(self, bucket) -> None:
+            try:
+                super().dump_bytecode(bucket)
+            except OSError:  # a full or read-only disk: the page is made all the same
+                pass
+
     pattern = f"__baglm_nb_nbconvert-{nbconvert.__version__}_%s.cache"
-    return FileSystemBytecodeCache(None if directory is None else os.fspath(directory), pattern)
+    try:
+        if directory is not None:
+            Path(directory).mkdir(mode=0o700, parents=True, exist_ok=True)
+        return _Kept(None if directory is None else os.fspath(directory), pattern)
+    except (OSError, RuntimeError):  # no private folder of this user's to be had
+        return None
 
 
 def to_html(nb, folder: str | os.PathLike = ".") -> str:
