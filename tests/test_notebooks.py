@@ -328,6 +328,42 @@ def check_shareable(folder: Path, stem: str) -> None:
         assert [p.name for p in figures if p.read_bytes() in shown] == [p.name for p in figures]
 
 
+def test_render_reuses_compiled_templates_and_recompiles_a_changed_one(tmp_path, monkeypatch):
+    """:func:`baglm_nb.apps.render.to_html` keeps its templates' compiled code between runs
+    (each notebook of ``make figures`` renders in a process of its own): a second export
+    compiles no template and writes the same page; a changed template is compiled again."""
+    import jinja2
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    from baglm_nb.apps import render
+
+    cache = render.template_cache  # the product's, on a folder of this test's own
+    monkeypatch.setattr(render, "template_cache", lambda: cache(tmp_path / "templates"))
+    compiled = []
+    compile_template = jinja2.Environment.compile
+
+    def counting(self, source, name=None, filename=None, *args, **kwargs):
+        compiled.append(name)
+        return compile_template(self, source, name, filename, *args, **kwargs)
+
+    monkeypatch.setattr(jinja2.Environment, "compile", counting)
+    out = new_output("stream", name="stdout", text="3\n")
+    cells = [new_markdown_cell("# A *title*"), new_code_cell("1 + 2", outputs=[out])]
+    nb = nbformat.from_dict(new_notebook(cells=cells))
+    first = render.to_html(nb)
+    assert "offline.html.j2" in compiled and "index.html.j2" in compiled
+    assert len(list((tmp_path / "templates").iterdir())) >= 2
+    compiled.clear()
+    assert render.to_html(nb) == first and compiled == []  # every template from the cache
+    monkeypatch.setattr(render, "OFFLINE_TEMPLATE", render.OFFLINE_TEMPLATE + "{# changed #}\n")
+    assert render.to_html(nb) == first and compiled == ["offline.html.j2"]  # only the changed
+    (tmp_path / "file").touch()  # no folder to be had: no cache, the same page
+    assert cache(tmp_path / "file" / "templates") is None
+    monkeypatch.setattr(render, "template_cache", lambda: cache(tmp_path / "file" / "templates"))
+    assert render.to_html(nb) == first
+
+
 def test_render_strips_widgets_and_embeds_every_image(tmp_path):
     import matplotlib.pyplot as plt
     import nbformat

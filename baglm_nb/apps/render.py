@@ -17,6 +17,9 @@ notebook, in papermill's process (:mod:`baglm_nb.apps.notebook_run`); the ``rend
   ``Out[n]:`` and without the scripts the template loads from the network (require.js,
   MathJax, mermaid: the pages show images, tables and text, so they need none of them; a
   Markdown formula stays as its TeX source). The page loads nothing from the network.
+  The templates' compiled code is kept between processes (:func:`template_cache`): each
+  notebook of ``make figures`` is rendered by a process of its own, which would otherwise
+  compile nbconvert's templates again.
 - :func:`render` does all of this for a notebook file, in place, and writes ``<stem>.html``
   beside it.
 - :func:`skip_iri_grammar`: a process that only reads, runs and exports notebooks (the
@@ -25,7 +28,8 @@ notebook, in papermill's process (:mod:`baglm_nb.apps.notebook_run`); the ``rend
   each time, jsonschema issue 1392); a notebook's schema uses no such format.
 
 Exports :data:`WIDGET_VIEW`, :data:`INJECTED`, :func:`strip_widgets`, :func:`relative_paths`,
-:func:`format_parameters`, :func:`to_html`, :func:`render` and :func:`skip_iri_grammar`.
+:func:`format_parameters`, :func:`to_html`, :func:`template_cache`, :func:`render` and
+:func:`skip_iri_grammar`.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ __all__ = [
     "render",
     "skip_iri_grammar",
     "strip_widgets",
+    "template_cache",
     "to_html",
 ]
 
@@ -192,6 +197,37 @@ def relative_paths(nb, root: str | os.PathLike = ROOT) -> int:
     return changed
 
 
+def template_cache(directory: str | os.PathLike | None = None):
+    """Jinja's bytecode cache for :func:`to_html`'s templates, kept between processes.
+
+    A template's entry is used only for the same template source (Jinja keys it by name and
+    checks the source's checksum) and the same Jinja and Python (its magic header); the file
+    names carry nbconvert's version, so another nbconvert (other template settings) never
+    reads them. Entries are written whole (a temporary file renamed). ``directory``: by
+    default Jinja's own, a folder of this user's in the system's temporary folder, made
+    private (mode 0700) and refused if it is not; a ``directory`` given is made if missing.
+    Only a speed-up: ``None`` (templates compiled as before) when the folder cannot be had,
+    and an entry that cannot be written is not kept.
+    """
+    import nbconvert
+    from jinja2 import FileSystemBytecodeCache
+
+    class _Kept(FileSystemBytecodeCache):
+        def dump_bytecode(self, bucket) -> None:
+            try:
+                super().dump_bytecode(bucket)
+            except OSError:  # a full or read-only disk: the page is made all the same
+                pass
+
+    pattern = f"__baglm_nb_nbconvert-{nbconvert.__version__}_%s.cache"
+    try:
+        if directory is not None:
+            Path(directory).mkdir(mode=0o700, parents=True, exist_ok=True)
+        return _Kept(None if directory is None else os.fspath(directory), pattern)
+    except (OSError, RuntimeError):  # no private folder of this user's to be had
+        return None
+
+
 def to_html(nb, folder: str | os.PathLike = ".") -> str:
     """``nb`` as one offline HTML page (nbconvert's ``lab`` page, see the module docstring).
 
@@ -206,6 +242,7 @@ def to_html(nb, folder: str | os.PathLike = ".") -> str:
         extra_loaders=[DictLoader({"offline.html.j2": OFFLINE_TEMPLATE})],
         template_file="offline.html.j2",
     )
+    exporter.environment.bytecode_cache = template_cache()  # read when a template loads
     resources = {"metadata": {"path": str(folder)}}
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     return body
