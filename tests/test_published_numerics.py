@@ -208,7 +208,9 @@ def _chosen(dataset: str, extra: int = 5):
 
 @pytest.mark.parametrize("dataset", sorted(SPECIAL))
 def test_imported_authors_files_give_the_published_r1(tmp_path, dataset):
-    videos = _chosen(dataset, extra=3 if dataset == "ego4d_goalstep" else 5)
+    # Ego4D: its special videos alone (K = 119 over 3820 rows, K = 27, K = 1): the torch
+    # reference steps row by row, and the first ordinary videos would add 10k rows of the same path.
+    videos = _chosen(dataset, extra=0 if dataset == "ego4d_goalstep" else 5)
     written = write_authors_files(tmp_path / "src", videos, seed=len(dataset))
     summary = import_reference_results(
         tmp_path / "src",
