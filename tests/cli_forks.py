@@ -31,8 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: What every verb here imports first, none of it heavy (no torch, no openai: a child that
-#: needs them imports them itself, with its own environment).
+#: What every verb here imports first, none of it heavy (no openai: a child that needs it
+#: imports it itself, with its own environment).
 LIGHT_IMPORTS = (
     "baglm_nb.apps.cli.main",
     "baglm_nb.apps.cli.follow",
@@ -345,13 +345,10 @@ class ForkServers:
         return self._servers[imports]
 
     @property
-    def light(self) -> CliForks:
-        """The server of :data:`LIGHT_IMPORTS` (verbs without a model)."""
-        return self.get(LIGHT_IMPORTS)
-
-    @property
     def model(self) -> CliForks:
-        """The server of :data:`MODEL_IMPORTS` (``score`` and ``follow`` of a tiny model)."""
+        """The server of :data:`MODEL_IMPORTS`: ``score`` and ``follow`` of a tiny model, and
+        the verbs without a model too (one server per worker; neither imports openai, which
+        reads its environment at import)."""
         return self.get(MODEL_IMPORTS)
 
     def close(self) -> None:
