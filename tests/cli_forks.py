@@ -41,6 +41,7 @@ LIGHT_IMPORTS = (
     "matplotlib.pyplot",
     "pyarrow.parquet",
 )
+# Neither set imports openai, which reads its environment (OPENAI_LOG ...) at import.
 
 #: The modules a ``follow`` or ``score`` run of ``--model random-init:internvl`` imports before
 #: its first segment (the command line, the session, the report and matplotlib, PyAV, torch,
@@ -120,7 +121,8 @@ def _serve(fd: int, imports: list[str]) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes select() through wake_r
-    print(json.dumps({"threads": threading.active_count()}), flush=True)
+    ready = {"threads": threading.active_count(), "openai": "openai" in sys.modules}
+    print(json.dumps(ready), flush=True)
     replies: dict[int, socket.socket] = {}
     while True:
         ready, _, _ = select.select([sock, wake_r], [], [])
@@ -191,7 +193,10 @@ class CliForks:
             self.close()
             raise RuntimeError(f"the fork server ended before it was ready:\n{self.import_stderr}")
         #: Python threads of the server once its imports are done (1: safe to fork).
-        self.threads: int = json.loads(line)["threads"]
+        ready = json.loads(line)
+        self.threads: int = ready["threads"]
+        #: Whether the imports loaded openai (which reads OPENAI_LOG ... once, at import).
+        self.imported_openai: bool = ready["openai"]
         self._lock = threading.Lock()
 
     def __enter__(self) -> CliForks:
@@ -327,7 +332,8 @@ class ForkServers:
     """One :class:`CliForks` per set of imports for a session, each started the first time a
     test asks for it (:meth:`get`), checked safe to fork (one Python thread) and silent while
     importing (what a new process would print then is a fresh-process test's subject), all
-    ended by :meth:`close`."""
+    ended by :meth:`close`. Neither server may import openai, which reads its environment at
+    import (a child's must be its own)."""
 
     def __init__(self) -> None:
         self._servers: dict[tuple[str, ...], CliForks] = {}
@@ -335,20 +341,25 @@ class ForkServers:
     def get(self, imports: tuple[str, ...]) -> CliForks:
         if imports not in self._servers:
             forks = CliForks(imports)
-            if forks.threads != 1 or forks.import_stderr:
+            if forks.threads != 1 or forks.import_stderr or forks.imported_openai:
                 forks.close()
                 raise RuntimeError(
-                    f"the fork server runs {forks.threads} Python threads, and printed while "
-                    f"importing: {forks.import_stderr!r}"
+                    f"the fork server runs {forks.threads} Python threads, imported openai: "
+                    f"{forks.imported_openai}, printed while importing: {forks.import_stderr!r}"
                 )
             self._servers[imports] = forks
         return self._servers[imports]
 
     @property
+    def light(self) -> CliForks:
+        """The server of :data:`LIGHT_IMPORTS`, for a file whose forked runs load no model
+        (importing torch and transformers costs more than such a run)."""
+        return self.get(LIGHT_IMPORTS)
+
+    @property
     def model(self) -> CliForks:
         """The server of :data:`MODEL_IMPORTS`: ``score`` and ``follow`` of a tiny model, and
-        the verbs without a model too (one server per worker; neither imports openai, which
-        reads its environment at import)."""
+        the verbs without a model of the same file (one server, not two)."""
         return self.get(MODEL_IMPORTS)
 
     def close(self) -> None:

@@ -240,7 +240,7 @@ def test_wrong_key_is_a_clear_error_without_the_key(
     # own, forked from the session's warm Python, which has not imported openai: the child's
     # openai reads OPENAI_LOG as a new process's does)
     env = {**os.environ, KEY_ENV: wrong, "OPENAI_LOG": "debug"}
-    out = cli_forks.model.run(
+    out = cli_forks.light.run(
         *[
             "deps",
             "--dataset",

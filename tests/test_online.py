@@ -181,7 +181,7 @@ def test_cli_ctrl_c_keeps_a_complete_log(tmp_path, cli_forks):
     # A process of its own, forked from the session's warm Python (:mod:`cli_forks`), with
     # Ctrl-C's handler as a new interpreter installs it (also under a test runner started in
     # the background, which ignores SIGINT): the signal reaches a real process mid-run.
-    proc = cli_forks.model.start(cmd[3:])
+    proc = cli_forks.light.start(cmd[3:])
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not log.exists() or len(log.read_text()) < 10):
         time.sleep(0.2)
