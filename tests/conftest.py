@@ -47,6 +47,17 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     torch.set_num_threads(1)
 
 
+@pytest.fixture(scope="session")
+def cli_forks():
+    """Fork servers of ``python -m baglm_nb`` processes (:class:`cli_forks.ForkServers`), one
+    per set of imports and worker, started when a test first asks, ended with the session."""
+    from cli_forks import ForkServers
+
+    servers = ForkServers()
+    yield servers
+    servers.close()
+
+
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """Small tensors and tiny models run faster on one thread, above all on a busy machine."""

@@ -11,8 +11,8 @@
 * :func:`http_hls`: a live HLS playlist (FFmpeg's HLS muxer, 1-s segments, a sliding window)
   served over HTTP.
 * :class:`FollowProcess`: ``python -m baglm_nb follow`` in a process of its own, its output
-  lines time-stamped; with :class:`FollowForks`, forked from one Python that imported torch,
-  transformers and the rest once.
+  lines time-stamped; with a :class:`cli_forks.CliForks`, forked from one Python that imported
+  torch, transformers and the rest once.
 
 Every server listens on 127.0.0.1 only and is stopped when its ``with`` block ends.
 """
@@ -31,6 +31,8 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from cli_forks import CliForks, ForkedProcess
 
 FFMPEG = ["ffmpeg", "-nostdin", "-loglevel", "error"]
 
@@ -433,226 +435,14 @@ class _Session:
 # timing a followed run from outside, on a machine that may be busy
 
 
-#: The modules a ``follow --model random-init:internvl`` run of a live source with a report
-#: imports before its first segment (the command line, the session, the report and matplotlib,
-#: PyAV, torch, transformers and the tiny model's architecture): :class:`FollowForks` imports
-#: them once, and its children start with them loaded, nothing of them run.
-FOLLOW_IMPORTS = (
-    "baglm_nb.apps.cli.main",
-    "baglm_nb.apps.cli.follow",
-    "baglm_nb.apps.online.session",
-    "baglm_nb.apps.online.report",
-    "matplotlib.pyplot",
-    "av",
-    "baglm_nb.inputs.live",
-    "baglm_nb.models.scoring",
-    "baglm_nb.models.testing",
-    "transformers.models.internvl.modeling_internvl",
-)
-
-
-def _serve_forks(fd: int, imports: list[str]) -> None:
-    """The loop of :class:`FollowForks`' process: import ``imports``, say how many Python
-    threads this process runs (one: no thread of its own for a fork to lose; the idle native
-    pools that numpy's and scipy's OpenBLAS and pyarrow's jemalloc start at import, as in any
-    fresh ``follow``, are rebuilt by their fork handlers), then for each
-    request on the socket ``fd`` (the argv as JSON, stdout's and stderr's pipes as passed file
-    descriptors) fork a child that runs ``python -m baglm_nb ARGV``'s ``main``, send its pid,
-    wait for it, and send its exit status, CPU time and ``perf_counter()`` at its exit."""
-    import importlib
-    import json
-    import sys
-    import traceback
-
-    sock = socket.socket(fileno=fd)
-    from baglm_nb.apps.cli.main import quiet_library_warnings
-
-    quiet_library_warnings(False)  # as main does before a verb imports anything heavy
-    for name in imports:
-        importlib.import_module(name)
-    print(json.dumps({"threads": threading.active_count()}), flush=True)
-    while True:
-        message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
-        if not message:  # the test's end closed: no teardown of torch and the rest
-            sys.stdout.flush()
-            os._exit(0)
-        pid = os.fork()
-        if pid == 0:  # the child: python -m baglm_nb ARGV, with these modules loaded
-            status = 70
-            try:
-                sock.close()
-                null = os.open(os.devnull, os.O_RDONLY)
-                for target, source in ((0, null), (1, fds[0]), (2, fds[1])):
-                    os.dup2(source, target)
-                for f in (null, *fds):
-                    os.close(f)
-                from baglm_nb.apps.cli.main import main
-
-                main(json.loads(message), exit_process=True)  # ends the process
-            except SystemExit as exc:  # argparse's usage errors: as Python ends on one
-                if exc.code is None or isinstance(exc.code, int):
-                    status = exc.code or 0
-                else:
-                    print(exc.code, file=sys.stderr)
-                    status = 1
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                for stream in (sys.stdout, sys.stderr):
-                    with contextlib.suppress(Exception):
-                        stream.flush()
-                os._exit(status)
-        for f in fds:
-            os.close(f)
-        sock.send(json.dumps({"pid": pid}).encode())
-        _, status, usage = os.wait4(pid, 0)
-        exited = time.perf_counter()
-        cpu_s = usage.ru_utime + usage.ru_stime
-        report = {"pid": pid, "status": os.waitstatus_to_exitcode(status), "cpu_s": cpu_s}
-        sock.send(json.dumps({**report, "exited": exited}).encode())
-
-
-class FollowForks:
-    """A Python that imports :data:`FOLLOW_IMPORTS` once, then starts each ``python -m baglm_nb
-    follow`` of :class:`FollowProcess` (``forks=``) as a child forked from it: a process of its
-    own (its pid, signals, threads, stdout, stderr and exit status), without importing torch,
-    transformers and the rest again. One run at a time. Use it as a context manager."""
-
-    def __init__(self, imports: tuple[str, ...] = FOLLOW_IMPORTS) -> None:
-        import json
-        import sys
-
-        self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self._import_err = tempfile.TemporaryFile(mode="w+")  # what importing printed
-        code = (
-            "import sys; sys.path.insert(0, sys.argv[1]); import stream_servers; "
-            "stream_servers._serve_forks(int(sys.argv[2]), sys.argv[3:])"
-        )
-        here = str(Path(__file__).parent)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", code, here, str(theirs.fileno()), *imports],
-            stdout=subprocess.PIPE,
-            stderr=self._import_err,
-            text=True,
-            pass_fds=[theirs.fileno()],
-        )
-        theirs.close()
-        line = self.proc.stdout.readline()
-        self._import_err.seek(0)
-        #: What the server printed on stderr while importing (a fresh ``follow`` would print
-        #: it too: warnings and advice that the verb's filters let through).
-        self.import_stderr: str = self._import_err.read()
-        if not line:
-            self.close()
-            raise RuntimeError(f"the fork server ended before it was ready:\n{self.import_stderr}")
-        #: Python threads of the server once its imports are done (1: safe to fork).
-        self.threads: int = json.loads(line)["threads"]
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> FollowForks:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._sock.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc.stdout.close()
-        self._import_err.close()
-
-    def _reply(self) -> dict:
-        """The server's next message (a pid or an exit report)."""
-        import json
-
-        message = self._sock.recv(1 << 16)
-        if not message:
-            raise RuntimeError(f"the fork server ended (exit status {self.proc.poll()})")
-        return json.loads(message)
-
-    def start(self, argv: list[str]) -> _ForkedChild:
-        """Fork a child that runs ``python -m baglm_nb`` with ``argv``: its handle, whose
-        ``stdout`` and ``stderr`` are pipes as a :class:`subprocess.Popen`'s."""
-        import json
-
-        out_read, out_write = os.pipe()
-        err_read, err_write = os.pipe()
-        try:
-            socket.send_fds(self._sock, [json.dumps(argv).encode()], [out_write, err_write])
-        finally:
-            os.close(out_write)
-            os.close(err_write)
-        pid = self._reply()["pid"]
-        return _ForkedChild(self, pid, argv, open(out_read), open(err_read))
-
-    def _exit_report(self, pid: int, timeout: float | None) -> dict | None:
-        """The exit report of child ``pid``, or None if none came within ``timeout`` s."""
-        with self._lock:
-            ready, _, _ = select.select([self._sock], [], [], timeout)
-            if not ready:
-                return None
-            report = self._reply()
-        if report["pid"] != pid:
-            raise RuntimeError(f"an exit report of {report['pid']}, not of {pid}")
-        return report
-
-
-class _ForkedChild:
-    """A child of :class:`FollowForks`, as much of a :class:`subprocess.Popen` as
-    :class:`FollowProcess` uses."""
-
-    def __init__(self, forks: FollowForks, pid: int, args: list[str], stdout, stderr) -> None:
-        self.forks, self.pid, self.args = forks, pid, args
-        self.stdout, self.stderr = stdout, stderr
-        self.returncode: int | None = None
-        #: perf_counter() at the exit and the CPU time used (s), once it exited.
-        self.exited: float | None = None
-        self.cpu_s: float | None = None
-        self._reported = threading.Lock()
-
-    def poll(self, timeout: float = 0.0) -> int | None:
-        """The exit status if the child exited (within ``timeout`` s), else None."""
-        with self._reported:
-            if self.returncode is None:
-                report = self.forks._exit_report(self.pid, timeout)
-                if report is not None:
-                    self.exited, self.cpu_s = report["exited"], report["cpu_s"]
-                    self.returncode = report["status"]
-        return self.returncode
-
-    def send_signal(self, signum: int) -> None:
-        if self.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signum)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
-    def wait(self, timeout: float | None = None) -> int:
-        """The exit status, polled every 10 ms without holding the report's lock in between
-        (other threads poll too; the exit time is the server's)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(self.args, timeout)
-            time.sleep(0.01)
-        return self.returncode
-
-
 class FollowProcess:
     """``python -m baglm_nb follow URL ...`` in a subprocess, its output lines time-stamped
     (``time.perf_counter()``, the clock :class:`RtspServer` stamps the frames it sends with) and
     its event log's lines too, as they appear. Use it as a context manager (the process is
-    killed at the end if it still runs). With ``forks`` (a :class:`FollowForks`) the process is
-    a child forked from it, with the libraries already imported."""
+    killed at the end if it still runs). With ``forks`` (a :class:`cli_forks.CliForks`) the
+    process is a child forked from it, with the libraries already imported."""
 
-    def __init__(
-        self, url: str, folder: Path, *args: str, forks: FollowForks | None = None
-    ) -> None:
+    def __init__(self, url: str, folder: Path, *args: str, forks: CliForks | None = None) -> None:
         import sys
 
         self.log, self.report = folder / "events.jsonl", folder / "report.html"
@@ -690,7 +480,7 @@ class FollowProcess:
         """Whether the process has not exited (it is left for :meth:`wait` to reap)."""
         if self.proc.returncode is not None:
             return False
-        if isinstance(self.proc, _ForkedChild):
+        if isinstance(self.proc, ForkedProcess):
             return self.proc.poll() is None
         flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
         try:
@@ -726,7 +516,7 @@ class FollowProcess:
     def wait(self, timeout: float) -> int:
         """Wait for the exit (at most ``timeout`` s, polled every 5 ms); its time is
         ``exited``, the CPU time the process used in all ``cpu_total``."""
-        if isinstance(self.proc, _ForkedChild):  # its parent, the fork server, reaps it
+        if isinstance(self.proc, ForkedProcess):  # its parent, the fork server, reaps it
             self.proc.wait(timeout)
             self.exited, self.cpu_total = self.proc.exited, self.proc.cpu_s
             for t in self._threads[:2]:

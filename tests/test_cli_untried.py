@@ -21,8 +21,6 @@ import math
 import os
 import shutil
 import stat
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -222,19 +220,18 @@ def test_lang_c_no_home_and_a_repository_path_with_spaces(tmp_path):
 
 
 @pytest.mark.parametrize("verb", ["simulate", "score"])
-def test_two_processes_writing_one_cache_at_once(verb, tmp_path, stub):
+def test_two_processes_writing_one_cache_at_once(verb, tmp_path, stub, cli_forks):
     """Both runs succeed, and the cache holds each entry once, whole, equal to one run's.
 
-    One writer is a new ``python -m baglm_nb`` process, the other this process (the same verb
-    in-process): it starts as soon as the new process has opened the cache, so that both
-    write their entries at once (two new processes cost two interpreters' and models' start
-    for the same race)."""
+    One writer is a ``python -m baglm_nb`` process of its own, the other this process (the
+    same verb in-process): it starts as soon as the other process has opened the cache, so
+    that both write their entries at once (two new processes cost two interpreters' and
+    models' start for the same race). The other process is forked from the session's warm
+    Python (:mod:`cli_forks`): a process with its own pid, file descriptors, locks and exit
+    status, as the race needs, without importing torch and transformers again."""
     root, alone = tmp_path / "shared", tmp_path / "alone"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     argv = verb_argv(verb, root, tmp_path, stub.url)
-    cmd = [sys.executable, "-m", "baglm_nb", *argv]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    proc = cli_forks.model.start(argv, cwd=ROOT)
     try:
         deadline = time.monotonic() + 600
         while not list(root.rglob("config.json")) and proc.poll() is None:

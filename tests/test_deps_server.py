@@ -13,8 +13,6 @@ import importlib.util
 import json
 import logging
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -218,7 +216,9 @@ def test_server_killed_mid_run_then_resume(servers, shared_server, tmp_path, mon
     assert not list((cache.path / "partial").glob("*.parquet"))
 
 
-def test_wrong_key_is_a_clear_error_without_the_key(shared_server, tmp_path, monkeypatch, caplog):
+def test_wrong_key_is_a_clear_error_without_the_key(
+    shared_server, tmp_path, monkeypatch, caplog, cli_forks
+):
     wrong = "sk-WRONG-baglm-7c1f9e42d5"
     right = RIGHT_KEY
     server = shared_server
@@ -236,13 +236,12 @@ def test_wrong_key_is_a_clear_error_without_the_key(shared_server, tmp_path, mon
     errors = next((tmp_path / "cache").rglob("errors.jsonl")).read_text()
     assert "rejected the API key" in errors and wrong not in errors
 
-    # the CLI: exit code 1, a clear message, the key nowhere in its output
+    # the CLI: exit code 1, a clear message, the key nowhere in its output (a process of its
+    # own, forked from the session's warm Python, which has not imported openai: the child's
+    # openai reads OPENAI_LOG as a new process's does)
     env = {**os.environ, KEY_ENV: wrong, "OPENAI_LOG": "debug"}
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "baglm_nb",
+    out = cli_forks.light.run(
+        *[
             "deps",
             "--dataset",
             "htstep",
@@ -260,11 +259,7 @@ def test_wrong_key_is_a_clear_error_without_the_key(shared_server, tmp_path, mon
             str(tmp_path / "cli"),
             "--no-progress",
         ],
-        capture_output=True,
-        text=True,
         env=env,
-        cwd=ROOT,
-        timeout=300,
     )
     assert out.returncode == 1, out.stderr
     assert "rejected the API key" in out.stderr

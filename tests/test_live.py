@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from busy_machine import machine_stretch
+from cli_forks import CliForks
 from stream_servers import (
-    FollowForks,
     FollowProcess,
     RtspServer,
     ffmpeg,
@@ -478,21 +478,19 @@ def test_live_http_mpegts_hls_and_udp_mpegts(scorer, small_cup):
             assert 2 * e.segment + 1.5 <= e.marks["frame_time"] + 1e-3 < 2 * e.segment + 1.54
 
 
-@pytest.fixture(scope="module")
-def follow_forks():
+@pytest.fixture
+def follow_forks(cli_forks) -> CliForks:
     """The ``follow`` processes of the tests below (real processes: signals, exit statuses,
     stderr, a stall's timing) are children forked from one Python that imported torch,
-    transformers and the rest once (:class:`~stream_servers.FollowForks`): each test pays for
-    its run, not for importing them again. A fresh process's start and its clean stderr are
+    transformers and the rest once (the session's :class:`~cli_forks.CliForks`, checked to run
+    one thread and to print nothing while importing): each test pays for its run, not for
+    importing them again. A fresh process's start and its clean stderr are
     test_follow.py::test_a_cup_run_with_a_task_file_is_clean's subject."""
-    with FollowForks() as forks:
-        assert forks.threads == 1, f"the fork server runs {forks.threads} Python threads"
-        assert forks.import_stderr == ""  # nothing a fresh follow would print while importing
-        yield forks
+    return cli_forks.model
 
 
 def _follow_until_two_events(
-    server: RtspServer, tmp_path: Path, task_file, forks: FollowForks, *extra: str
+    server: RtspServer, tmp_path: Path, task_file, forks: CliForks, *extra: str
 ):
     """``follow`` of ``server`` in a process of its own (the tiny model), once it has logged
     two events: the model loaded and segments came."""

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
 import sys
 import time
 
@@ -166,7 +164,7 @@ def test_cli_replay_writes_log_and_report(tmp_path):
     assert "status: 283 segments" in out and report.stat().st_size > 10_000
 
 
-def test_cli_ctrl_c_keeps_a_complete_log(tmp_path):
+def test_cli_ctrl_c_keeps_a_complete_log(tmp_path, cli_forks):
     video = load_dataset("htstep")[0]
     cache = write_simulated_cache("htstep", tmp_path, videos=[video])
     log = tmp_path / "events.jsonl"
@@ -180,17 +178,10 @@ def test_cli_ctrl_c_keeps_a_complete_log(tmp_path):
         "--html",
         str(tmp_path / "r.html"),
     )
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    # A test runner started in the background (``cmd &`` in a script) ignores SIGINT, and an
-    # ignored signal is inherited: give the child Ctrl-C back, as a terminal would.
-    proc = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
+    # A process of its own, forked from the session's warm Python (:mod:`cli_forks`), with
+    # Ctrl-C's handler as a new interpreter installs it (also under a test runner started in
+    # the background, which ignores SIGINT): the signal reaches a real process mid-run.
+    proc = cli_forks.light.start(cmd[3:])
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not log.exists() or len(log.read_text()) < 10):
         time.sleep(0.2)

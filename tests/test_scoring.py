@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -149,16 +148,18 @@ def test_find_video_file_ignores_sidecars(tmp_path):
     assert find_video_file(tmp_path, "v.1") == tmp_path / "v.1.mkv"  # dots in the uid
 
 
-def test_killed_run_resumes_without_redoing_videos(tmp_path, capsys):
+def test_killed_run_resumes_without_redoing_videos(tmp_path, capsys, cli_forks):
     """``score`` killed (SIGKILL) after its first video: the same command again (here in this
-    process, as ``python -m baglm_nb`` runs it) scores only the missing videos."""
+    process, as ``python -m baglm_nb`` runs it) scores only the missing videos. The killed run
+    is a ``python -m baglm_nb`` process forked from the session's warm Python
+    (:mod:`cli_forks`): SIGKILL ends a process of its own mid-write, without torch and
+    transformers imported again for it."""
     from baglm_nb.apps.cli.main import main
 
     uids = ["cup", "Megamind_bugy", "box"]
     ann = write_annotations(tmp_path / "ann", uids)
     argv = [*score_argv(ann, tmp_path / "cache"), "--batch-segments", "1"]
-    cmd = [sys.executable, "-m", "baglm_nb", *argv]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = cli_forks.model.start(argv)
     deadline = time.monotonic() + 300
     files: list[Path] = []
     while time.monotonic() < deadline and not files:
