@@ -12,7 +12,8 @@
 #   gguf converter   llama.cpp's convert_hf_to_gguf.py + gguf-py of the installed xllamacpp release,
 #                    from its sdist, into .venv/share/llama.cpp-convert (scripts/fetch_gguf_converter.sh)
 #   kernel           the 'python3' Jupyter kernel inside .venv (papermill runs the notebooks on it)
-#   bytecode         python -m compileall baglm_nb: its .pyc files, read by every later process
+#   bytecode         python -m compileall baglm_nb: its .pyc files, read by every later process;
+#                    pytest --collect-only: the test modules' rewritten asserts, read by make test
 #   warm caches      what every first run would build, built once here (scripts/warm_caches.py):
 #                    the numba kernels' on-disk caches, the SmolLM2 GGUF converted for transformers,
 #                    the served-scorer tests' tiny Qwen2.5-VL GGUFs; on every `make setup` (cheap
@@ -183,6 +184,16 @@ t0=$SECONDS
 "$VPY" -m compileall -q "$ROOT/baglm_nb" >"$LOG_DIR/compile.log" 2>&1 ||
     fail "$LOG_DIR/compile.log" "compiling baglm_nb failed (the lines above name the file)"
 phase "bytecode" $((SECONDS - t0))
+
+# -- the test modules' rewritten asserts: pytest keeps each test module's rewritten bytecode
+# beside it (tests/__pycache__/*-pytest-*.pyc) and rewrites it again only when the file changes.
+# Collected once here, so that the first `make test`'s workers read it instead of each one
+# rewriting every test file (and compiling tests/'s helpers) at the same time.
+t0=$SECONDS
+with_heartbeat "test collection" "$LOG_DIR/collect.log" env -u PYTHONDONTWRITEBYTECODE \
+    "$VPY" -m pytest --rootdir "$ROOT" -c "$ROOT/pyproject.toml" --collect-only -q -p no:cacheprovider "$ROOT/tests" ||
+    fail "$LOG_DIR/collect.log" "collecting the tests failed (the lines above name the test file)"
+phase "test bytecode" $((SECONDS - t0))
 
 # -- warm caches (after apt: every step runs the product's own code) ---------------------------
 t0=$SECONDS

@@ -9,6 +9,8 @@ deselected tests are not skipped.
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
@@ -56,6 +58,32 @@ def cli_forks():
     servers = ForkServers()
     yield servers
     servers.close()
+
+
+# --------------------------------------------------------------------------------------------
+# The heap that lives the whole session, kept out of the garbage collector's passes
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Everything imported and built by the time the tests are collected (torch, pandas, the
+    test modules, the collected items) lives until the process ends, yet each full garbage
+    collection walks all of it again: those during the tests, pytest's own at the end (it
+    collects to report unraisable exceptions) and the interpreter's at exit. Frozen, these
+    objects are left out of those passes; what the tests create is collected as before."""
+    gc.freeze()
+
+
+def _freeze_at_exit() -> None:
+    """At exit, after pytest has reported and sent every result: the interpreter's own
+    collections leave the heap alone. The exit handlers (atexit, weakref finalizers) still
+    run, as do the __del__ of objects freed by reference count; objects in reference cycles
+    are left to the operating system (as ``baglm_nb.apps.notebook_run`` does). Objects made
+    after a freeze are collected as usual, so the order of exit handlers does not matter."""
+    gc.freeze()
+
+
+atexit.register(_freeze_at_exit)
 
 
 @pytest.fixture(scope="module")

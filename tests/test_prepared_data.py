@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import pandas as pd
-import papermill
 import pytest
 from cli_runs import run_main
 from test_notebooks import SMALL, rendered
@@ -19,6 +18,8 @@ NOTEBOOK = ROOT / "notebooks" / "03_main_results.ipynb"
 
 
 def _run(tmp: Path, params: dict) -> pd.DataFrame:
+    import papermill
+
     tmp.mkdir()
     papermill.execute_notebook(
         str(NOTEBOOK),

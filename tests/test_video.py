@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from torchcodec.decoders import VideoDecoder
 
 import baglm_nb.inputs.video as video
 from baglm_nb.inputs.datasets import DATASETS, load_dataset
@@ -115,6 +114,8 @@ def test_segment_counts_equal_datasets_num_segments(name):
 
 
 def test_iter_segments_cup(cup_batches):
+    from torchcodec.decoders import VideoDecoder
+
     info = probe(CUP)
     s = num_segments(info.num_frames, info.fps)
     assert s == 4
@@ -209,6 +210,8 @@ def test_box_damaged_slice_header_decodes_fully():
     sampled index can be up to 2 frames earlier than its display position, but the mapping is
     reproducible (batched and frame-by-frame access agree), and the time grid is not shifted.
     """
+    from torchcodec.decoders import VideoDecoder
+
     info = probe(BOX)  # 456 frames declared, 455 present: within the truncation tolerance
     s = num_segments(info.num_frames, info.fps)
     batches = _all(BOX, batch_segments=3)
@@ -232,6 +235,8 @@ def test_megamind_last_frame_recovered_not_skipped(monkeypatch):
     from a fresh seek, so no frame is skipped. torchcodec's index i of this file shows the
     picture at pts (i + 1) / 30, and the last index repeats the last picture (same pts).
     """
+    from torchcodec.decoders import VideoDecoder
+
     failures = []
 
     class SpyDecoder(VideoDecoder):
@@ -254,6 +259,8 @@ def test_megamind_last_frame_recovered_not_skipped(monkeypatch):
 
 
 def test_undecodable_frame_names_file_and_time(monkeypatch):
+    from torchcodec.decoders import VideoDecoder
+
     bad = int(segment_frame_indices(217, 26.777)[2, 1])  # a frame of segment 2
 
     class FlakyDecoder(VideoDecoder):
