@@ -45,13 +45,14 @@ LIGHT_IMPORTS = (
 
 #: The modules a ``follow`` or ``score`` run of ``--model random-init:internvl`` imports before
 #: its first segment (the command line, the session, the report and matplotlib, PyAV, torch,
-#: torchcodec, transformers and the tiny model's architecture).
+#: transformers and the tiny model's architecture). Not torchcodec (torch._dynamo, sympy): a
+#: live ``follow`` never imports it, and with it loaded a forked ``follow`` spent more CPU from
+#: Ctrl-C to its exit than a real one does (the Ctrl-C test's bound failed); a ``score`` child
+#: imports it itself when it opens its first file.
 MODEL_IMPORTS = (
     *LIGHT_IMPORTS,
     "av",
     "baglm_nb.inputs.live",
-    "baglm_nb.inputs.video",
-    "torchcodec.decoders",
     "baglm_nb.models.scoring",
     "baglm_nb.models.testing",
     "transformers.models.internvl.modeling_internvl",

@@ -698,6 +698,44 @@ def _follow_http(task_file, tmp_path, url, *extra: str) -> tuple[int, str]:
     return code, report.read_text() if report.exists() else ""
 
 
+def test_an_http_stream_cut_inside_a_chunk_broke_as_one_cut_between_chunks():
+    """A killed server cuts its chunked HTTP stream between two chunks (FFmpeg: an end of
+    file) or inside one (FFmpeg: a read error, EIO), as its timing falls: both say the
+    connection closed before the stream's end; a stream whose terminating chunk came, or that
+    is not chunked, keeps the read error's own words."""
+    import errno
+    from types import SimpleNamespace
+
+    import av
+    import av.logging
+
+    from baglm_nb.inputs.live import LiveReader, live_source
+
+    class Container:  # what FFmpeg logs and raises while it demuxes the stream
+        streams = SimpleNamespace(video=[SimpleNamespace(average_rate=None, time_base=None)])
+
+        def __init__(self, chunks: list[int], fails: bool) -> None:
+            self.chunks, self.fails = chunks, fails
+
+        def demux(self, stream):
+            for size in self.chunks:
+                av.logging.log(av.logging.TRACE, "http", f"Chunked encoding data size: {size}")
+            if self.fails:
+                raise av.FFmpegError(errno.EIO, "Input/output error")
+            yield from ()
+
+    reader = LiveReader(live_source("http://127.0.0.1:9/live.ts", live=True), object())
+    ended, cut = (reader._read(Container([1880, 1880], f), reconnecting=False) for f in (0, 1))
+    closed = "the source broke: the connection closed before the stream's end"
+    assert ended == closed and cut == f"{closed}; last error: Input/output error"
+    assert reader._read(Container([1880, 0], True), reconnecting=False) == (
+        "the source broke (Input/output error)"
+    )
+    assert reader._read(Container([], True), reconnecting=False) == (
+        "the source broke (Input/output error)"
+    )
+
+
 @pytest.mark.slow
 def test_a_killed_http_server_exits_1_and_a_finished_stream_exits_0(
     small_cup, short_cup, task_file, tmp_path, capsys

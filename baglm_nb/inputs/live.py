@@ -420,6 +420,8 @@ class LiveReader:
                 return f"no frames for {idle:.1f} s: the stream stalled ({_describe(exc)})"
             if self.source.kind == "file":
                 return f"reading failed ({_describe(exc)})"
+            if watch.kind == "http" and (broke := watch.broke(_describe(exc))) is not None:
+                return broke  # a chunked stream cut inside a chunk, not between two
             return f"the source broke ({_describe(exc)})"
         return None
 

@@ -1,7 +1,8 @@
 """Did a live source send its end, or did it vanish? And how long to wait before reconnecting.
 
 FFmpeg returns the same end of file whether a server ended its stream or died: an HTTP server
-killed mid-stream and one that finished both look like a clean end to PyAV. The difference is
+killed mid-stream and one that finished both look like a clean end to PyAV (a kill that cuts a
+chunk in two is a read error instead, which :meth:`EndWatch.broke` takes as well). The difference is
 in FFmpeg's own log, which :class:`EndWatch` reads (PyAV's per-thread log capture, the reader
 thread's messages only):
 
@@ -126,8 +127,10 @@ class EndWatch:
         if self._capture is not None and len(self._capture) > 2 * _KEEP:
             del self._capture[:-_KEEP]
 
-    def broke(self) -> str | None:
-        """After an end of file: why the source broke (it sent no end), or None."""
+    def broke(self, error: str | None = None) -> str | None:
+        """After an end of file, or a read error (``error``, its description): why the source
+        broke (it sent no end), or None. The last error named is FFmpeg's last logged warning
+        or error, else ``error``."""
         if self._capture is None:
             return None
         messages = [m for m in self._capture if m[2]]
@@ -139,5 +142,7 @@ class EndWatch:
             return None
         mine = _PROTOCOLS[self.kind]  # PyAV's repeat counter can hand over others' messages
         errors = [" ".join(m[2].split()) for m in messages if m[0] <= _WARNING and m[1] in mine]
+        if not errors and error is not None:
+            errors = [error]
         last = f"; last error: {errors[-1]}" if errors else ""
         return f"the source broke: the connection closed before the stream's end{last}"
