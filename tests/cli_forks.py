@@ -151,6 +151,7 @@ def _serve(fd: int, imports: list[str]) -> None:
             os._exit(0)
         pid = os.fork()
         if pid == 0:
+            signal.set_wakeup_fd(-1)  # before its pipe closes: no signal writes to a closed fd
             for f in (sock, *replies.values()):
                 f.close()
             os.close(wake_r)
@@ -167,7 +168,9 @@ class CliForks:
     :meth:`start` or :meth:`run` as a child forked from it. Several may run at once. Use it as
     a context manager, or :meth:`close` it."""
 
-    def __init__(self, imports: tuple[str, ...] = MODEL_IMPORTS) -> None:
+    def __init__(
+        self, imports: tuple[str, ...] = MODEL_IMPORTS, env: dict[str, str] | None = None
+    ) -> None:
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         import_err = tempfile.TemporaryFile(mode="w+")  # what importing printed
         code = (
@@ -177,10 +180,12 @@ class CliForks:
         here = str(Path(__file__).parent)
         self.proc = subprocess.Popen(
             [sys.executable, "-c", code, here, str(theirs.fileno()), *imports],
+            stdin=subprocess.DEVNULL,  # fds 0-2 stay taken: a passed fd is never one of them
             stdout=subprocess.PIPE,
             stderr=import_err,
             text=True,
             cwd=ROOT,
+            env=env,
             pass_fds=[theirs.fileno()],
         )
         theirs.close()
@@ -334,14 +339,17 @@ class ForkServers:
     test asks for it (:meth:`get`), checked safe to fork (one Python thread) and silent while
     importing (what a new process would print then is a fresh-process test's subject), all
     ended by :meth:`close`. Neither server may import openai, which reads its environment at
-    import (a child's must be its own)."""
+    import (a child's must be its own). The servers import in ``env`` (default: the
+    environment now), not in that of whichever test first asks (which may have set some of its
+    own); each child runs in its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
         self._servers: dict[tuple[str, ...], CliForks] = {}
+        self._env = dict(os.environ if env is None else env)
 
     def get(self, imports: tuple[str, ...]) -> CliForks:
         if imports not in self._servers:
-            forks = CliForks(imports)
+            forks = CliForks(imports, self._env)
             if forks.threads != 1 or forks.import_stderr or forks.imported_openai:
                 forks.close()
                 raise RuntimeError(

@@ -35,6 +35,10 @@ SETUP_HINT = "`make setup` installs everything the test suite needs"
 # runner sets its own (scripts/run_notebooks.sh).
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+#: The environment the session started with (what the fork servers import in, whichever test
+#: first asks for one).
+SESSION_ENV = dict(os.environ)
+
 # Test modules import papermill and nbformat: like the notebooks' runner, without the IRI grammar
 # that jsonschema would compile at import (no notebook schema uses it).
 skip_iri_grammar()
@@ -55,7 +59,7 @@ def cli_forks():
     per set of imports and worker, started when a test first asks, ended with the session."""
     from cli_forks import ForkServers
 
-    servers = ForkServers()
+    servers = ForkServers(SESSION_ENV)
     yield servers
     servers.close()
 

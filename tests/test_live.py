@@ -702,8 +702,10 @@ def test_an_http_stream_cut_inside_a_chunk_broke_as_one_cut_between_chunks():
     """A killed server cuts its chunked HTTP stream between two chunks (FFmpeg: an end of
     file) or inside one (FFmpeg: a read error, EIO), as its timing falls: both say the
     connection closed before the stream's end; a stream whose terminating chunk came, or that
-    is not chunked, keeps the read error's own words."""
+    is not chunked, or an error of the data rather than the connection, keeps the read error's
+    own words."""
     import errno
+    import os
     from types import SimpleNamespace
 
     import av
@@ -714,26 +716,28 @@ def test_an_http_stream_cut_inside_a_chunk_broke_as_one_cut_between_chunks():
     class Container:  # what FFmpeg logs and raises while it demuxes the stream
         streams = SimpleNamespace(video=[SimpleNamespace(average_rate=None, time_base=None)])
 
-        def __init__(self, chunks: list[int], fails: bool) -> None:
-            self.chunks, self.fails = chunks, fails
+        def __init__(self, chunks: list[int], error: int | None) -> None:
+            self.chunks, self.error = chunks, error
 
         def demux(self, stream):
             for size in self.chunks:
                 av.logging.log(av.logging.TRACE, "http", f"Chunked encoding data size: {size}")
-            if self.fails:
-                raise av.FFmpegError(errno.EIO, "Input/output error")
+            if self.error is not None:
+                raise av.FFmpegError(self.error, os.strerror(self.error))
             yield from ()
 
     reader = LiveReader(live_source("http://127.0.0.1:9/live.ts", live=True), object())
-    ended, cut = (reader._read(Container([1880, 1880], f), reconnecting=False) for f in (0, 1))
+
+    def said(chunks: list[int], error: int | None) -> str:
+        return reader._read(Container(chunks, error), reconnecting=False)
+
     closed = "the source broke: the connection closed before the stream's end"
-    assert ended == closed and cut == f"{closed}; last error: Input/output error"
-    assert reader._read(Container([1880, 0], True), reconnecting=False) == (
-        "the source broke (Input/output error)"
-    )
-    assert reader._read(Container([], True), reconnecting=False) == (
-        "the source broke (Input/output error)"
-    )
+    assert said([1880, 1880], None) == closed
+    for cut in (errno.EIO, errno.ECONNRESET, errno.EPIPE):
+        assert said([1880, 1880], cut) == f"{closed}; last error: {os.strerror(cut)}"
+    eio = f"the source broke ({os.strerror(errno.EIO)})"
+    assert said([1880, 0], errno.EIO) == eio and said([], errno.EIO) == eio
+    assert said([1880], errno.EINVAL) == f"the source broke ({os.strerror(errno.EINVAL)})"
 
 
 @pytest.mark.slow

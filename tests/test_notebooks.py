@@ -331,7 +331,8 @@ def check_shareable(folder: Path, stem: str) -> None:
 def test_render_reuses_compiled_templates_and_recompiles_a_changed_one(tmp_path, monkeypatch):
     """:func:`baglm_nb.apps.render.to_html` keeps its templates' compiled code between runs
     (each notebook of ``make figures`` renders in a process of its own): a second export
-    compiles no template and writes the same page; a changed template is compiled again."""
+    compiles no template and writes the same page; a changed template, or another Jinja, is
+    compiled again; a folder others may write to is refused."""
     import jinja2
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
@@ -358,6 +359,12 @@ def test_render_reuses_compiled_templates_and_recompiles_a_changed_one(tmp_path,
     assert render.to_html(nb) == first and compiled == []  # every template from the cache
     monkeypatch.setattr(render, "OFFLINE_TEMPLATE", render.OFFLINE_TEMPLATE + "{# changed #}\n")
     assert render.to_html(nb) == first and compiled == ["offline.html.j2"]  # only the changed
+    compiled.clear()
+    monkeypatch.setattr(jinja2, "__version__", f"{jinja2.__version__}.other")
+    assert render.to_html(nb) == first and "index.html.j2" in compiled  # another Jinja's: anew
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o777)
+    assert cache(tmp_path / "open") is None  # a folder others may write to is not trusted
     (tmp_path / "file").touch()  # no folder to be had: no cache, the same page
     assert cache(tmp_path / "file" / "templates") is None
     monkeypatch.setattr(render, "template_cache", lambda: cache(tmp_path / "file" / "templates"))

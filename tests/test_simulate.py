@@ -77,6 +77,44 @@ def test_progress_digits_and_shapes() -> None:
     np.testing.assert_array_equal(vsg[1::2], s.vsg)
 
 
+def _numpy_digits(centre: np.ndarray, width: float) -> np.ndarray:
+    """The progress digits as plain numpy writes them (the slow reference of
+    :func:`baglm_nb.core.progress_digits.digits`): the point mass of the nearest digit for
+    ``width = 0`` or a centre that is not finite, else the softmax of
+    ``-0.5 ((digit - centre) / width)^2``."""
+    nearest = np.clip(np.nan_to_num(np.rint(centre), posinf=9, neginf=0), 0, 9).astype(int)
+    point = np.zeros(centre.shape + (10,))
+    np.put_along_axis(point, nearest[..., None], 1.0, axis=-1)
+    if width <= 0:
+        return point
+    z = np.arange(10.0) - np.where(np.isfinite(centre), centre, 0.0)[..., None]
+    z /= width
+    np.square(z, out=z)
+    z *= -0.5
+    z -= z.max(axis=-1, keepdims=True)
+    np.exp(z, out=z)
+    z /= z.sum(axis=-1, keepdims=True)
+    return np.where(np.isfinite(centre)[..., None], z, point)
+
+
+@pytest.mark.parametrize("width", [0.0, 0.3, 1.0, 1.7, 5.0])
+def test_progress_digits_give_the_numpy_softmax_floats_bit_for_bit(width: float) -> None:
+    from baglm_nb.core.progress_digits import digits
+
+    rng = np.random.default_rng(7)
+    special = np.array([np.nan, np.inf, -np.inf, -3.2, 0.0, 4.5, 9.0, 12.7])
+    for centre in (
+        rng.uniform(-2, 11, size=(37, 6)),  # (segments, steps), as the simulation has them
+        rng.uniform(-2, 11, size=50),
+        np.zeros((0, 4)),
+        special,
+        special.reshape(2, 4),
+    ):
+        got = digits(centre, width)
+        assert got.shape == centre.shape + (10,)
+        np.testing.assert_array_equal(got, _numpy_digits(centre, width))
+
+
 def test_confusion_bonus_on_ground_truth_neighbours() -> None:
     params = SimulationParams(signal=4.0, noise=0.0, confusion=0.5)
     s = simulate_video(toy_video(), params)

@@ -200,15 +200,17 @@ def relative_paths(nb, root: str | os.PathLike = ROOT) -> int:
 def template_cache(directory: str | os.PathLike | None = None):
     """Jinja's bytecode cache for :func:`to_html`'s templates, kept between processes.
 
-    A template's entry is used only for the same template source (Jinja keys it by name and
-    checks the source's checksum) and the same Jinja and Python (its magic header); the file
-    names carry nbconvert's version, so another nbconvert (other template settings) never
-    reads them. Entries are written whole (a temporary file renamed). ``directory``: by
-    default Jinja's own, a folder of this user's in the system's temporary folder, made
-    private (mode 0700) and refused if it is not; a ``directory`` given is made if missing.
-    Only a speed-up: ``None`` (templates compiled as before) when the folder cannot be had,
-    and an entry that cannot be written is not kept.
+    What an entry was computed for: its template's source (Jinja keys an entry by the
+    template's name and refuses it when the source's checksum changed), nbconvert's and
+    Jinja's versions (in the file names: another nbconvert or Jinja never reads them) and
+    Python's minor version (Jinja's magic header). Entries are written whole (a temporary file
+    renamed). ``directory``: by default Jinja's own, a folder of this user's in the system's
+    temporary folder, made private (mode 0700) and refused if it is not; a ``directory`` given
+    is made if missing and refused unless it is this user's and private too. Only a speed-up:
+    ``None`` (templates compiled as before) when no such folder can be had, and an entry that
+    cannot be written is not kept.
     """
+    import jinja2
     import nbconvert
     from jinja2 import FileSystemBytecodeCache
 
@@ -219,10 +221,14 @@ def template_cache(directory: str | os.PathLike | None = None):
             except OSError:  # a full or read-only disk: the page is made all the same
                 pass
 
-    pattern = f"__baglm_nb_nbconvert-{nbconvert.__version__}_%s.cache"
+    versions = f"nbconvert-{nbconvert.__version__}-jinja2-{jinja2.__version__}"
+    pattern = f"__baglm_nb_{versions}_%s.cache"
     try:
         if directory is not None:
             Path(directory).mkdir(mode=0o700, parents=True, exist_ok=True)
+            st = os.stat(directory)
+            if st.st_uid != os.getuid() or st.st_mode & 0o077:
+                return None  # someone else's, or open to others: its entries are not trusted
         return _Kept(None if directory is None else os.fspath(directory), pattern)
     except (OSError, RuntimeError):  # no private folder of this user's to be had
         return None

@@ -33,6 +33,7 @@ the reader with an :class:`End`: an error when the source vanished without sendi
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import threading
@@ -172,6 +173,11 @@ def live_source(
     if live is False:
         return None
     return found
+
+
+#: The read errors of a connection that was cut (as FFmpeg's HTTP reader reports a chunk cut
+#: in two): on a chunked HTTP source they mean its end never came (:meth:`EndWatch.broke`).
+_CUT = frozenset({errno.EIO, errno.ECONNRESET, errno.EPIPE})
 
 
 def _describe(exc: BaseException) -> str:
@@ -420,7 +426,8 @@ class LiveReader:
                 return f"no frames for {idle:.1f} s: the stream stalled ({_describe(exc)})"
             if self.source.kind == "file":
                 return f"reading failed ({_describe(exc)})"
-            if watch.kind == "http" and (broke := watch.broke(_describe(exc))) is not None:
+            cut = getattr(exc, "errno", None) in _CUT  # the connection, not the data, failed
+            if cut and watch.kind == "http" and (broke := watch.broke(_describe(exc))):
                 return broke  # a chunked stream cut inside a chunk, not between two
             return f"the source broke ({_describe(exc)})"
         return None

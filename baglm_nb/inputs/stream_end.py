@@ -13,7 +13,8 @@ thread's messages only):
 * other schemes carry no end marker FFmpeg reports (UDP has none at all: a sender that stops is
   a stall); their end of file counts as an end, as before.
 
-A source without its end "broke"; the message gives FFmpeg's last warning or error, if any.
+A source without its end "broke"; the message gives FFmpeg's last warning or error, else the
+read error that cut it, if any.
 
 Reconnecting (:func:`reconnect_delay`): attempt ``n`` (1, 2, ...) waits
 ``min(RECONNECT_FIRST_DELAY_S * 2 ** (n - 1), RECONNECT_MAX_DELAY_S)`` seconds first: 0.5, 1, 2,
