@@ -9,7 +9,6 @@ import html
 import json
 import re
 import shlex
-import shutil
 import subprocess
 import threading
 import time
@@ -141,25 +140,13 @@ def test_a_broken_source_stops_with_a_clear_message(scorer, tmp_path):
 
 @pytest.mark.browser
 def test_html_report_opens_in_headless_chromium(cup_followed, tmp_path):
+    from browser_checks import launch
     from playwright import sync_api
 
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.fail(
-            "Debian's chromium is not installed: apt-get install -y chromium (or make setup)"
-        )
     ests = cup_followed  # the report of a run (the run's own checks: the test above)
     page_path = write_html_report(RunReport(ests, STEPS, title="cup run"), tmp_path / "report.html")
-    args = [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-    ]
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=args)
+        browser = launch(p)
         page = browser.new_page()
         requests: list[str] = []
         page.on("request", lambda r: requests.append(r.url))

@@ -11,27 +11,16 @@ run per notebook and test session), and this test goes to the same worker (its x
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from browser_checks import TABLES_JS, VIEWPORT
+from browser_checks import TABLES_JS, VIEWPORT, launch
 from test_notebooks import rendered
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
-CHROMIUM = os.environ.get("BAGLM_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 #: The notebooks whose pages are measured here.
 STEMS = ["02_dependencies", "03_main_results", "04_ablations", "05_analysis", "06_localization"]
@@ -41,10 +30,8 @@ def measure_tables(html: Path, screenshot: Path) -> list[dict]:
     """Every table of ``html`` as chromium lays it out; a full-page screenshot is saved."""
     from playwright import sync_api
 
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"no chromium at {CHROMIUM}: apt-get install -y chromium (or make setup)")
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = launch(pw)
         try:
             page = browser.new_page(viewport=VIEWPORT)
             page.goto(html.resolve().as_uri())
